@@ -1,0 +1,207 @@
+//! The four availability flags of SPEC §4 (`installed`, `runnable`, `bound`,
+//! `permitted`) and `ready`, each false flag with its reason and the command that
+//! fixes it. Also where a pack's CLI resolves to on this machine.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::binding::Store;
+use crate::catalog::{Origin, Pack, check_bin_file};
+use crate::context::{Principal, env_vars};
+use crate::policy::{self, Policies};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flag {
+    Installed,
+    Runnable,
+    Bound,
+    Permitted,
+}
+
+/// Why one flag is false, and what fixes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub flag: Flag,
+    pub reason: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Availability {
+    pub installed: bool,
+    pub runnable: bool,
+    pub bound: bool,
+    pub permitted: bool,
+    pub ready: bool,
+    pub problems: Vec<Problem>,
+}
+
+/// Finds an executable `name` on a `PATH` value.
+pub fn resolve_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    std::env::split_paths(path_var?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// The interpreter a script's `#!` line names, when it is an absolute path.
+fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
+    let line = head.strip_prefix(b"#!")?;
+    let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
+    let line = std::str::from_utf8(&line[..end]).ok()?;
+    let program = line.split_whitespace().next()?;
+    program.starts_with('/').then(|| PathBuf::from(program))
+}
+
+/// Why the pack's CLI cannot run here, or `None` when it can.
+pub fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
+    let bin = pack.manifest.bin.first()?;
+    if let Some(file) = pack.manifest.bin_file() {
+        let head: Vec<u8> = match &pack.origin {
+            Origin::Builtin { bin: Some(bytes) } => bytes.iter().take(256).copied().collect(),
+            Origin::Builtin { bin: None } => return Some((format!("./{file} is missing"), reinstall(pack))),
+            Origin::Installed { dir } => {
+                let path = dir.join(file);
+                if let Some(problem) = check_bin_file(&path) {
+                    return Some((problem, reinstall(pack)));
+                }
+                let mut head = std::fs::read(&path).unwrap_or_default();
+                head.truncate(256);
+                head
+            }
+        };
+        if let Some(interpreter) = shebang_interpreter(&head)
+            && !is_executable(&interpreter)
+        {
+            return Some((
+                format!(
+                    "./{file} runs with {}, which is not on this machine",
+                    interpreter.display()
+                ),
+                format!(
+                    "install {} or a pack built for this machine",
+                    interpreter.display()
+                ),
+            ));
+        }
+        return None;
+    }
+    match resolve_program(bin, env.get(env_vars::PATH).map(String::as_str)) {
+        Some(_) => None,
+        None => Some((
+            format!("`{bin}` is not on PATH"),
+            format!("install `{bin}` (for example: apt-get install {bin}, or brew install {bin})"),
+        )),
+    }
+}
+
+fn reinstall(pack: &Pack) -> String {
+    format!("hcpx install {}", pack.manifest.id)
+}
+
+/// The four flags for one pack and one principal.
+pub fn check(
+    pack: &Pack,
+    principal: Principal,
+    env: &BTreeMap<String, String>,
+    policies: &Policies,
+    bindings: Result<&Store, &str>,
+) -> Availability {
+    let mut problems = Vec::new();
+    if let Some((reason, fix)) = cli_problem(pack, env) {
+        problems.push(Problem {
+            flag: Flag::Runnable,
+            reason,
+            fix,
+        });
+    }
+    let id = &pack.manifest.id;
+    for (key, spec) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
+        let bound = match bindings {
+            Ok(store) => store.resolve(id, key, env).is_some(),
+            Err(_) => false,
+        };
+        if !bound {
+            let reason = match bindings {
+                Err(error) => error.to_owned(),
+                Ok(_) if spec.secret => format!("required credential {key} is not bound"),
+                Ok(_) => format!("required setting {key} is not bound"),
+            };
+            problems.push(Problem {
+                flag: Flag::Bound,
+                reason,
+                fix: format!("hcpx bind {id} {key}"),
+            });
+        }
+    }
+    let commands = pack
+        .manifest
+        .commands
+        .iter()
+        .map(|command| (command.name.as_str(), command.effect));
+    if let Err(evaluation) = policy::permits_any(principal, id, commands, policies) {
+        problems.push(Problem {
+            flag: Flag::Permitted,
+            reason: format!("every command is denied by {}", evaluation.rule),
+            fix: match evaluation.rule.error {
+                Some(_) => "fix the policy file, then run `hcpx policy show`".to_owned(),
+                None => format!("hcpx policy set {id}.* confirm"),
+            },
+        });
+    }
+    let has = |flag: Flag| problems.iter().any(|problem| problem.flag == flag);
+    let (runnable, bound, permitted) = (!has(Flag::Runnable), !has(Flag::Bound), !has(Flag::Permitted));
+    Availability {
+        installed: true,
+        runnable,
+        bound,
+        permitted,
+        ready: runnable && bound && permitted,
+        problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_interpreters() {
+        assert_eq!(
+            shebang_interpreter(b"#!/bin/sh\necho"),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(
+            shebang_interpreter(b"#! /usr/bin/env python3\n"),
+            Some(PathBuf::from("/usr/bin/env"))
+        );
+        assert_eq!(shebang_interpreter(b"#!python\n"), None);
+        assert_eq!(shebang_interpreter(b"echo"), None);
+    }
+
+    #[test]
+    fn resolves_programs_on_path_only_from_absolute_dirs() {
+        assert!(resolve_program("sh", Some("/usr/bin:/bin")).is_some());
+        assert!(resolve_program("sh", Some("relative/bin")).is_none());
+        assert!(resolve_program("sh", None).is_none());
+        assert!(resolve_program("no-such-program-hcpx", Some("/usr/bin:/bin")).is_none());
+    }
+}

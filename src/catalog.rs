@@ -1,0 +1,343 @@
+//! The catalog: built-in packs compiled into the binary plus packs installed under
+//! `$HCP_HOME/packs/<id>/`. An installed pack overrides a built-in one with the same
+//! id; a broken installed pack is reported and never hides the others.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use include_dir::{Dir, include_dir};
+use serde::Serialize;
+
+use crate::manifest::{self, Manifest, Problem};
+use crate::skill::{self, SkillDoc};
+
+static BUILTIN_DIR: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/packs");
+
+pub const MANIFEST_FILE: &str = "hcp.json";
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// Where a pack came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled into this binary; its CLI file (if any) is held in memory.
+    Builtin { bin: Option<&'static [u8]> },
+    /// Installed in this folder.
+    Installed { dir: PathBuf },
+}
+
+#[derive(Debug, Clone)]
+pub struct Pack {
+    pub manifest: Manifest,
+    pub skill: SkillDoc,
+    pub origin: Origin,
+}
+
+impl Pack {
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    pub fn source_label(&self) -> &'static str {
+        match self.origin {
+            Origin::Builtin { .. } => "builtin",
+            Origin::Installed { .. } => "installed",
+        }
+    }
+}
+
+/// An installed pack that could not be loaded.
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokenPack {
+    pub id: String,
+    pub dir: PathBuf,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Sorted by id, one per id.
+    pub packs: Vec<Pack>,
+    pub broken: Vec<BrokenPack>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("no pack named `{id}`")]
+    Unknown { id: String, suggestions: Vec<String> },
+}
+
+/// Parses a pack from its two text files. `bin_present` says whether the `./FILE`
+/// named by `bin`, if any, exists and is executable (`None` when it does not).
+pub fn parse_pack(
+    manifest_text: &str,
+    skill_text: Option<&str>,
+    bin_present: impl FnOnce(&str) -> Option<String>,
+) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
+    let manifest = manifest::parse(manifest_text)?;
+    let mut problems = Vec::new();
+    let skill = match skill_text {
+        None => {
+            problems.push(Problem {
+                path: SKILL_FILE.to_owned(),
+                message: "is missing; every pack has a SKILL.md for agents".to_owned(),
+            });
+            None
+        }
+        Some(text) => match skill::parse(text, &manifest.id) {
+            Ok(doc) => Some(doc),
+            Err(found) => {
+                problems.extend(found);
+                None
+            }
+        },
+    };
+    if let Some(file) = manifest.bin_file()
+        && let Some(message) = bin_present(file)
+    {
+        problems.push(Problem {
+            path: "bin[0]".to_owned(),
+            message,
+        });
+    }
+    match skill {
+        Some(skill) if problems.is_empty() => Ok((manifest, skill)),
+        _ => Err(problems),
+    }
+}
+
+/// Loads a pack folder from disk (installed packs and `pack check`).
+pub fn load_dir(dir: &Path) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
+    let manifest_text = std::fs::read_to_string(dir.join(MANIFEST_FILE)).map_err(|error| {
+        vec![Problem {
+            path: MANIFEST_FILE.to_owned(),
+            message: format!("cannot be read: {error}"),
+        }]
+    })?;
+    let skill_text = std::fs::read_to_string(dir.join(SKILL_FILE)).ok();
+    parse_pack(&manifest_text, skill_text.as_deref(), |file| {
+        check_bin_file(&dir.join(file))
+    })
+}
+
+/// Why a pack's `./FILE` cannot run, or `None` when it is an executable regular file.
+pub fn check_bin_file(path: &Path) -> Option<String> {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Some(format!("./{name} is not in the pack")),
+        Ok(meta) if !meta.file_type().is_file() => Some(format!("./{name} is not a regular file")),
+        Ok(meta) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                if meta.permissions().mode() & 0o111 == 0 {
+                    return Some(format!("./{name} is not executable (chmod +x {name})"));
+                }
+            }
+            let _ = meta;
+            None
+        }
+    }
+}
+
+fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
+    static BUILTINS: OnceLock<(Vec<Pack>, Vec<BrokenPack>)> = OnceLock::new();
+    BUILTINS.get_or_init(|| {
+        let mut packs = Vec::new();
+        let mut broken = Vec::new();
+        for dir in BUILTIN_DIR.dirs() {
+            let text = |name: &str| {
+                dir.get_file(dir.path().join(name))
+                    .and_then(|file| file.contents_utf8())
+            };
+            let id = dir.path().to_string_lossy().into_owned();
+            let Some(manifest_text) = text(MANIFEST_FILE) else {
+                continue;
+            };
+            let parsed = parse_pack(manifest_text, text(SKILL_FILE), |file| {
+                dir.get_file(dir.path().join(file))
+                    .is_none()
+                    .then(|| format!("./{file} is not in the pack"))
+            });
+            match parsed {
+                Ok((manifest, skill)) => {
+                    let bin = manifest
+                        .bin_file()
+                        .and_then(|file| dir.get_file(dir.path().join(file)))
+                        .map(include_dir::File::contents);
+                    packs.push(Pack {
+                        manifest,
+                        skill,
+                        origin: Origin::Builtin { bin },
+                    });
+                }
+                Err(problems) => broken.push(BrokenPack {
+                    id,
+                    dir: dir.path().to_path_buf(),
+                    problems,
+                }),
+            }
+        }
+        packs.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
+        (packs, broken)
+    })
+}
+
+/// The files of a built-in pack, for `install <builtin id>` and `pack new`.
+pub fn builtin_files(id: &str) -> Option<Vec<(String, &'static [u8])>> {
+    let dir = BUILTIN_DIR.get_dir(id)?;
+    Some(
+        dir.files()
+            .map(|file| {
+                (
+                    file.path()
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    file.contents(),
+                )
+            })
+            .collect(),
+    )
+}
+
+impl Catalog {
+    /// Built-in packs overlaid with those installed under `packs_dir`.
+    pub fn load(packs_dir: &Path) -> Self {
+        let (builtin, builtin_broken) = builtins();
+        let mut catalog = Self {
+            packs: builtin.clone(),
+            broken: builtin_broken.clone(),
+        };
+        let Ok(entries) = std::fs::read_dir(packs_dir) else {
+            return catalog;
+        };
+        let mut dirs: Vec<PathBuf> = entries.filter_map(Result::ok).map(|entry| entry.path()).collect();
+        dirs.sort();
+        for dir in dirs {
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // Temporary and hidden folders belong to install in progress.
+            if name.starts_with('.') || !dir.is_dir() {
+                continue;
+            }
+            match load_dir(&dir) {
+                Ok((manifest, skill)) if manifest.id == name => {
+                    catalog.insert(Pack {
+                        manifest,
+                        skill,
+                        origin: Origin::Installed { dir },
+                    });
+                }
+                Ok((manifest, _)) => catalog.broken.push(BrokenPack {
+                    id: name,
+                    dir,
+                    problems: vec![Problem {
+                        path: "id".to_owned(),
+                        message: format!("is \"{}\", but the folder is named after another id", manifest.id),
+                    }],
+                }),
+                Err(problems) => catalog.broken.push(BrokenPack {
+                    id: name,
+                    dir,
+                    problems,
+                }),
+            }
+        }
+        catalog
+    }
+
+    /// A catalog of exactly these packs (tests and benchmarks).
+    pub fn from_packs(mut packs: Vec<Pack>) -> Self {
+        packs.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
+        packs.dedup_by(|a, b| a.manifest.id == b.manifest.id);
+        Self {
+            packs,
+            broken: Vec::new(),
+        }
+    }
+
+    fn insert(&mut self, pack: Pack) {
+        match self
+            .packs
+            .binary_search_by(|probe| probe.manifest.id.as_str().cmp(pack.id()))
+        {
+            Ok(index) => self.packs[index] = pack,
+            Err(index) => self.packs.insert(index, pack),
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Result<&Pack, CatalogError> {
+        match self
+            .packs
+            .binary_search_by(|probe| probe.manifest.id.as_str().cmp(id))
+        {
+            Ok(index) => Ok(&self.packs[index]),
+            Err(_) => Err(CatalogError::Unknown {
+                id: id.to_owned(),
+                suggestions: self.closest(id),
+            }),
+        }
+    }
+
+    /// Up to three ids closest to `id`, best first.
+    pub fn closest(&self, id: &str) -> Vec<String> {
+        let mut scored: Vec<(f64, &str)> = self
+            .packs
+            .iter()
+            .map(|pack| {
+                let other = pack.id();
+                let mut score = strsim::jaro_winkler(id, other);
+                if other.contains(id) || id.contains(other) {
+                    score = score.max(0.85);
+                }
+                (score, other)
+            })
+            .filter(|(score, _)| *score >= 0.7)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        scored.into_iter().take(3).map(|(_, id)| id.to_owned()).collect()
+    }
+
+    pub fn broken(&self, id: &str) -> Option<&BrokenPack> {
+        self.broken.iter().find(|broken| broken.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_pack_is_valid() {
+        let (packs, broken) = builtins();
+        assert!(broken.is_empty(), "{broken:#?}");
+        let ids: Vec<&str> = packs.iter().map(Pack::id).collect();
+        assert_eq!(ids, ["git", "jq", "sqlite", "transit"]);
+    }
+
+    #[test]
+    fn transit_carries_its_cli() {
+        let catalog = Catalog::load(Path::new("/nonexistent"));
+        let transit = catalog.get("transit").unwrap();
+        let Origin::Builtin { bin: Some(bin) } = &transit.origin else {
+            panic!("no embedded CLI")
+        };
+        assert!(bin.starts_with(b"#!/bin/sh"));
+    }
+
+    #[test]
+    fn unknown_ids_get_suggestions() {
+        let catalog = Catalog::load(Path::new("/nonexistent"));
+        let CatalogError::Unknown { suggestions, .. } = catalog.get("transt").unwrap_err();
+        assert_eq!(suggestions[0], "transit");
+        let CatalogError::Unknown { suggestions, .. } = catalog.get("sql").unwrap_err();
+        assert_eq!(suggestions, ["sqlite"]);
+        let CatalogError::Unknown { suggestions, .. } = catalog.get("zzzzzz").unwrap_err();
+        assert!(suggestions.is_empty());
+    }
+}

@@ -1,0 +1,58 @@
+//! One thin handler per command. Each takes the resolved [`Context`], calls the
+//! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
+
+pub mod availability;
+pub mod doctor;
+pub mod pack;
+pub mod policy;
+pub mod search;
+pub mod skill;
+
+use crate::binding::Store;
+use crate::catalog::{Catalog, CatalogError, Pack};
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::policy::Policies;
+
+pub(crate) fn load_catalog(ctx: &Context) -> Catalog {
+    Catalog::load(&ctx.packs_dir())
+}
+
+/// Looks a pack up, or refuses with `unknown_pack`, the closest ids and a next step.
+pub(crate) fn find_pack<'c>(catalog: &'c Catalog, id: &str) -> Result<&'c Pack, Failure> {
+    catalog
+        .get(id)
+        .map_err(|CatalogError::Unknown { suggestions, .. }| {
+            if let Some(broken) = catalog.broken(id) {
+                let details = broken.problems.iter().map(ToString::to_string).collect();
+                return Failure::new(Reason::UnknownPack, "the installed pack by that name is broken")
+                    .details(details)
+                    .next(format!("hcpx pack check {}", broken.dir.display()))
+                    .data(serde_json::json!({ "broken": broken }));
+            }
+            let next = match suggestions.first() {
+                Some(best) => format!("hcpx skill {best}"),
+                None => "hcpx search".to_owned(),
+            };
+            let message = match suggestions.as_slice() {
+                [] => "no pack by that name".to_owned(),
+                ids => format!("no pack by that name; closest: {}", ids.join(", ")),
+            };
+            Failure::new(Reason::UnknownPack, message)
+                .next(next)
+                .data(serde_json::json!({ "suggestions": suggestions }))
+        })
+}
+
+pub(crate) fn load_policies(ctx: &Context) -> Policies {
+    crate::policy::load(ctx.user_policy_path(), ctx.project_policy_path())
+}
+
+/// The binding store, or why it cannot be read (which makes `bound` false).
+pub(crate) fn load_bindings(ctx: &Context) -> Result<Store, String> {
+    Store::load(&ctx.bindings_path()).map_err(|error| error.to_string())
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}

@@ -1,0 +1,180 @@
+//! `hcpx pack check DIR` and `hcpx pack new ID`: tools for pack authors.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::Reply;
+use crate::catalog::{self, MANIFEST_FILE, SKILL_FILE};
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::template::is_pack_id;
+
+pub fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
+    let dir = ctx.cwd.join(dir);
+    if !dir.is_dir() {
+        return Err(
+            Failure::new(Reason::InvalidArguments, "that folder does not exist")
+                .next("hcpx pack new ID   (to start a pack)"),
+        );
+    }
+    match catalog::load_dir(&dir) {
+        Ok((manifest, _)) => {
+            let commands: Vec<&str> = manifest
+                .commands
+                .iter()
+                .map(|command| command.name.as_str())
+                .collect();
+            Ok(Reply {
+                text: format!(
+                    "ok: {} {} is a valid pack ({} commands: {})\n",
+                    manifest.id,
+                    manifest.version,
+                    commands.len(),
+                    commands.join(", ")
+                ),
+                data: Some(json!({
+                    "dir": dir, "id": manifest.id, "version": manifest.version.to_string(),
+                    "commands": commands, "problems": []
+                })),
+                warnings: String::new(),
+            })
+        }
+        Err(problems) => {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            Err(Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "the pack is invalid: {} problem{}",
+                    problems.len(),
+                    if problems.len() == 1 { "" } else { "s" }
+                ),
+            )
+            .details(lines)
+            .next("fix each problem listed, then run hcpx pack check again")
+            .data(json!({ "dir": dir, "problems": problems })))
+        }
+    }
+}
+
+fn manifest_template(id: &str) -> String {
+    format!(
+        r#"{{
+  "hcp": 1,
+  "id": "{id}",
+  "version": "0.1.0",
+  "description": "Describe in one line what {id} does",
+  "keywords": ["{id}"],
+  "bin": ["./{id}"],
+  "sandbox": {{ "network": false, "write": [], "timeoutMs": 30000 }},
+  "commands": {{
+    "hello": {{
+      "summary": "Greet someone by name",
+      "effect": "read",
+      "params": {{
+        "name": {{ "type": "string", "required": true, "maxLength": 100, "description": "who to greet" }}
+      }},
+      "argv": ["hello", "--name={{name}}"],
+      "json": ["--json"]
+    }}
+  }}
+}}
+"#
+    )
+}
+
+fn skill_template(id: &str) -> String {
+    format!(
+        "---\nname: {id}\ndescription: Greets people by name. Use it when someone asks for a greeting. \
+         (Replace this with what {id} does and when an agent should use it.)\n---\n\n# {id}\n\n\
+         ## When to use\n\nDescribe the tasks this pack is for, and the ones it is not for.\n\n\
+         ## Commands\n\n- `hello`: greet someone.\n  `hcpx exec {id} hello -- name=Ada`\n\n\
+         ## Pitfalls\n\nList what an agent gets wrong the first time.\n"
+    )
+}
+
+fn script_template(id: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+# The CLI of pack {id}. hcpx runs it with a cleared environment, stdin closed,
+# in the caller's folder, with every caller value in one argument of its own.
+set -eu
+cmd=${{1:-}}
+[ $# -gt 0 ] && shift
+json=0
+name=
+for arg in "$@"; do
+  case $arg in
+    --json) json=1 ;;
+    --name=*) name=${{arg#--name=}} ;;
+    *) echo "{id}: unknown argument" >&2; exit 2 ;;
+  esac
+done
+case $cmd in
+  hello)
+    if [ "$json" = 1 ]; then
+      escaped=$(printf '%s' "$name" | sed 's/\\/\\\\/g; s/"/\\"/g')
+      printf '{{"greeting":"Hello, %s!"}}\n' "$escaped"
+    else
+      printf 'Hello, %s!\n' "$name"
+    fi
+    ;;
+  *) echo "usage: {id} hello --name=NAME [--json]" >&2; exit 2 ;;
+esac
+"#
+    )
+}
+
+pub fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
+    if !is_pack_id(id) {
+        return Err(Failure::new(
+            Reason::InvalidArguments,
+            "pack ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
+        )
+        .next("hcpx pack new my-tool"));
+    }
+    let dir = ctx.cwd.join(id);
+    let io = |error: std::io::Error| {
+        Failure::new(
+            Reason::InvalidArguments,
+            format!("cannot write the pack: {error}"),
+        )
+    };
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                "a file or folder by that name exists here already",
+            )
+            .next(format!("hcpx pack check {id}")));
+        }
+        Err(error) => return Err(io(error)),
+    }
+    std::fs::write(dir.join(MANIFEST_FILE), manifest_template(id)).map_err(io)?;
+    std::fs::write(dir.join(SKILL_FILE), skill_template(id)).map_err(io)?;
+    let script = dir.join(id);
+    std::fs::write(&script, script_template(id)).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+    }
+    // What we write must pass our own check.
+    catalog::load_dir(&dir).map_err(|problems| {
+        Failure::new(
+            Reason::InvalidArguments,
+            "the generated pack failed its own check",
+        )
+        .details(problems.iter().map(ToString::to_string).collect())
+    })?;
+    let files = [MANIFEST_FILE, SKILL_FILE, id];
+    Ok(Reply {
+        text: format!(
+            "created {id}/ with {}\nnext: edit them, then run hcpx pack check {id}\n",
+            files.join(", ")
+        ),
+        data: Some(json!({ "id": id, "dir": dir, "files": files })),
+        warnings: String::new(),
+    })
+}

@@ -1,0 +1,117 @@
+//! `hcpx policy show` and `hcpx policy check PACK COMMAND`
+
+use serde_json::json;
+
+use super::{find_pack, load_catalog, load_policies, to_json};
+use crate::Reply;
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::manifest::Effect;
+use crate::output;
+use crate::policy::{self, Decision, Layer, Subject};
+
+/// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (SPEC §5).
+pub const PSEUDO_PACK: &str = "hcp";
+pub const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
+    ("install", Effect::Write),
+    ("uninstall", Effect::Write),
+    ("adopt", Effect::Write),
+];
+
+fn layer_json(layer: &Layer) -> serde_json::Value {
+    match layer {
+        Layer::Absent => json!({ "status": "absent" }),
+        Layer::Parsed { path, .. } => json!({ "status": "parsed", "path": path }),
+        Layer::Unparsable { path, error } => json!({ "status": "unparsable", "path": path, "error": error }),
+    }
+}
+
+pub fn show(ctx: &Context) -> Result<Reply, Failure> {
+    let policies = load_policies(ctx);
+    let rules = policy::show(&policies);
+    let user_path = ctx.user_policy_path();
+    Ok(Reply {
+        data: Some(json!({
+            "user": layer_json(&policies.user),
+            "userPath": user_path,
+            "project": layer_json(&policies.project),
+            "rules": to_json(&rules),
+        })),
+        text: output::policy_show_text(&policies, &rules, &user_path),
+        warnings: String::new(),
+    })
+}
+
+/// What a decision means for this caller, in one line.
+pub fn meaning(decision: Decision, principal: crate::Principal) -> &'static str {
+    match (decision, principal) {
+        (Decision::Allow, _) => "runs without asking",
+        (Decision::Confirm, crate::Principal::Terminal) => "asks y/N at the terminal, or takes --yes",
+        (Decision::Confirm, crate::Principal::Agent) => {
+            "needs confirmation: --yes, or confirm: true over MCP"
+        }
+        (Decision::ConfirmHuman, _) => {
+            "only a person can confirm, at a terminal prompt or through the MCP host"
+        }
+        (Decision::Deny, _) => "refused",
+    }
+}
+
+pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
+    let catalog = load_catalog(ctx);
+    let effect = if pack_id == PSEUDO_PACK {
+        PSEUDO_COMMANDS
+            .iter()
+            .find(|(name, _)| *name == command_name)
+            .map(|(_, effect)| *effect)
+            .ok_or_else(|| {
+                Failure::new(
+                    Reason::UnknownCommand,
+                    "hcp has the commands install, uninstall and adopt",
+                )
+                .next("hcpx policy check hcp install")
+            })?
+    } else {
+        let pack = find_pack(&catalog, pack_id)?;
+        match pack.manifest.command(command_name) {
+            Some(command) => command.effect,
+            None => {
+                let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
+                return Err(Failure::new(
+                    Reason::UnknownCommand,
+                    format!("the pack has no such command; its commands: {}", names.join(", ")),
+                )
+                .next(format!("hcpx skill {pack_id}"))
+                .data(json!({ "commands": names })));
+            }
+        }
+    };
+    let policies = load_policies(ctx);
+    let subject = Subject {
+        principal: ctx.principal,
+        pack: pack_id,
+        command: command_name,
+        effect,
+    };
+    let evaluation = policy::evaluate(&subject, &policies);
+    let meaning = meaning(evaluation.decision, ctx.principal);
+    Ok(Reply {
+        text: format!(
+            "{pack_id}.{command_name} ({}) for {}: {} ({meaning})\n  by {}\n",
+            effect.as_str(),
+            ctx.principal.as_str(),
+            evaluation.decision.as_str(),
+            evaluation.rule
+        ),
+        data: Some(json!({
+            "pack": pack_id,
+            "command": command_name,
+            "effect": effect,
+            "principal": ctx.principal,
+            "decision": evaluation.decision,
+            "rule": to_json(&evaluation.rule),
+            "meaning": meaning,
+        })),
+        warnings: String::new(),
+    })
+}

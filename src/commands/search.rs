@@ -1,0 +1,59 @@
+//! `hcpx search [QUERY...] [--limit N]`
+
+use serde_json::json;
+
+use super::{load_bindings, load_catalog, load_policies, to_json};
+use crate::Reply;
+use crate::availability;
+use crate::context::Context;
+use crate::error::Failure;
+use crate::output::{self, SearchResult};
+use crate::search::SearchIndex;
+
+pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failure> {
+    let catalog = load_catalog(ctx);
+    let query = query.join(" ");
+    let hits = SearchIndex::build(&catalog.packs).search(&query, limit);
+    let policies = load_policies(ctx);
+    let bindings = load_bindings(ctx);
+    let results: Vec<SearchResult> = hits
+        .iter()
+        .map(|hit| {
+            let pack = &catalog.packs[hit.index];
+            let flags = availability::check(
+                pack,
+                ctx.principal,
+                &ctx.env,
+                &policies,
+                bindings.as_ref().map_err(String::as_str),
+            );
+            SearchResult {
+                id: pack.manifest.id.clone(),
+                version: pack.manifest.version.to_string(),
+                description: pack.manifest.description.clone(),
+                source: pack.source_label(),
+                commands: pack
+                    .manifest
+                    .commands
+                    .iter()
+                    .map(|command| command.name.clone())
+                    .collect(),
+                score: (hit.score * 100.0).round() / 100.0,
+                installed: flags.installed,
+                runnable: flags.runnable,
+                bound: flags.bound,
+                permitted: flags.permitted,
+                ready: flags.ready,
+            }
+        })
+        .collect();
+    let text = output::search_text(&query, &results);
+    let warnings = output::broken_text(&catalog.broken);
+    Ok(Reply {
+        data: Some(
+            json!({ "query": query, "results": to_json(&results), "broken": to_json(&catalog.broken) }),
+        ),
+        text,
+        warnings,
+    })
+}

@@ -1,0 +1,27 @@
+//! `hcpx skill PACK`
+
+use serde_json::json;
+
+use super::{find_pack, load_catalog};
+use crate::Reply;
+use crate::context::Context;
+use crate::error::Failure;
+use crate::output;
+
+pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
+    let catalog = load_catalog(ctx);
+    let pack = find_pack(&catalog, id)?;
+    let reference = output::skill_reference(pack);
+    Ok(Reply {
+        data: Some(json!({
+            "id": pack.manifest.id,
+            "version": pack.manifest.version.to_string(),
+            "source": pack.source_label(),
+            "description": pack.skill.description,
+            "skill": pack.skill.text,
+            "reference": reference,
+        })),
+        text: output::skill_text(pack, &reference),
+        warnings: String::new(),
+    })
+}

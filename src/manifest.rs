@@ -1,0 +1,886 @@
+//! Pack manifests (`hcp.json`, SPEC §2): the typed model and the validator.
+//!
+//! The validator walks the JSON value itself rather than relying on serde, so that a
+//! bad manifest is refused as a whole with *every* problem listed by JSON path. It
+//! takes text in and does no I/O; [`crate::catalog`] reads the files.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::template::{Element, is_name, is_pack_id};
+
+/// The only manifest format version this build reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// Default `maxLength` of a parameter value, in bytes (SPEC §2).
+pub const DEFAULT_MAX_LENGTH: usize = 65_536;
+/// Default child timeout (SPEC §2).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest child timeout a manifest or a caller may ask for (SPEC §2).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Longest pack description; the same bound the Agent Skills format puts on skills.
+pub const MAX_DESCRIPTION: usize = 1_024;
+/// Bounds on keywords, to keep search and listings readable.
+const MAX_KEYWORDS: usize = 32;
+const MAX_KEYWORD_LEN: usize = 64;
+/// Environment names the sandbox sets itself; a binding may not shadow them.
+pub const SANDBOX_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+/// One manifest problem: `commands.plan.argv[2]: unknown parameter "frm"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    Read,
+    Write,
+    Destructive,
+}
+
+impl Effect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Destructive => "destructive",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "read" => Some(Self::Read),
+            "write" => Some(Self::Write),
+            "destructive" => Some(Self::Destructive),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScalarType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Enum,
+    Path,
+}
+
+impl ScalarType {
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "string" => Self::String,
+            "integer" => Self::Integer,
+            "number" => Self::Number,
+            "boolean" => Self::Boolean,
+            "enum" => Self::Enum,
+            "path" => Self::Path,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Integer => "integer",
+            Self::Number => "number",
+            Self::Boolean => "boolean",
+            Self::Enum => "enum",
+            Self::Path => "path",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    pub name: String,
+    pub ty: ScalarType,
+    /// `type: "array"`: the key may repeat; each value has type `ty`.
+    pub array: bool,
+    pub required: bool,
+    pub positional: bool,
+    pub values: Vec<String>,
+    pub pattern: Option<Regex>,
+    pub pattern_source: Option<String>,
+    /// The default, already rendered to argv strings (one per array item).
+    pub default: Option<Vec<String>>,
+    pub description: Option<String>,
+    pub max_length: usize,
+}
+
+impl Param {
+    /// `array of string`, `enum (a|b)`, `integer`: for references and errors.
+    pub fn type_label(&self) -> String {
+        let base = match self.ty {
+            ScalarType::Enum => format!("enum ({})", self.values.join("|")),
+            other => other.as_str().to_owned(),
+        };
+        if self.array {
+            format!("array of {base}")
+        } else {
+            base
+        }
+    }
+
+    /// Checks one caller value against the type, `values`, `pattern` and
+    /// `maxLength`. The message never repeats the value.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        if value.len() > self.max_length {
+            return Err(format!("is longer than {} bytes", self.max_length));
+        }
+        if value.contains('\0') {
+            return Err("contains a NUL byte".to_owned());
+        }
+        match self.ty {
+            ScalarType::String | ScalarType::Path => {}
+            ScalarType::Integer => {
+                if value.parse::<i64>().is_err() {
+                    return Err("is not an integer".to_owned());
+                }
+            }
+            ScalarType::Number => {
+                let finite = value.parse::<f64>().is_ok_and(f64::is_finite);
+                let plain = value.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+                if !finite || !plain {
+                    return Err("is not a number".to_owned());
+                }
+            }
+            ScalarType::Boolean => {
+                if value != "true" && value != "false" {
+                    return Err("is not `true` or `false`".to_owned());
+                }
+            }
+            ScalarType::Enum => {
+                if !self.values.iter().any(|allowed| allowed == value) {
+                    return Err(format!("is not one of: {}", self.values.join(", ")));
+                }
+            }
+        }
+        if self.ty == ScalarType::Path {
+            check_relative_path(value)?;
+        }
+        if let Some(pattern) = &self.pattern
+            && !pattern.is_match(value)
+        {
+            let source = self.pattern_source.as_deref().unwrap_or_default();
+            return Err(format!("does not match the pattern {source}"));
+        }
+        Ok(())
+    }
+}
+
+/// The lexical part of the `path` rule: relative, and never above the working
+/// directory once `.` and `..` are resolved. Links are checked by exec, on disk.
+pub fn check_relative_path(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("is an empty path".to_owned());
+    }
+    if value.starts_with('/') || value.starts_with('~') {
+        return Err("is not a relative path inside the working directory".to_owned());
+    }
+    let mut depth: i64 = 0;
+    for part in value.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err("leaves the working directory".to_owned());
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub name: String,
+    pub summary: String,
+    pub description: Option<String>,
+    pub effect: Effect,
+    pub params: Vec<Param>,
+    pub argv: Vec<Element>,
+    pub json: Vec<String>,
+}
+
+impl Command {
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|param| param.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BindingSpec {
+    pub description: Option<String>,
+    pub secret: bool,
+    pub required: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxSpec {
+    pub network: bool,
+    pub write: Vec<String>,
+    pub timeout_ms: u64,
+}
+
+impl Default for SandboxSpec {
+    fn default() -> Self {
+        Self {
+            network: false,
+            write: Vec::new(),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub id: String,
+    pub version: semver::Version,
+    pub description: String,
+    pub keywords: Vec<String>,
+    pub bin: Vec<String>,
+    pub bindings: Vec<(String, BindingSpec)>,
+    pub sandbox: SandboxSpec,
+    pub commands: Vec<Command>,
+}
+
+impl Manifest {
+    pub fn command(&self, name: &str) -> Option<&Command> {
+        self.commands.iter().find(|command| command.name == name)
+    }
+
+    /// The file inside the pack that `bin` names (`./transit` → `transit`), if any.
+    pub fn bin_file(&self) -> Option<&str> {
+        self.bin.first().and_then(|first| first.strip_prefix("./"))
+    }
+}
+
+/// Collects problems while walking the manifest.
+struct Walk {
+    problems: Vec<Problem>,
+}
+
+impl Walk {
+    fn problem(&mut self, path: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            path: path.to_owned(),
+            message: message.into(),
+        });
+    }
+
+    fn unknown_fields(&mut self, path: &str, object: &Map<String, Value>, known: &[&str]) {
+        for key in object.keys() {
+            if !known.contains(&key.as_str()) {
+                self.problem(
+                    &join(path, key),
+                    format!("unknown field (known: {})", known.join(", ")),
+                );
+            }
+        }
+    }
+
+    fn string(&mut self, path: &str, value: Option<&Value>, required: bool) -> Option<String> {
+        match value {
+            None if required => {
+                self.problem(path, "is required");
+                None
+            }
+            None => None,
+            Some(Value::String(text)) if required && text.trim().is_empty() => {
+                self.problem(path, "must not be empty");
+                None
+            }
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => {
+                self.problem(path, "must be a string");
+                None
+            }
+        }
+    }
+
+    fn bool(&mut self, path: &str, value: Option<&Value>, default: bool) -> bool {
+        match value {
+            None => default,
+            Some(Value::Bool(flag)) => *flag,
+            Some(_) => {
+                self.problem(path, "must be true or false");
+                default
+            }
+        }
+    }
+
+    fn object<'v>(&mut self, path: &str, value: &'v Value) -> Option<&'v Map<String, Value>> {
+        if let Value::Object(object) = value {
+            Some(object)
+        } else {
+            self.problem(path, "must be an object");
+            None
+        }
+    }
+
+    fn strings(&mut self, path: &str, value: Option<&Value>) -> Vec<String> {
+        match value {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(index, item)| self.string(&format!("{path}[{index}]"), Some(item), false))
+                .collect(),
+            Some(_) => {
+                self.problem(path, "must be an array of strings");
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Parses and validates a manifest. On failure, every problem found is returned.
+pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        vec![Problem {
+            path: String::new(),
+            message: format!(
+                "not valid JSON (line {}, column {}): {error}",
+                error.line(),
+                error.column()
+            ),
+        }]
+    })?;
+    let mut walk = Walk { problems: Vec::new() };
+    let manifest = manifest(&mut walk, &value);
+    match manifest {
+        Some(manifest) if walk.problems.is_empty() => Ok(manifest),
+        _ => Err(walk.problems),
+    }
+}
+
+const TOP_FIELDS: [&str; 9] = [
+    "hcp",
+    "id",
+    "version",
+    "description",
+    "keywords",
+    "bin",
+    "bindings",
+    "sandbox",
+    "commands",
+];
+
+fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
+    let root = walk.object("", value)?;
+    walk.unknown_fields("", root, &TOP_FIELDS);
+    match root.get("hcp") {
+        Some(Value::Number(number)) if number.as_u64() == Some(FORMAT_VERSION) => {}
+        None => walk.problem("hcp", "is required (the format version, 1)"),
+        Some(_) => walk.problem("hcp", "must be 1, the only format version this hcpx reads"),
+    }
+    let id = walk.string("id", root.get("id"), true);
+    if let Some(id) = &id
+        && !is_pack_id(id)
+    {
+        walk.problem("id", "must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+    }
+    let version = walk
+        .string("version", root.get("version"), true)
+        .and_then(|text| {
+            semver::Version::parse(&text)
+                .map_err(|_| walk.problem("version", "must be a semantic version such as 1.2.0"))
+                .ok()
+        });
+    let description = walk.string("description", root.get("description"), true);
+    if let Some(text) = &description
+        && text.chars().count() > MAX_DESCRIPTION
+    {
+        walk.problem(
+            "description",
+            format!("must be at most {MAX_DESCRIPTION} characters"),
+        );
+    }
+    let keywords = walk.strings("keywords", root.get("keywords"));
+    if keywords.len() > MAX_KEYWORDS {
+        walk.problem("keywords", format!("at most {MAX_KEYWORDS} keywords"));
+    }
+    for (index, keyword) in keywords.iter().enumerate() {
+        if keyword.trim().is_empty() || keyword.len() > MAX_KEYWORD_LEN {
+            walk.problem(
+                &format!("keywords[{index}]"),
+                format!("must be 1 to {MAX_KEYWORD_LEN} bytes"),
+            );
+        }
+    }
+    let bin = bin(walk, root.get("bin"));
+    let bindings = bindings(walk, root.get("bindings"));
+    let sandbox = sandbox(walk, root.get("sandbox"));
+    let commands = commands(walk, root.get("commands"));
+    Some(Manifest {
+        id: id?,
+        version: version?,
+        description: description?,
+        keywords,
+        bin,
+        bindings,
+        sandbox,
+        commands,
+    })
+}
+
+fn bin(walk: &mut Walk, value: Option<&Value>) -> Vec<String> {
+    if value.is_none() {
+        walk.problem(
+            "bin",
+            "is required (the CLI's argv prefix, such as [\"./tool\"] or [\"git\"])",
+        );
+        return Vec::new();
+    }
+    let bin = walk.strings("bin", value);
+    let Some(first) = bin.first() else {
+        if matches!(value, Some(Value::Array(items)) if items.is_empty()) {
+            walk.problem(
+                "bin",
+                "must name the CLI: [\"./FILE\"] inside the pack or [\"PROGRAM\"] on PATH",
+            );
+        }
+        return bin;
+    };
+    if let Some(file) = first.strip_prefix("./") {
+        let clean = !file.is_empty()
+            && !file.contains('/')
+            && file != "."
+            && file != ".."
+            && file != "hcp.json"
+            && file != "SKILL.md";
+        if !clean {
+            walk.problem(
+                "bin[0]",
+                "must be ./FILE, a file at the top of the pack other than hcp.json and SKILL.md",
+            );
+        }
+    } else if first.is_empty() || first.contains('/') || first.starts_with('-') {
+        walk.problem(
+            "bin[0]",
+            "must be ./FILE inside the pack or a program name found on PATH (no slashes)",
+        );
+    }
+    for (index, arg) in bin.iter().enumerate() {
+        if arg.contains('\0') {
+            walk.problem(&format!("bin[{index}]"), "must not contain NUL");
+        }
+        if arg.contains('{') || arg.contains('}') {
+            walk.problem(
+                &format!("bin[{index}]"),
+                "must not contain placeholders; put them in a command's argv",
+            );
+        }
+    }
+    bin
+}
+
+fn bindings(walk: &mut Walk, value: Option<&Value>) -> Vec<(String, BindingSpec)> {
+    let Some(value) = value else { return Vec::new() };
+    let Some(object) = walk.object("bindings", value) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, spec) in object {
+        let path = format!("bindings.{key}");
+        let env_name = !key.is_empty()
+            && key.len() <= 128
+            && key
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+        if !env_name {
+            walk.problem(&path, "must be an environment variable name (^[A-Z_][A-Z0-9_]*$)");
+        } else if SANDBOX_ENV.contains(&key.as_str()) || key.starts_with("HCP_") || key.starts_with("LD_") {
+            walk.problem(&path, "is set by the sandbox or the loader; choose another name");
+        }
+        let Some(spec) = walk.object(&path, spec) else {
+            continue;
+        };
+        walk.unknown_fields(&path, spec, &["description", "secret", "required"]);
+        let description = walk.string(&join(&path, "description"), spec.get("description"), false);
+        let secret = walk.bool(&join(&path, "secret"), spec.get("secret"), true);
+        let required = walk.bool(&join(&path, "required"), spec.get("required"), false);
+        out.push((
+            key.clone(),
+            BindingSpec {
+                description,
+                secret,
+                required,
+            },
+        ));
+    }
+    out
+}
+
+fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
+    let mut sandbox = SandboxSpec::default();
+    let Some(value) = value else { return sandbox };
+    let Some(object) = walk.object("sandbox", value) else {
+        return sandbox;
+    };
+    walk.unknown_fields("sandbox", object, &["network", "write", "timeoutMs"]);
+    sandbox.network = walk.bool("sandbox.network", object.get("network"), false);
+    sandbox.write = walk.strings("sandbox.write", object.get("write"));
+    for (index, path) in sandbox.write.iter().enumerate() {
+        if let Err(message) = check_relative_path(path) {
+            walk.problem(
+                &format!("sandbox.write[{index}]"),
+                format!("{message} (write paths are relative)"),
+            );
+        }
+    }
+    match object.get("timeoutMs") {
+        None => {}
+        Some(Value::Number(number)) => match number.as_u64() {
+            Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => sandbox.timeout_ms = ms,
+            _ => walk.problem(
+                "sandbox.timeoutMs",
+                format!("must be an integer from 1 to {MAX_TIMEOUT_MS}"),
+            ),
+        },
+        Some(_) => walk.problem("sandbox.timeoutMs", "must be an integer (milliseconds)"),
+    }
+    sandbox
+}
+
+fn commands(walk: &mut Walk, value: Option<&Value>) -> Vec<Command> {
+    let Some(value) = value else {
+        walk.problem("commands", "is required (at least one command)");
+        return Vec::new();
+    };
+    let Some(object) = walk.object("commands", value) else {
+        return Vec::new();
+    };
+    if object.is_empty() {
+        walk.problem("commands", "must declare at least one command");
+    }
+    let mut out = Vec::new();
+    for (name, spec) in object {
+        let path = format!("commands.{name}");
+        if !is_name(name) {
+            walk.problem(&path, "command names match ^[a-z][a-z0-9_-]{0,63}$");
+        }
+        if let Some(command) = command(walk, &path, name, spec) {
+            out.push(command);
+        }
+    }
+    out
+}
+
+const COMMAND_FIELDS: [&str; 6] = ["summary", "description", "effect", "params", "argv", "json"];
+
+fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Command> {
+    let object = walk.object(path, value)?;
+    walk.unknown_fields(path, object, &COMMAND_FIELDS);
+    let summary = walk.string(&join(path, "summary"), object.get("summary"), true);
+    let description = walk.string(&join(path, "description"), object.get("description"), false);
+    let effect = match walk.string(&join(path, "effect"), object.get("effect"), true) {
+        Some(text) => Effect::parse(&text).or_else(|| {
+            walk.problem(&join(path, "effect"), "must be read, write or destructive");
+            None
+        }),
+        None => None,
+    };
+    let mut params = Vec::new();
+    let mut declared = BTreeSet::new();
+    if let Some(value) = object.get("params")
+        && let Some(map) = walk.object(&join(path, "params"), value)
+    {
+        for (param_name, spec) in map {
+            let param_path = format!("{path}.params.{param_name}");
+            if !is_name(param_name) {
+                walk.problem(&param_path, "parameter names match ^[a-z][a-z0-9_-]{0,63}$");
+            }
+            declared.insert(param_name.clone());
+            if let Some(param) = param(walk, &param_path, param_name, spec) {
+                params.push(param);
+            }
+        }
+    }
+    let argv = template(walk, path, object.get("argv"), &params, &declared);
+    let json = walk.strings(&join(path, "json"), object.get("json"));
+    for (index, arg) in json.iter().enumerate() {
+        if arg.contains('{') || arg.contains('}') {
+            walk.problem(&format!("{path}.json[{index}]"), "must not contain placeholders");
+        }
+    }
+    Some(Command {
+        name: name.to_owned(),
+        summary: summary?,
+        description,
+        effect: effect?,
+        params,
+        argv,
+        json,
+    })
+}
+
+const PARAM_FIELDS: [&str; 9] = [
+    "type",
+    "items",
+    "values",
+    "required",
+    "positional",
+    "pattern",
+    "default",
+    "description",
+    "maxLength",
+];
+
+fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param> {
+    let object = walk.object(path, value)?;
+    walk.unknown_fields(path, object, &PARAM_FIELDS);
+    let type_name = walk
+        .string(&join(path, "type"), object.get("type"), false)
+        .unwrap_or_else(|| "string".into());
+    let (ty, array) = if type_name == "array" {
+        let items = match object.get("items") {
+            None => "string".to_owned(),
+            Some(value) => walk
+                .string(&join(path, "items"), Some(value), true)
+                .unwrap_or_default(),
+        };
+        match ScalarType::parse(&items) {
+            Some(ty) => (ty, true),
+            None => {
+                walk.problem(
+                    &join(path, "items"),
+                    "must be string, integer, number, boolean, enum or path",
+                );
+                return None;
+            }
+        }
+    } else {
+        if object.contains_key("items") {
+            walk.problem(&join(path, "items"), "is only for type array");
+        }
+        match ScalarType::parse(&type_name) {
+            Some(ty) => (ty, false),
+            None => {
+                walk.problem(
+                    &join(path, "type"),
+                    "must be string, integer, number, boolean, enum, path or array",
+                );
+                return None;
+            }
+        }
+    };
+    let values = walk.strings(&join(path, "values"), object.get("values"));
+    if ty == ScalarType::Enum && values.is_empty() {
+        walk.problem(&join(path, "values"), "an enum needs a non-empty list of values");
+    }
+    if ty != ScalarType::Enum && object.contains_key("values") {
+        walk.problem(&join(path, "values"), "is only for type enum");
+    }
+    let unique: BTreeSet<&String> = values.iter().collect();
+    if unique.len() != values.len() {
+        walk.problem(&join(path, "values"), "lists a value twice");
+    }
+    let required = walk.bool(&join(path, "required"), object.get("required"), false);
+    let positional = walk.bool(&join(path, "positional"), object.get("positional"), false);
+    let description = walk.string(&join(path, "description"), object.get("description"), false);
+    let max_length = match object.get("maxLength") {
+        None => DEFAULT_MAX_LENGTH,
+        Some(value) => match value.as_u64() {
+            Some(n) if n >= 1 && n <= DEFAULT_MAX_LENGTH as u64 => {
+                usize::try_from(n).unwrap_or(DEFAULT_MAX_LENGTH)
+            }
+            _ => {
+                walk.problem(
+                    &join(path, "maxLength"),
+                    format!("must be an integer from 1 to {DEFAULT_MAX_LENGTH}"),
+                );
+                DEFAULT_MAX_LENGTH
+            }
+        },
+    };
+    let pattern_source = walk.string(&join(path, "pattern"), object.get("pattern"), false);
+    let pattern = pattern_source.as_ref().and_then(|source| {
+        // Full match, as SPEC §2 says, whatever anchors the author wrote.
+        Regex::new(&format!("^(?:{source})$"))
+            .map_err(|_| walk.problem(&join(path, "pattern"), "is not a valid regular expression"))
+            .ok()
+    });
+    let mut param = Param {
+        name: name.to_owned(),
+        ty,
+        array,
+        required,
+        positional,
+        values,
+        pattern,
+        pattern_source,
+        default: None,
+        description,
+        max_length,
+    };
+    if let Some(default) = object.get("default") {
+        if required {
+            walk.problem(
+                &join(path, "default"),
+                "a required parameter cannot have a default",
+            );
+        }
+        match default_values(&param, default) {
+            Ok(values) => param.default = Some(values),
+            Err(message) => {
+                walk.problem(&join(path, "default"), message);
+                // Count it as given, so the template is not blamed for it too.
+                param.default = Some(Vec::new());
+            }
+        }
+    }
+    Some(param)
+}
+
+/// Renders a JSON default to argv strings and checks it like a caller value.
+fn default_values(param: &Param, value: &Value) -> Result<Vec<String>, String> {
+    let items: Vec<&Value> = match (param.array, value) {
+        (true, Value::Array(items)) => items.iter().collect(),
+        (true, _) => return Err("must be an array for an array parameter".to_owned()),
+        (false, value) => vec![value],
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let text = match (param.ty, item) {
+            (ScalarType::Integer, Value::Number(n)) if n.is_i64() => n.to_string(),
+            (ScalarType::Number, Value::Number(n)) => n.to_string(),
+            (ScalarType::Boolean, Value::Bool(flag)) => flag.to_string(),
+            (ScalarType::String | ScalarType::Enum | ScalarType::Path, Value::String(text)) => text.clone(),
+            _ => {
+                let article = if matches!(param.ty, ScalarType::Integer | ScalarType::Enum) {
+                    "an"
+                } else {
+                    "a"
+                };
+                return Err(format!("must be {article} {} value", param.ty.as_str()));
+            }
+        };
+        param
+            .check(&text)
+            .map_err(|message| format!("the default {message}"))?;
+        out.push(text);
+    }
+    Ok(out)
+}
+
+fn template(
+    walk: &mut Walk,
+    command_path: &str,
+    value: Option<&Value>,
+    params: &[Param],
+    declared: &BTreeSet<String>,
+) -> Vec<Element> {
+    let path = join(command_path, "argv");
+    if value.is_none() {
+        walk.problem(&path, "is required (the arguments after bin; may be [])");
+        return Vec::new();
+    }
+    let raw = walk.strings(&path, value);
+    let mut elements = Vec::new();
+    let mut used = BTreeSet::new();
+    let mut after_double_dash = false;
+    for (index, text) in raw.iter().enumerate() {
+        let element_path = format!("{path}[{index}]");
+        let element = match Element::parse(text) {
+            Ok(element) => element,
+            Err(error) => {
+                walk.problem(&element_path, error.to_string());
+                continue;
+            }
+        };
+        let mut arrays = 0;
+        for (name, optional) in element.params() {
+            let Some(param) = params.iter().find(|param| param.name == name) else {
+                // A declared parameter that failed its own checks is reported there.
+                if !declared.contains(name) {
+                    walk.problem(&element_path, format!("unknown parameter \"{name}\""));
+                }
+                continue;
+            };
+            used.insert(name.to_owned());
+            if param.array {
+                arrays += 1;
+            }
+            if optional && param.required {
+                walk.problem(
+                    &element_path,
+                    format!("\"{name}\" is required, so write {{{name}}} without `?`"),
+                );
+            }
+            if !optional && !param.required && param.default.is_none() && !param.array {
+                walk.problem(
+                    &element_path,
+                    format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
+                );
+            }
+            let safe = after_double_dash || param.positional || element.is_option_fused();
+            if !safe {
+                walk.problem(
+                    &element_path,
+                    format!(
+                        "\"{name}\" must be fused to an option (--{name}={{{name}}}), placed after a \"--\" \
+                         element, or declared \"positional\": true"
+                    ),
+                );
+            }
+        }
+        if arrays > 1 {
+            walk.problem(
+                &element_path,
+                "an element may repeat for at most one array parameter",
+            );
+        }
+        if element.is_end_of_options() {
+            after_double_dash = true;
+        }
+        elements.push(element);
+    }
+    for param in params {
+        if !used.contains(&param.name) {
+            walk.problem(
+                &format!("{command_path}.params.{}", param.name),
+                "is declared but never used in argv",
+            );
+        }
+    }
+    elements
+}
+
+#[cfg(test)]
+#[path = "manifest_tests.rs"]
+mod tests;

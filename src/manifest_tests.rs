@@ -1,0 +1,365 @@
+//! One failing example per manifest rule, each asserting the exact problem list.
+
+use serde_json::json;
+
+use super::*;
+
+fn good() -> Value {
+    json!({
+        "hcp": 1,
+        "id": "demo",
+        "version": "1.0.0",
+        "description": "A demo pack",
+        "keywords": ["demo"],
+        "bin": ["./demo"],
+        "sandbox": { "network": false, "write": ["out"], "timeoutMs": 5000 },
+        "bindings": { "DEMO_TOKEN": { "description": "token", "required": true } },
+        "commands": {
+            "greet": {
+                "summary": "Say hello",
+                "effect": "read",
+                "params": {
+                    "name": { "type": "string", "required": true, "pattern": "[a-z]+" },
+                    "times": { "type": "integer", "default": 1 },
+                    "loud": { "type": "boolean" },
+                    "files": { "type": "array", "items": "path" },
+                    "word": { "type": "string", "positional": true }
+                },
+                "argv": ["greet", "--name={name}", "--times={times}", "--loud={loud?}", "{word?}", "--", "{files}"],
+                "json": ["--json"]
+            }
+        }
+    })
+}
+
+/// Applies `change` to the good manifest and returns the problems as text.
+fn problems(change: impl FnOnce(&mut Value)) -> Vec<String> {
+    let mut value = good();
+    change(&mut value);
+    match parse(&value.to_string()) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn the_good_manifest_parses() {
+    let manifest = parse(&good().to_string()).unwrap();
+    assert_eq!(manifest.id, "demo");
+    assert_eq!(manifest.bin_file(), Some("demo"));
+    let greet = manifest.command("greet").unwrap();
+    assert_eq!(greet.effect, Effect::Read);
+    assert_eq!(greet.param("times").unwrap().default, Some(vec!["1".to_owned()]));
+    assert_eq!(greet.param("files").unwrap().type_label(), "array of path");
+    assert_eq!(manifest.sandbox.timeout_ms, 5000);
+    assert!(
+        manifest.bindings[0].1.secret,
+        "bindings are secret unless they say otherwise"
+    );
+}
+
+#[test]
+fn invalid_json_is_one_problem() {
+    let problems = parse("{").unwrap_err();
+    assert_eq!(problems.len(), 1);
+    assert!(
+        problems[0]
+            .message
+            .starts_with("not valid JSON (line 1, column 1)")
+    );
+}
+
+#[test]
+fn format_version() {
+    assert_eq!(
+        problems(|v| v["hcp"] = json!(2)),
+        ["hcp: must be 1, the only format version this hcpx reads"]
+    );
+    assert_eq!(
+        problems(|v| {
+            v.as_object_mut().unwrap().remove("hcp");
+        }),
+        ["hcp: is required (the format version, 1)"]
+    );
+}
+
+#[test]
+fn id_rule() {
+    assert_eq!(
+        problems(|v| v["id"] = json!("Demo")),
+        ["id: must match ^[a-z0-9][a-z0-9._-]{0,63}$"]
+    );
+    assert_eq!(problems(|v| v["id"] = json!("")), ["id: must not be empty"]);
+}
+
+#[test]
+fn version_and_description() {
+    assert_eq!(
+        problems(|v| v["version"] = json!("1.0")),
+        ["version: must be a semantic version such as 1.2.0"]
+    );
+    assert_eq!(
+        problems(|v| v["description"] = json!(3)),
+        ["description: must be a string"]
+    );
+    assert_eq!(
+        problems(|v| v["description"] = json!("x".repeat(1025))),
+        ["description: must be at most 1024 characters"]
+    );
+}
+
+#[test]
+fn unknown_fields_everywhere() {
+    assert_eq!(
+        problems(|v| {
+            v["extra"] = json!(1);
+            v["commands"]["greet"]["effects"] = json!("read");
+            v["commands"]["greet"]["params"]["name"]["min"] = json!(1);
+        }),
+        [
+            "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands)",
+            "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json)",
+            "commands.greet.params.name.min: unknown field (known: type, items, values, required, positional, \
+             pattern, default, description, maxLength)",
+        ]
+    );
+}
+
+#[test]
+fn bin_rules() {
+    assert_eq!(
+        problems(|v| v["bin"] = json!([])),
+        ["bin: must name the CLI: [\"./FILE\"] inside the pack or [\"PROGRAM\"] on PATH"]
+    );
+    assert_eq!(
+        problems(|v| v["bin"] = json!(["./../evil"])),
+        ["bin[0]: must be ./FILE, a file at the top of the pack other than hcp.json and SKILL.md"]
+    );
+    assert_eq!(
+        problems(|v| v["bin"] = json!(["/usr/bin/git"])),
+        ["bin[0]: must be ./FILE inside the pack or a program name found on PATH (no slashes)"]
+    );
+    assert_eq!(
+        problems(|v| v["bin"] = json!(["git", "{x}"])),
+        ["bin[1]: must not contain placeholders; put them in a command's argv"]
+    );
+}
+
+#[test]
+fn binding_rules() {
+    assert_eq!(
+        problems(|v| v["bindings"] = json!({ "lower": {} })),
+        ["bindings.lower: must be an environment variable name (^[A-Z_][A-Z0-9_]*$)"]
+    );
+    assert_eq!(
+        problems(|v| v["bindings"] = json!({ "PATH": {} })),
+        ["bindings.PATH: is set by the sandbox or the loader; choose another name"]
+    );
+    assert_eq!(
+        problems(|v| v["bindings"] = json!({ "KEY": { "secret": "yes" } })),
+        ["bindings.KEY.secret: must be true or false"]
+    );
+}
+
+#[test]
+fn sandbox_bounds() {
+    assert_eq!(
+        problems(|v| v["sandbox"]["timeoutMs"] = json!(600_001)),
+        ["sandbox.timeoutMs: must be an integer from 1 to 600000"]
+    );
+    assert_eq!(
+        problems(|v| v["sandbox"]["write"] = json!(["/etc"])),
+        ["sandbox.write[0]: is not a relative path inside the working directory (write paths are relative)"]
+    );
+    assert_eq!(
+        problems(|v| v["sandbox"]["write"] = json!(["a/../../b"])),
+        ["sandbox.write[0]: leaves the working directory (write paths are relative)"]
+    );
+    assert_eq!(
+        problems(|v| v["sandbox"]["network"] = json!("no")),
+        ["sandbox.network: must be true or false"]
+    );
+}
+
+#[test]
+fn command_rules() {
+    assert_eq!(
+        problems(|v| v["commands"] = json!({})),
+        ["commands: must declare at least one command"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["Greet"] = v["commands"]["greet"].clone()),
+        ["commands.Greet: command names match ^[a-z][a-z0-9_-]{0,63}$"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["effect"] = json!("delete")),
+        ["commands.greet.effect: must be read, write or destructive"]
+    );
+    assert_eq!(
+        problems(|v| {
+            v["commands"]["greet"].as_object_mut().unwrap().remove("summary");
+        }),
+        ["commands.greet.summary: is required"]
+    );
+}
+
+#[test]
+fn param_type_rules() {
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["times"]["type"] = json!("float")),
+        ["commands.greet.params.times.type: must be string, integer, number, boolean, enum, path or array"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["loud"] = json!({ "type": "enum" })),
+        ["commands.greet.params.loud.values: an enum needs a non-empty list of values"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["loud"]["values"] = json!(["a"])),
+        ["commands.greet.params.loud.values: is only for type enum"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["files"]["items"] = json!("array")),
+        ["commands.greet.params.files.items: must be string, integer, number, boolean, enum or path"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["name"]["pattern"] = json!("(")),
+        ["commands.greet.params.name.pattern: is not a valid regular expression"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["name"]["maxLength"] = json!(0)),
+        ["commands.greet.params.name.maxLength: must be an integer from 1 to 65536"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["bad_Name"] = json!({})),
+        [
+            "commands.greet.params.bad_Name: parameter names match ^[a-z][a-z0-9_-]{0,63}$",
+            "commands.greet.params.bad_Name: is declared but never used in argv",
+        ]
+    );
+}
+
+#[test]
+fn default_rules() {
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["times"]["default"] = json!("one")),
+        ["commands.greet.params.times.default: must be an integer value"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["name"]["default"] = json!("abc")),
+        ["commands.greet.params.name.default: a required parameter cannot have a default"]
+    );
+    assert_eq!(
+        problems(|v| {
+            v["commands"]["greet"]["params"]["name"]["required"] = json!(false);
+            v["commands"]["greet"]["params"]["name"]["default"] = json!("ABC");
+        }),
+        ["commands.greet.params.name.default: the default does not match the pattern [a-z]+"]
+    );
+}
+
+#[test]
+fn template_names_declared_parameters() {
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][1] = json!("--name={nmae}")),
+        [
+            "commands.greet.argv[1]: unknown parameter \"nmae\"",
+            "commands.greet.params.name: is declared but never used in argv",
+        ]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][1] = json!("--name={name")),
+        [
+            "commands.greet.argv[1]: unclosed `{` at byte 7",
+            "commands.greet.params.name: is declared but never used in argv",
+        ]
+    );
+}
+
+#[test]
+fn template_optional_marks() {
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][1] = json!("--name={name?}")),
+        ["commands.greet.argv[1]: \"name\" is required, so write {name} without `?`"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][3] = json!("--loud={loud}")),
+        [
+            "commands.greet.argv[3]: \"loud\" is optional, so write {loud?} (the element is dropped when it is absent)"
+        ]
+    );
+}
+
+#[test]
+fn option_fusing_rule() {
+    // A bare placeholder before `--` could be read as an option by the pack's CLI.
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][1] = json!("{name}")),
+        [
+            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
+             element, or declared \"positional\": true"
+        ]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][1] = json!("--{name}")),
+        [
+            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
+             element, or declared \"positional\": true"
+        ]
+    );
+    // After `--`, or declared positional, a bare placeholder is fine (the good
+    // manifest has both); so is a short option with its value attached.
+    assert!(problems(|v| v["commands"]["greet"]["argv"][2] = json!("-t{times}")).is_empty());
+}
+
+#[test]
+fn one_array_per_element_and_json_without_placeholders() {
+    assert_eq!(
+        problems(|v| {
+            v["commands"]["greet"]["params"]["more"] = json!({ "type": "array" });
+            v["commands"]["greet"]["argv"][6] = json!("{files}{more}");
+        }),
+        ["commands.greet.argv[6]: an element may repeat for at most one array parameter"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["json"] = json!(["--format={name}"])),
+        ["commands.greet.json[0]: must not contain placeholders"]
+    );
+}
+
+#[test]
+fn every_problem_is_listed_at_once() {
+    let found = problems(|v| {
+        v["id"] = json!("BAD");
+        v["version"] = json!("x");
+        v["sandbox"]["timeoutMs"] = json!(0);
+        v["commands"]["greet"]["argv"][1] = json!("--name={frm}");
+    });
+    assert_eq!(found.len(), 5, "{found:#?}");
+}
+
+#[test]
+fn param_check_values() {
+    let manifest = parse(&good().to_string()).unwrap();
+    let greet = manifest.command("greet").unwrap();
+    let name = greet.param("name").unwrap();
+    assert_eq!(name.check("abc"), Ok(()));
+    assert_eq!(
+        name.check("ABC"),
+        Err("does not match the pattern [a-z]+".to_owned())
+    );
+    let times = greet.param("times").unwrap();
+    assert_eq!(times.check("12"), Ok(()));
+    assert_eq!(times.check("1.5"), Err("is not an integer".to_owned()));
+    let loud = greet.param("loud").unwrap();
+    assert_eq!(loud.check("yes"), Err("is not `true` or `false`".to_owned()));
+    let files = greet.param("files").unwrap();
+    assert_eq!(files.check("a/../b"), Ok(()));
+    assert_eq!(
+        files.check("a/../../b"),
+        Err("leaves the working directory".to_owned())
+    );
+    assert_eq!(
+        files.check("/etc/passwd"),
+        Err("is not a relative path inside the working directory".to_owned())
+    );
+}

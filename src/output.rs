@@ -1,0 +1,391 @@
+//! The result envelope of SPEC §8 and every human rendering. This is the one module
+//! that turns results into text; commands return typed replies and this module
+//! renders them, for people or as JSON.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::availability::Availability;
+use crate::catalog::{BrokenPack, Pack};
+use crate::error::Failure;
+use crate::policy::{Layer, Policies, ShownRule};
+
+/// `{code, reason, message}` of a refusal or failure. `code` is the CLI exit code of
+/// SPEC §3 (`exitCode` holds the child's own code when one ran).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorBody {
+    pub code: u8,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Per stream: bytes shown and bytes in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamTruncation {
+    pub shown: u64,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Truncation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<StreamTruncation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<StreamTruncation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    pub ok: bool,
+    pub argv: Vec<String>,
+    pub child: Option<Vec<String>>,
+    pub spawned: bool,
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub data: Option<Value>,
+    pub output_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<Truncation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_id: Option<String>,
+    pub duration_ms: u64,
+    pub error: Option<ErrorBody>,
+    pub next: Option<String>,
+}
+
+impl Envelope {
+    pub fn ok(argv: Vec<String>, data: Option<Value>) -> Self {
+        Self {
+            ok: true,
+            argv,
+            child: None,
+            spawned: false,
+            exit_code: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+            data,
+            output_truncated: false,
+            truncation: None,
+            output_id: None,
+            duration_ms: 0,
+            error: None,
+            next: None,
+        }
+    }
+
+    pub fn failed(argv: Vec<String>, failure: &Failure) -> Self {
+        Self {
+            ok: false,
+            exit_code: i32::from(failure.exit_code),
+            data: failure.data.clone(),
+            error: Some(ErrorBody {
+                code: failure.exit_code,
+                reason: failure.reason.as_str(),
+                message: failure.message.clone(),
+            }),
+            next: failure.next.clone(),
+            ..Self::ok(argv, None)
+        }
+    }
+}
+
+/// Renders a failure for a person: `error:` line, details, a `next:` hint.
+pub fn failure_text(failure: &Failure) -> String {
+    let mut text = format!("error: {}\n", failure.message);
+    for line in &failure.details {
+        let _ = writeln!(text, "  {line}");
+    }
+    if let Some(next) = &failure.next {
+        let _ = writeln!(text, "next: {next}");
+    }
+    text
+}
+
+/// One search result as shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    pub id: String,
+    pub version: String,
+    pub description: String,
+    pub source: &'static str,
+    pub commands: Vec<String>,
+    pub score: f64,
+    pub installed: bool,
+    pub runnable: bool,
+    pub bound: bool,
+    pub permitted: bool,
+    pub ready: bool,
+}
+
+pub fn search_text(query: &str, results: &[SearchResult]) -> String {
+    let mut text = String::new();
+    if results.is_empty() {
+        let _ = writeln!(
+            text,
+            "No pack matches \"{query}\". `hcpx search` with no words lists every pack."
+        );
+    }
+    let width = results.iter().map(|result| result.id.len()).max().unwrap_or(0);
+    for result in results {
+        let flags = if result.ready {
+            "ready".to_owned()
+        } else {
+            let missing: Vec<&str> = [
+                (result.runnable, "not runnable"),
+                (result.bound, "not bound"),
+                (result.permitted, "not permitted"),
+            ]
+            .into_iter()
+            .filter_map(|(ok, label)| (!ok).then_some(label))
+            .collect();
+            missing.join(", ")
+        };
+        let _ = writeln!(
+            text,
+            "{:width$}  {}  {}\n{:width$}  commands: {}  [{flags}]",
+            result.id,
+            result.version,
+            result.description,
+            "",
+            result.commands.join(", "),
+        );
+    }
+    if let Some(first) = results.first() {
+        let _ = writeln!(text, "next: hcpx skill {}", first.id);
+    }
+    text
+}
+
+/// One warning line per broken installed pack.
+pub fn broken_text(broken: &[BrokenPack]) -> String {
+    let mut text = String::new();
+    for pack in broken {
+        let _ = writeln!(
+            text,
+            "warning: installed pack `{}` is broken and was skipped ({} problems); run `hcpx pack check {}`",
+            pack.id,
+            pack.problems.len(),
+            pack.dir.display()
+        );
+    }
+    text
+}
+
+pub fn availability_text(id: &str, availability: &Availability) -> String {
+    let mut text = String::new();
+    let mark = |flag: bool| if flag { "yes" } else { "NO " };
+    let _ = writeln!(
+        text,
+        "{id}: {}",
+        if availability.ready { "ready" } else { "not ready" }
+    );
+    for (name, flag) in [
+        ("installed", availability.installed),
+        ("runnable", availability.runnable),
+        ("bound", availability.bound),
+        ("permitted", availability.permitted),
+    ] {
+        let _ = writeln!(text, "  {name:<10} {}", mark(flag));
+    }
+    for problem in &availability.problems {
+        let flag = serde_json::to_value(problem.flag)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = writeln!(text, "  {flag}: {}\n    fix: {}", problem.reason, problem.fix);
+    }
+    text
+}
+
+/// A Markdown cell: pipes escaped, newlines folded.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The generated command reference that follows a pack's SKILL.md.
+pub fn skill_reference(pack: &Pack) -> String {
+    let manifest = &pack.manifest;
+    let id = &manifest.id;
+    let mut text = String::new();
+    let _ = writeln!(text, "## Command reference\n");
+    let _ = writeln!(
+        text,
+        "Generated by hcpx from hcp.json ({id} {}). Run a command with:\n`hcpx exec {id} COMMAND -- KEY=VALUE ...` \
+         (add `--json` for structured output, `--dry-run` to see the plan without running it).\n",
+        manifest.version
+    );
+    let sandbox = &manifest.sandbox;
+    let network = if sandbox.network {
+        "network allowed"
+    } else {
+        "no network"
+    };
+    let writes = if sandbox.write.is_empty() {
+        "writes only its private temporary folder".to_owned()
+    } else {
+        format!(
+            "writes only {} and its private temporary folder",
+            sandbox.write.join(", ")
+        )
+    };
+    let _ = writeln!(
+        text,
+        "Sandbox: {network}; {writes}; timeout {} ms.\n",
+        sandbox.timeout_ms
+    );
+    for (key, binding) in &manifest.bindings {
+        let _ = writeln!(
+            text,
+            "Binding `{key}` ({}, {}): {}. A person binds it with `hcpx bind {id} {key}`.\n",
+            if binding.secret { "secret" } else { "not secret" },
+            if binding.required { "required" } else { "optional" },
+            binding.description.as_deref().unwrap_or("no description")
+        );
+    }
+    for command in &manifest.commands {
+        let _ = writeln!(
+            text,
+            "### {} ({})\n\n{}\n",
+            command.name,
+            command.effect.as_str(),
+            command.summary
+        );
+        if let Some(description) = &command.description {
+            let _ = writeln!(text, "{description}\n");
+        }
+        if !command.params.is_empty() {
+            let _ = writeln!(
+                text,
+                "| parameter | type | required | default | pattern | description |"
+            );
+            let _ = writeln!(text, "|---|---|---|---|---|---|");
+            for param in &command.params {
+                let default = param
+                    .default
+                    .as_ref()
+                    .map(|values| values.join(", "))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    text,
+                    "| {} | {} | {} | {} | {} | {} |",
+                    param.name,
+                    cell(&param.type_label()),
+                    if param.required { "yes" } else { "no" },
+                    cell(&default),
+                    cell(
+                        &param
+                            .pattern_source
+                            .as_deref()
+                            .map(|p| format!("`{p}`"))
+                            .unwrap_or_default()
+                    ),
+                    cell(param.description.as_deref().unwrap_or_default()),
+                );
+            }
+            text.push('\n');
+        }
+        let example: Vec<String> = command
+            .params
+            .iter()
+            .filter(|param| param.required)
+            .map(|param| format!("{}=<{}>", param.name, param.name))
+            .collect();
+        let tail = if example.is_empty() {
+            String::new()
+        } else {
+            format!(" -- {}", example.join(" "))
+        };
+        let _ = writeln!(text, "Example: `hcpx exec {id} {}{tail}`\n", command.name);
+    }
+    text
+}
+
+/// `hcpx skill`: the author's SKILL.md, marked as theirs, then the reference.
+pub fn skill_text(pack: &Pack, reference: &str) -> String {
+    format!(
+        "<!-- SKILL.md of pack `{}` {} ({}): the pack author's words -->\n{}\n\n{reference}",
+        pack.manifest.id,
+        pack.manifest.version,
+        pack.source_label(),
+        pack.skill.text.trim_end()
+    )
+}
+
+/// `hcpx policy show`.
+pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Path) -> String {
+    let mut text = String::new();
+    let describe = |layer: &Layer, fallback: &str| match layer {
+        Layer::Absent => format!("none ({fallback})"),
+        Layer::Parsed { path, .. } => path.display().to_string(),
+        Layer::Unparsable { path, error } => {
+            format!(
+                "{} is UNPARSABLE ({error}): every exec and install is denied until it is fixed",
+                path.display()
+            )
+        }
+    };
+    let _ = writeln!(
+        text,
+        "user policy:    {}",
+        describe(&policies.user, &format!("would be {}", user_path.display()))
+    );
+    let _ = writeln!(
+        text,
+        "project policy: {}",
+        describe(&policies.project, "no .hcp/policy.json here or above")
+    );
+    let _ = writeln!(text);
+    let width = rules.iter().map(|rule| rule.matcher.len()).max().unwrap_or(0);
+    for rule in rules {
+        let source = match (&rule.file, rule.scope) {
+            (Some(file), _) => file.display().to_string(),
+            (None, _) => "built-in".to_owned(),
+        };
+        let _ = writeln!(
+            text,
+            "{:width$}  {:<13}  {source}",
+            rule.matcher,
+            rule.decision.as_str()
+        );
+    }
+    let _ = writeln!(
+        text,
+        "\nThe most specific match wins (pack.command, pack.*, *.effect, defaults); the project can only tighten."
+    );
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Reason;
+
+    #[test]
+    fn failed_envelope_carries_reason_code_and_next() {
+        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
+        let envelope = Envelope::failed(vec!["skill".into(), "x".into()], &failure);
+        let json = serde_json::to_value(&envelope).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "ok": false, "argv": ["skill", "x"], "child": null, "spawned": false, "exitCode": 2,
+                "stdout": "", "stderr": "", "data": null, "outputTruncated": false, "durationMs": 0,
+                "error": { "code": 2, "reason": "unknown_pack", "message": "no pack by that name" },
+                "next": "hcpx search"
+            })
+        );
+    }
+
+    #[test]
+    fn failure_text_has_hint() {
+        let failure = Failure::new(Reason::InvalidArguments, "bad")
+            .details(vec!["line".into()])
+            .next("hcpx help");
+        assert_eq!(failure_text(&failure), "error: bad\n  line\nnext: hcpx help\n");
+    }
+}

@@ -1,0 +1,294 @@
+//! Every decision path of the engine, asserting whole evaluations.
+
+use super::*;
+
+fn parsed(scope_path: &str, text: &str) -> Layer {
+    Layer::Parsed {
+        path: PathBuf::from(scope_path),
+        file: PolicyFile::parse(text).unwrap(),
+    }
+}
+
+fn user(text: &str) -> Layer {
+    parsed("/h/policy.json", text)
+}
+
+fn project(text: &str) -> Layer {
+    parsed("/p/.hcp/policy.json", text)
+}
+
+fn decide(pack: &str, command: &str, effect: Effect, user: Layer, project: Layer) -> Evaluation {
+    evaluate(
+        &Subject {
+            principal: Principal::Agent,
+            pack,
+            command,
+            effect,
+        },
+        &Policies { user, project },
+    )
+}
+
+fn rule(scope: Scope, matcher: &str, file: Option<&str>, index: Option<usize>) -> RuleRef {
+    RuleRef {
+        scope,
+        matcher: matcher.to_owned(),
+        file: file.map(PathBuf::from),
+        index,
+        error: None,
+    }
+}
+
+#[test]
+fn builtin_defaults_without_files() {
+    for (effect, decision) in [
+        (Effect::Read, Decision::Allow),
+        (Effect::Write, Decision::Confirm),
+        (Effect::Destructive, Decision::ConfirmHuman),
+    ] {
+        let evaluation = decide("git", "x", effect, Layer::Absent, Layer::Absent);
+        assert_eq!(
+            evaluation,
+            Evaluation {
+                decision,
+                rule: rule(
+                    Scope::Builtin,
+                    &format!("defaults.{}", effect.as_str()),
+                    None,
+                    None
+                )
+            }
+        );
+    }
+}
+
+#[test]
+fn user_defaults_replace_builtin_ones() {
+    let evaluation = decide(
+        "git",
+        "x",
+        Effect::Write,
+        user(r#"{"defaults":{"write":"allow"}}"#),
+        Layer::Absent,
+    );
+    assert_eq!(
+        evaluation,
+        Evaluation {
+            decision: Decision::Allow,
+            rule: rule(Scope::User, "defaults.write", Some("/h/policy.json"), None)
+        }
+    );
+}
+
+#[test]
+fn most_specific_match_wins() {
+    let file = r#"{"rules":[
+        {"match":"*.read","decision":"deny"},
+        {"match":"git.*","decision":"confirm"},
+        {"match":"git.status","decision":"allow"}]}"#;
+    let status = decide("git", "status", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(status.decision, Decision::Allow);
+    assert_eq!(
+        status.rule,
+        rule(Scope::User, "git.status", Some("/h/policy.json"), Some(2))
+    );
+    let log = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(log.decision, Decision::Confirm);
+    assert_eq!(log.rule.matcher, "git.*");
+    let other = decide("jq", "filter", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(other.decision, Decision::Deny);
+    assert_eq!(other.rule.matcher, "*.read");
+    let write = decide("jq", "x", Effect::Write, user(file), Layer::Absent);
+    assert_eq!(write.rule.scope, Scope::Builtin);
+}
+
+#[test]
+fn equally_specific_rules_take_the_strictest() {
+    let file = r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.*","decision":"allow"}]}"#;
+    let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.index, Some(0));
+}
+
+#[test]
+fn project_can_tighten() {
+    let evaluation = decide(
+        "git",
+        "commit",
+        Effect::Write,
+        user(r#"{"rules":[{"match":"git.commit","decision":"allow"}]}"#),
+        project(r#"{"rules":[{"match":"*.write","decision":"deny"}]}"#),
+    );
+    assert_eq!(
+        evaluation,
+        Evaluation {
+            decision: Decision::Deny,
+            rule: rule(Scope::Project, "*.write", Some("/p/.hcp/policy.json"), Some(0))
+        }
+    );
+}
+
+#[test]
+fn project_cannot_loosen() {
+    let evaluation = decide(
+        "git",
+        "push",
+        Effect::Write,
+        user(r#"{"rules":[{"match":"git.push","decision":"deny"}]}"#),
+        project(r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.push","decision":"allow"}]}"#),
+    );
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.scope, Scope::User);
+    // Nor can it loosen a built-in default.
+    let evaluation = decide(
+        "x",
+        "y",
+        Effect::Destructive,
+        Layer::Absent,
+        project(r#"{"defaults":{"destructive":"allow"}}"#),
+    );
+    assert_eq!(evaluation.decision, Decision::ConfirmHuman);
+}
+
+#[test]
+fn project_without_a_word_on_it_keeps_the_users_looser_choice() {
+    // A project file that says nothing about writes must not re-impose the
+    // built-in `confirm` over the user's explicit `allow`.
+    let evaluation = decide(
+        "git",
+        "add",
+        Effect::Write,
+        user(r#"{"defaults":{"write":"allow"}}"#),
+        project(r#"{"rules":[{"match":"sqlite.*","decision":"deny"}]}"#),
+    );
+    assert_eq!(evaluation.decision, Decision::Allow);
+}
+
+#[test]
+fn unparsable_files_deny_everything() {
+    let broken = Layer::Unparsable {
+        path: "/h/policy.json".into(),
+        error: "not valid JSON".into(),
+    };
+    let evaluation = decide("transit", "plan", Effect::Read, broken.clone(), Layer::Absent);
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.matcher, "unparsable");
+    assert_eq!(
+        evaluation.rule.to_string(),
+        "unparsable policy file /h/policy.json (not valid JSON)"
+    );
+    let evaluation = decide(
+        "transit",
+        "plan",
+        Effect::Read,
+        Layer::Absent,
+        Layer::Unparsable {
+            path: "/p/.hcp/policy.json".into(),
+            error: "x".into(),
+        },
+    );
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.scope, Scope::Project);
+}
+
+#[test]
+fn parse_is_strict() {
+    for (text, error) in [
+        ("[]", "must be a JSON object"),
+        (
+            r#"{"rule":[]}"#,
+            "unknown field \"rule\" (known: defaults, rules)",
+        ),
+        (
+            r#"{"defaults":{"read":"yes"}}"#,
+            "defaults: decision must be allow, confirm, confirm-human or deny",
+        ),
+        (
+            r#"{"defaults":{"exec":"allow"}}"#,
+            "defaults.exec: not an effect (read, write, destructive)",
+        ),
+        (
+            r#"{"rules":[{"match":"git","decision":"deny"}]}"#,
+            "rules[0]: match \"git\" must be pack.command, pack.* or *.effect",
+        ),
+        (
+            r#"{"rules":[{"match":"*.push","decision":"deny"}]}"#,
+            "rules[0]: match \"*.push\": after `*.` comes read, write or destructive",
+        ),
+        (
+            r#"{"rules":[{"match":"git.*","decision":"deny","why":1}]}"#,
+            "rules[0]: unknown field \"why\" (known: match, decision)",
+        ),
+        (
+            r#"{"rules":[{"decision":"deny"}]}"#,
+            "rules[0]: match is required",
+        ),
+    ] {
+        assert_eq!(PolicyFile::parse(text), Err(error.to_owned()), "{text}");
+    }
+}
+
+#[test]
+fn pack_ids_with_dots_split_at_the_last_dot() {
+    assert_eq!(
+        Matcher::parse("my.pack.run"),
+        Ok(Matcher::Command {
+            pack: "my.pack".into(),
+            command: "run".into()
+        })
+    );
+    assert_eq!(Matcher::parse("my.pack.*"), Ok(Matcher::Pack("my.pack".into())));
+}
+
+#[test]
+fn access_refuses_agents_always() {
+    assert_eq!(access(Principal::Agent).decision, Decision::Deny);
+    assert_eq!(access(Principal::Terminal).decision, Decision::Allow);
+}
+
+#[test]
+fn permitted_when_any_command_is_not_denied() {
+    let policies = Policies {
+        user: user(
+            r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.status","decision":"confirm"}]}"#,
+        ),
+        project: Layer::Absent,
+    };
+    let commands = [("status", Effect::Read), ("log", Effect::Read)];
+    assert!(permits_any(Principal::Agent, "git", commands, &policies).is_ok());
+    let err = permits_any(Principal::Agent, "git", [("log", Effect::Read)], &policies).unwrap_err();
+    assert_eq!(err.rule.matcher, "git.*");
+}
+
+#[test]
+fn show_lists_sources() {
+    let policies = Policies {
+        user: user(r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.push","decision":"deny"}]}"#),
+        project: project(r#"{"defaults":{"write":"deny","read":"allow"}}"#),
+    };
+    let shown: Vec<(String, Decision, Scope)> = show(&policies)
+        .into_iter()
+        .map(|rule| (rule.matcher, rule.decision, rule.scope))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("defaults.read".to_owned(), Decision::Allow, Scope::Builtin),
+            ("defaults.write".to_owned(), Decision::Deny, Scope::Project),
+            (
+                "defaults.destructive".to_owned(),
+                Decision::ConfirmHuman,
+                Scope::Builtin
+            ),
+            ("git.push".to_owned(), Decision::Deny, Scope::User),
+        ]
+    );
+}
+
+#[test]
+fn round_trips_to_json() {
+    let text =
+        r#"{"defaults":{"read":"allow","write":"confirm"},"rules":[{"match":"git.*","decision":"deny"}]}"#;
+    let file = PolicyFile::parse(text).unwrap();
+    assert_eq!(PolicyFile::parse(&file.to_json().to_string()).unwrap(), file);
+}

@@ -1,0 +1,266 @@
+//! Ranked search over the catalog. An inverted index maps each word to the packs and
+//! fields it occurs in; a query term scores a pack by the fields it hits (id and
+//! keywords weigh most, then description and command summaries, then the skill
+//! text), a whole-word hit counting double a prefix hit. Ties keep id order.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use crate::catalog::Pack;
+
+/// Where a word occurs, and what a hit there is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Field {
+    Id = 0,
+    Keyword = 1,
+    Description = 2,
+    Command = 3,
+    Skill = 4,
+}
+
+impl Field {
+    const ALL: [Self; 5] = [
+        Self::Id,
+        Self::Keyword,
+        Self::Description,
+        Self::Command,
+        Self::Skill,
+    ];
+
+    fn weight(self) -> f64 {
+        match self {
+            Self::Id => 10.0,
+            Self::Keyword => 8.0,
+            Self::Description => 4.0,
+            Self::Command => 3.0,
+            Self::Skill => 1.0,
+        }
+    }
+}
+
+/// A prefix hit (`journ` in `journey`) is worth half a whole-word hit.
+const PREFIX_FACTOR: f64 = 0.5;
+/// Bonus when the whole query is exactly a pack's id.
+const EXACT_ID_BONUS: f64 = 20.0;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// Index into the packs the index was built from.
+    pub index: usize,
+    pub score: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    /// word -> (pack index, field bits), one entry per pack.
+    words: BTreeMap<String, Vec<(u32, u8)>>,
+    ids: Vec<String>,
+}
+
+/// Lowercase words of letters and digits.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+}
+
+impl SearchIndex {
+    pub fn build(packs: &[Pack]) -> Self {
+        let mut words_map: BTreeMap<String, Vec<(u32, u8)>> = BTreeMap::new();
+        for (index, pack) in packs.iter().enumerate() {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            let manifest = &pack.manifest;
+            let mut add = |text: &str, field: Field| {
+                for word in words(text) {
+                    let postings = words_map.entry(word).or_default();
+                    match postings.last_mut() {
+                        Some((last, bits)) if *last == index => *bits |= 1 << field as u8,
+                        _ => postings.push((index, 1 << field as u8)),
+                    }
+                }
+            };
+            add(&manifest.id, Field::Id);
+            for keyword in &manifest.keywords {
+                add(keyword, Field::Keyword);
+            }
+            add(&manifest.description, Field::Description);
+            add(&pack.skill.description, Field::Description);
+            for command in &manifest.commands {
+                add(&command.name, Field::Command);
+                add(&command.summary, Field::Command);
+            }
+            add(&pack.skill.body, Field::Skill);
+        }
+        Self {
+            words: words_map,
+            ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect(),
+        }
+    }
+
+    /// Packs matching `query`, best first, at most `limit`. An empty query lists
+    /// every pack in id order.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let mut terms: Vec<String> = words(query).collect();
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() {
+            return (0..self.ids.len().min(limit))
+                .map(|index| Hit { index, score: 0.0 })
+                .collect();
+        }
+        let mut scores = vec![0.0_f64; self.ids.len()];
+        // Per term, the best factor each field reached for each pack, so a word
+        // repeated in one field counts once.
+        let mut best = vec![[0.0_f64; 5]; self.ids.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        for term in &terms {
+            for (word, postings) in self
+                .words
+                .range::<str, _>((Bound::Included(term.as_str()), Bound::Unbounded))
+            {
+                if !word.starts_with(term.as_str()) {
+                    break;
+                }
+                let factor = if word == term { 1.0 } else { PREFIX_FACTOR };
+                for &(pack, bits) in postings {
+                    let slot = &mut best[pack as usize];
+                    if slot.iter().all(|value| *value == 0.0) {
+                        touched.push(pack);
+                    }
+                    for field in Field::ALL {
+                        if bits & (1 << field as u8) != 0 && slot[field as usize] < factor {
+                            slot[field as usize] = factor;
+                        }
+                    }
+                }
+            }
+            for pack in touched.drain(..) {
+                let slot = &mut best[pack as usize];
+                scores[pack as usize] += Field::ALL
+                    .iter()
+                    .map(|field| field.weight() * slot[*field as usize])
+                    .sum::<f64>();
+                *slot = [0.0; 5];
+            }
+        }
+        let whole = query.trim().to_lowercase();
+        if let Ok(index) = self.ids.binary_search(&whole)
+            && scores[index] > 0.0
+        {
+            scores[index] += EXACT_ID_BONUS;
+        }
+        let mut hits: Vec<Hit> = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, score)| **score > 0.0)
+            .map(|(index, score)| Hit { index, score: *score })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        hits.truncate(limit);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Origin, parse_pack};
+
+    fn pack(id: &str, keywords: &[&str], description: &str, summary: &str, body: &str) -> Pack {
+        let manifest = serde_json::json!({
+            "hcp": 1, "id": id, "version": "1.0.0", "description": description, "keywords": keywords,
+            "bin": ["tool"], "commands": { "run": { "summary": summary, "effect": "read", "argv": [] } }
+        });
+        let skill = format!("---\nname: {id}\ndescription: {description}\n---\n{body}\n");
+        let (manifest, skill) = parse_pack(&manifest.to_string(), Some(&skill), |_| None).unwrap();
+        Pack {
+            manifest,
+            skill,
+            origin: Origin::Builtin { bin: None },
+        }
+    }
+
+    fn ranked(packs: &[Pack], query: &str) -> Vec<String> {
+        let index = SearchIndex::build(packs);
+        index
+            .search(query, 10)
+            .iter()
+            .map(|hit| packs[hit.index].manifest.id.clone())
+            .collect()
+    }
+
+    fn fixture() -> Vec<Pack> {
+        vec![
+            pack(
+                "atlas",
+                &["maps"],
+                "World maps",
+                "Show a map",
+                "Mentions a journey once.",
+            ),
+            pack("journey", &["trips"], "Trip diary", "Write an entry", "Diary."),
+            pack("ride", &["journey"], "Ride sharing", "Book a ride", "Cars."),
+            pack(
+                "trainline",
+                &["rail"],
+                "Plan a journey by train",
+                "Search trains",
+                "Rail.",
+            ),
+            pack("walker", &["hike"], "Walks", "List walks", "Walks."),
+        ]
+    }
+
+    #[test]
+    fn id_then_keyword_then_description_then_skill() {
+        assert_eq!(
+            ranked(&fixture(), "journey"),
+            ["journey", "ride", "trainline", "atlas"]
+        );
+    }
+
+    #[test]
+    fn prefix_hits_count_less_than_whole_words() {
+        let packs = vec![
+            pack("aa", &["journeys"], "x", "x", "x"),
+            pack("bb", &["journey"], "x", "x", "x"),
+        ];
+        assert_eq!(ranked(&packs, "journey"), ["bb", "aa"]);
+    }
+
+    #[test]
+    fn more_terms_matched_rank_higher() {
+        assert_eq!(ranked(&fixture(), "train journey")[0], "trainline");
+    }
+
+    #[test]
+    fn ties_keep_id_order() {
+        let packs = vec![
+            pack("b", &["same"], "x", "x", "x"),
+            pack("a", &["same"], "x", "x", "x"),
+        ];
+        let mut sorted = packs.clone();
+        sorted.sort_by(|x, y| x.manifest.id.cmp(&y.manifest.id));
+        assert_eq!(ranked(&sorted, "same"), ["a", "b"]);
+    }
+
+    #[test]
+    fn empty_query_lists_all_in_id_order_within_limit() {
+        let packs = fixture();
+        let index = SearchIndex::build(&packs);
+        let all: Vec<usize> = index.search("  ", 3).iter().map(|hit| hit.index).collect();
+        assert_eq!(all, [0, 1, 2]);
+    }
+
+    #[test]
+    fn no_match_is_empty_and_limit_applies() {
+        assert!(ranked(&fixture(), "zebra").is_empty());
+        let index = SearchIndex::build(&fixture());
+        assert_eq!(index.search("a", 2).len(), 2);
+    }
+
+    #[test]
+    fn case_and_punctuation_do_not_matter() {
+        assert_eq!(ranked(&fixture(), "JOURNEY!")[0], "journey");
+    }
+}
