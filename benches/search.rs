@@ -1,1 +1,151 @@
-fn main() {}
+//! `cargo bench --bench search`: search over 10,000 generated packs, in process (the
+//! index built once, as a long-lived MCP server holds it, and also built per query,
+//! as a CLI run does) and as whole `hcpx search` processes over an HCP_HOME holding
+//! the same packs. Prints medians and p99s; never asserts on time.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hcpx::catalog::{Catalog, Origin, Pack, parse_pack};
+use hcpx::search::SearchIndex;
+
+const PACKS: usize = 10_000;
+const WORDS: [&str; 48] = [
+    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log", "mail",
+    "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml", "yaml", "zip",
+    "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal", "key", "lint", "metric",
+    "note", "order", "package", "queue", "report", "search", "task", "upload", "vault", "weather",
+];
+
+/// A small deterministic generator, so every run benchmarks the same packs.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> usize {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(self.0 >> 33).unwrap_or(0)
+    }
+
+    fn word(&mut self) -> &'static str {
+        WORDS[self.next() % WORDS.len()]
+    }
+
+    fn sentence(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
+    let id = format!("{}-{}-{index}", rng.word(), rng.word());
+    let keywords: Vec<String> = (0..4).map(|_| format!("\"{}\"", rng.word())).collect();
+    let manifest = format!(
+        r#"{{"hcp":1,"id":"{id}","version":"1.0.{}","description":"{}","keywords":[{}],"bin":["tool-{index}"],
+        "commands":{{"run":{{"summary":"{}","effect":"read","params":{{"q":{{"type":"string","pattern":"[a-z]+"}}}},
+        "argv":["run","--q={{q?}}"]}},"list":{{"summary":"{}","effect":"read","argv":["list"]}}}}}}"#,
+        index % 7,
+        rng.sentence(8),
+        keywords.join(","),
+        rng.sentence(6),
+        rng.sentence(6),
+    );
+    let skill = format!("---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n", rng.sentence(12), rng.sentence(150));
+    (id, manifest, skill)
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    samples.sort();
+    let rank = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[rank]
+}
+
+fn report(label: &str, samples: &mut [Duration]) {
+    let p50 = percentile(samples, 0.5);
+    let p99 = percentile(samples, 0.99);
+    println!("{label:<48} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})", ms(p50), ms(p99), samples.len());
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn write_home(home: &Path, packs: &[(String, String, String)]) {
+    for (id, manifest, skill) in packs {
+        let dir = home.join("packs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("hcp.json"), manifest).unwrap();
+        std::fs::write(dir.join("SKILL.md"), skill).unwrap();
+    }
+}
+
+fn main() {
+    let mut rng = Lcg(42);
+    let generated: Vec<(String, String, String)> = (0..PACKS).map(|i| generate(i, &mut rng)).collect();
+
+    let started = Instant::now();
+    let packs: Vec<Pack> = generated
+        .iter()
+        .map(|(_, manifest, skill)| {
+            let (manifest, skill) = parse_pack(manifest, Some(skill), |_| None).unwrap();
+            Pack { manifest, skill, origin: Origin::Builtin { bin: None } }
+        })
+        .collect();
+    let catalog = Catalog::from_packs(packs);
+    println!("parse + validate {PACKS} manifests and skills: {:.1} ms", ms(started.elapsed()));
+
+    let mut samples: Vec<Duration> = (0..20)
+        .map(|_| {
+            let started = Instant::now();
+            let index = SearchIndex::build(&catalog.packs);
+            std::hint::black_box(&index);
+            started.elapsed()
+        })
+        .collect();
+    report("build index over 10,000 packs", &mut samples);
+
+    let index = SearchIndex::build(&catalog.packs);
+    let queries = ["weather", "json query", "git backup report", "vault key", "zebra", "net"];
+    for query in queries {
+        let mut samples: Vec<Duration> = (0..500)
+            .map(|_| {
+                let started = Instant::now();
+                std::hint::black_box(index.search(query, 10));
+                started.elapsed()
+            })
+            .collect();
+        report(&format!("in-process search \"{query}\" (index held)"), &mut samples);
+    }
+
+    // As a CLI run: a fresh process loads HCP_HOME/packs and searches.
+    let home = tempfile::tempdir().unwrap();
+    write_home(home.path(), &generated);
+    for query in ["weather", "json query"] {
+        let mut samples: Vec<Duration> = (0..10)
+            .map(|_| {
+                let started = Instant::now();
+                let output = Command::new(env!("CARGO_BIN_EXE_hcpx"))
+                    .args(["search", query, "--json"])
+                    .env("HCP_HOME", home.path())
+                    .output()
+                    .unwrap();
+                assert!(output.status.success());
+                started.elapsed()
+            })
+            .collect();
+        report(&format!("CLI `hcpx search {query}` over 10,000 installed"), &mut samples);
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let mut samples: Vec<Duration> = (0..20)
+        .map(|_| {
+            let started = Instant::now();
+            let output = Command::new(env!("CARGO_BIN_EXE_hcpx"))
+                .args(["search", "journey", "--json"])
+                .env("HCP_HOME", empty.path())
+                .output()
+                .unwrap();
+            assert!(output.status.success());
+            started.elapsed()
+        })
+        .collect();
+    report("CLI `hcpx search journey` (built-in packs only)", &mut samples);
+}

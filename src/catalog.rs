@@ -73,34 +73,44 @@ pub fn parse_pack(
     skill_text: Option<&str>,
     bin_present: impl FnOnce(&str) -> Option<String>,
 ) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
-    let manifest = manifest::parse(manifest_text)?;
-    let mut problems = Vec::new();
-    let skill = match skill_text {
-        None => {
+    let parsed = manifest::parse(manifest_text);
+    // Even when the manifest is refused, check the other two files against what it
+    // says, so that every problem of the pack is listed at once.
+    let raw: Option<serde_json::Value> = serde_json::from_str(manifest_text).ok();
+    let raw_field = |key: &str| -> Option<String> {
+        let value = raw.as_ref()?.get(key)?;
+        let value = if key == "bin" { value.get(0)? } else { value };
+        value.as_str().map(str::to_owned)
+    };
+    let (id, bin_file) = match &parsed {
+        Ok(manifest) => (Some(manifest.id.clone()), manifest.bin_file().map(str::to_owned)),
+        Err(_) => (raw_field("id"), raw_field("bin").and_then(|bin| bin.strip_prefix("./").map(str::to_owned))),
+    };
+    let mut problems = parsed.as_ref().err().cloned().unwrap_or_default();
+    let skill = match (skill_text, &id) {
+        (None, _) => {
             problems.push(Problem {
                 path: SKILL_FILE.to_owned(),
                 message: "is missing; every pack has a SKILL.md for agents".to_owned(),
             });
             None
         }
-        Some(text) => match skill::parse(text, &manifest.id) {
+        (Some(text), Some(id)) => match skill::parse(text, id) {
             Ok(doc) => Some(doc),
             Err(found) => {
                 problems.extend(found);
                 None
             }
         },
+        (Some(_), None) => None,
     };
-    if let Some(file) = manifest.bin_file()
-        && let Some(message) = bin_present(file)
+    if let Some(file) = bin_file.filter(|file| !file.is_empty() && !file.contains('/'))
+        && let Some(message) = bin_present(&file)
     {
-        problems.push(Problem {
-            path: "bin[0]".to_owned(),
-            message,
-        });
+        problems.push(Problem { path: "bin[0]".to_owned(), message });
     }
-    match skill {
-        Some(skill) if problems.is_empty() => Ok((manifest, skill)),
+    match (parsed, skill) {
+        (Ok(manifest), Some(skill)) if problems.is_empty() => Ok((manifest, skill)),
         _ => Err(problems),
     }
 }

@@ -3,8 +3,7 @@
 //! keywords weigh most, then description and command summaries, then the skill
 //! text), a whole-word hit counting double a prefix hit. Ties keep id order.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::collections::HashMap;
 
 use crate::catalog::Pack;
 
@@ -52,49 +51,77 @@ pub struct Hit {
 
 #[derive(Debug, Default)]
 pub struct SearchIndex {
-    /// word -> (pack index, field bits), one entry per pack.
-    words: BTreeMap<String, Vec<(u32, u8)>>,
+    /// Every distinct word, sorted (so a prefix is a contiguous range), with the
+    /// packs it occurs in and the fields, as bits, one entry per pack.
+    words: Vec<(Box<str>, Vec<(u32, u8)>)>,
     ids: Vec<String>,
 }
 
 /// Lowercase words of letters and digits.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_lowercase)
+}
+
+/// Collects postings while the index is built; allocates once per distinct word.
+#[derive(Default)]
+struct Builder {
+    ids: HashMap<Box<str>, usize>,
+    postings: Vec<Vec<(u32, u8)>>,
+    buffer: String,
+}
+
+impl Builder {
+    fn add(&mut self, text: &str, pack: u32, field: Field) {
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+            self.buffer.clear();
+            if word.is_ascii() {
+                self.buffer.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            } else {
+                self.buffer.push_str(&word.to_lowercase());
+            }
+            let slot = match self.ids.get(self.buffer.as_str()) {
+                Some(slot) => *slot,
+                None => {
+                    self.postings.push(Vec::new());
+                    self.ids.insert(self.buffer.as_str().into(), self.postings.len() - 1);
+                    self.postings.len() - 1
+                }
+            };
+            let postings = &mut self.postings[slot];
+            match postings.last_mut() {
+                Some((last, bits)) if *last == pack => *bits |= 1 << field as u8,
+                _ => postings.push((pack, 1 << field as u8)),
+            }
+        }
+    }
 }
 
 impl SearchIndex {
     pub fn build(packs: &[Pack]) -> Self {
-        let mut words_map: BTreeMap<String, Vec<(u32, u8)>> = BTreeMap::new();
+        let mut builder = Builder::default();
         for (index, pack) in packs.iter().enumerate() {
             let index = u32::try_from(index).unwrap_or(u32::MAX);
             let manifest = &pack.manifest;
-            let mut add = |text: &str, field: Field| {
-                for word in words(text) {
-                    let postings = words_map.entry(word).or_default();
-                    match postings.last_mut() {
-                        Some((last, bits)) if *last == index => *bits |= 1 << field as u8,
-                        _ => postings.push((index, 1 << field as u8)),
-                    }
-                }
-            };
-            add(&manifest.id, Field::Id);
+            builder.add(&manifest.id, index, Field::Id);
             for keyword in &manifest.keywords {
-                add(keyword, Field::Keyword);
+                builder.add(keyword, index, Field::Keyword);
             }
-            add(&manifest.description, Field::Description);
-            add(&pack.skill.description, Field::Description);
+            builder.add(&manifest.description, index, Field::Description);
+            builder.add(&pack.skill.description, index, Field::Description);
             for command in &manifest.commands {
-                add(&command.name, Field::Command);
-                add(&command.summary, Field::Command);
+                builder.add(&command.name, index, Field::Command);
+                builder.add(&command.summary, index, Field::Command);
             }
-            add(&pack.skill.body, Field::Skill);
+            builder.add(&pack.skill.body, index, Field::Skill);
         }
-        Self {
-            words: words_map,
-            ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect(),
-        }
+        let mut postings: Vec<Option<Vec<(u32, u8)>>> = builder.postings.into_iter().map(Some).collect();
+        let mut words: Vec<(Box<str>, Vec<(u32, u8)>)> = builder
+            .ids
+            .into_iter()
+            .map(|(word, slot)| (word, postings[slot].take().unwrap_or_default()))
+            .collect();
+        words.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Self { words, ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect() }
     }
 
     /// Packs matching `query`, best first, at most `limit`. An empty query lists
@@ -114,14 +141,12 @@ impl SearchIndex {
         let mut best = vec![[0.0_f64; 5]; self.ids.len()];
         let mut touched: Vec<u32> = Vec::new();
         for term in &terms {
-            for (word, postings) in self
-                .words
-                .range::<str, _>((Bound::Included(term.as_str()), Bound::Unbounded))
-            {
+            let first = self.words.partition_point(|(word, _)| **word < *term.as_str());
+            for (word, postings) in &self.words[first..] {
                 if !word.starts_with(term.as_str()) {
                     break;
                 }
-                let factor = if word == term { 1.0 } else { PREFIX_FACTOR };
+                let factor = if **word == *term.as_str() { 1.0 } else { PREFIX_FACTOR };
                 for &(pack, bits) in postings {
                     let slot = &mut best[pack as usize];
                     if slot.iter().all(|value| *value == 0.0) {

@@ -27,10 +27,11 @@ pub fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 .collect();
             Ok(Reply {
                 text: format!(
-                    "ok: {} {} is a valid pack ({} commands: {})\n",
+                    "ok: {} {} is a valid pack ({} command{}: {})\n",
                     manifest.id,
                     manifest.version,
                     commands.len(),
+                    if commands.len() == 1 { "" } else { "s" },
                     commands.join(", ")
                 ),
                 data: Some(json!({

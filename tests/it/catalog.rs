@@ -1,0 +1,218 @@
+//! search, skill and availability against built-in and installed packs.
+
+use serde_json::json;
+
+use crate::common::{TestEnv, stable};
+
+#[test]
+fn search_journey_ranks_transit_first() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["search", "journey"]);
+    assert_eq!(code, 0);
+    assert_eq!(envelope["ok"], json!(true));
+    assert_eq!(envelope["data"]["results"][0]["id"], json!("transit"));
+    assert_eq!(envelope["data"]["results"][0]["ready"], json!(true));
+}
+
+#[test]
+fn search_journey_human() {
+    let env = TestEnv::new();
+    insta::assert_snapshot!("search_journey", env.run(&["search", "journey"]).to_string());
+}
+
+#[test]
+fn search_ranks_by_field_weight_across_builtins() {
+    let env = TestEnv::new();
+    let ids = |query: &str| -> Vec<String> {
+        let (_, envelope) = env.json(&["search", query]);
+        envelope["data"]["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(ids("sql"), ["sqlite"]);
+    assert_eq!(ids("commit history")[0], "git");
+    assert_eq!(ids("json")[0], "jq");
+    assert!(ids("zebra").is_empty());
+}
+
+#[test]
+fn empty_search_lists_every_pack_in_id_order_with_limit() {
+    let env = TestEnv::new();
+    let (_, envelope) = env.json(&["search"]);
+    let ids: Vec<&str> = envelope["data"]["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["git", "jq", "sqlite", "transit"]);
+    let (_, envelope) = env.json(&["search", "--limit", "2"]);
+    assert_eq!(envelope["data"]["results"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn installed_pack_overrides_builtin_and_broken_one_hides_nothing() {
+    let env = TestEnv::new();
+    let dir = env.install_fixture("probe", "probe");
+    env.install_fixture("broken", "broken");
+    // An installed `jq` replaces the built-in one.
+    let jq = env.install_fixture("probe", "jq");
+    let manifest = std::fs::read_to_string(jq.join("hcp.json")).unwrap();
+    std::fs::write(jq.join("hcp.json"), manifest.replace("\"id\": \"probe\"", "\"id\": \"jq\"").replace("0.1.0", "9.9.9"))
+        .unwrap();
+    std::fs::write(jq.join("SKILL.md"), "---\nname: jq\ndescription: an override\n---\n").unwrap();
+    let (code, envelope) = env.json(&["search"]);
+    assert_eq!(code, 0);
+    let results = envelope["data"]["results"].as_array().unwrap();
+    let ids: Vec<&str> = results.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["git", "jq", "probe", "sqlite", "transit"]);
+    assert_eq!(results[1]["version"], json!("9.9.9"));
+    assert_eq!(results[1]["source"], json!("installed"));
+    assert_eq!(envelope["data"]["broken"][0]["id"], json!("broken"));
+    assert_eq!(envelope["data"]["broken"][0]["problems"].as_array().unwrap().len(), 8);
+    // People see a warning with the fixing command.
+    let output = env.run(&["search", "probe"]);
+    assert_eq!(output.code, 0);
+    assert!(output.stdout.starts_with("probe  0.1.0"), "{output}");
+    assert!(
+        output.stderr.contains("warning: installed pack `broken` is broken and was skipped (8 problems); run `hcpx pack check"),
+        "{output}"
+    );
+    assert!(dir.join("probe").exists());
+}
+
+#[test]
+fn skill_prints_skill_then_reference() {
+    let env = TestEnv::new();
+    let output = env.run(&["skill", "transit"]);
+    assert_eq!(output.code, 0, "{output}");
+    insta::assert_snapshot!("skill_transit", output.to_string());
+}
+
+#[test]
+fn skill_json_has_text_and_reference() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["skill", "git"]);
+    assert_eq!(code, 0);
+    let data = &envelope["data"];
+    assert!(data["skill"].as_str().unwrap().starts_with("---\nname: git\n"));
+    let reference = data["reference"].as_str().unwrap();
+    assert!(reference.contains("### reset-hard (destructive)"), "{reference}");
+    assert!(reference.contains("| paths | array of path | yes |"), "{reference}");
+    assert!(reference.contains("| n | integer | no | 20 |"), "{reference}");
+}
+
+#[test]
+fn unknown_pack_suggests_the_closest() {
+    let env = TestEnv::new();
+    let output = env.run(&["skill", "transt"]);
+    insta::assert_snapshot!(output.to_string(), @r"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: no pack by that name; closest: transit
+    next: hcpx skill transit
+    [EOF]
+    ");
+    let (code, envelope) = env.json(&["availability", "nothing-like-it"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stable(envelope, env.root.path()),
+        json!({
+            "ok": false, "argv": ["--json", "availability", "nothing-like-it"], "child": null, "spawned": false,
+            "exitCode": 2, "stdout": "", "stderr": "", "data": { "suggestions": [] }, "outputTruncated": false,
+            "durationMs": "[ms]",
+            "error": { "code": 2, "reason": "unknown_pack", "message": "no pack by that name" },
+            "next": "hcpx search"
+        })
+    );
+}
+
+#[test]
+fn availability_transit_is_ready() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["availability", "transit"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "id": "transit", "installed": true, "runnable": true, "bound": true, "permitted": true,
+            "ready": true, "problems": []
+        })
+    );
+}
+
+#[test]
+fn availability_reports_each_false_flag_with_a_fix() {
+    let mut env = TestEnv::new();
+    // No git on this PATH.
+    env.path = "/nonexistent".to_owned();
+    env.install_fixture("locked", "locked");
+    env.write("home/policy.json", r#"{"rules":[{"match":"locked.*","decision":"deny"}]}"#);
+    let (_, envelope) = env.json(&["availability", "git"]);
+    assert_eq!(envelope["data"]["runnable"], json!(false));
+    assert_eq!(envelope["data"]["ready"], json!(false));
+    assert_eq!(
+        envelope["data"]["problems"],
+        json!([{
+            "flag": "runnable", "reason": "`git` is not on PATH",
+            "fix": "install `git` (for example: apt-get install git, or brew install git)"
+        }])
+    );
+    let output = env.run(&["availability", "locked"]);
+    insta::assert_snapshot!(output.to_string().replace(&env.home().display().to_string(), "[HOME]"), @r"
+    exit_code: 0
+    ----- stdout -----
+    locked: not ready
+      installed  yes
+      runnable   yes
+      bound      NO 
+      permitted  NO 
+      bound: required credential LOCKED_KEY is not bound
+        fix: hcpx bind locked LOCKED_KEY
+      permitted: every command is denied by rule `locked.*` (rules[0]) in [TEMP]/home/policy.json
+        fix: hcpx policy set locked.* confirm
+    ----- stderr -----
+    [EOF]
+    ");
+}
+
+#[test]
+fn bound_flag_follows_the_binding_store() {
+    let env = TestEnv::new().env("MY_KEY", "value-from-env");
+    env.install_fixture("locked", "locked");
+    env.write("home/bindings.json", r#"{"version":1,"packs":{"locked":{"LOCKED_KEY":{"fromEnv":"MY_KEY"}}}}"#);
+    let (_, envelope) = env.json(&["availability", "locked"]);
+    assert_eq!(envelope["data"]["bound"], json!(true));
+    env.write("home/bindings.json", "{ not json");
+    let (_, envelope) = env.json(&["availability", "locked"]);
+    assert_eq!(envelope["data"]["bound"], json!(false));
+    let reason = envelope["data"]["problems"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("bindings.json cannot be parsed"), "{reason}");
+}
+
+#[test]
+fn broken_install_is_reported_not_installed() {
+    let env = TestEnv::new();
+    env.install_fixture("broken", "broken");
+    let (code, envelope) = env.json(&["availability", "broken"]);
+    assert_eq!(code, 0);
+    assert_eq!(envelope["data"]["installed"], json!(false));
+    assert_eq!(envelope["data"]["problems"][0]["flag"], json!("installed"));
+    let (code, envelope) = env.json(&["skill", "broken"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["message"], json!("the installed pack by that name is broken"));
+}
+
+#[test]
+fn help_is_success_and_usage_errors_are_refusals() {
+    let env = TestEnv::new();
+    let output = env.run(&["--help"]);
+    assert_eq!(output.code, 0);
+    assert!(output.stdout.contains("hcpx search journey"), "{output}");
+    let output = env.run(&["search", "--limit", "0"]);
+    assert_eq!(output.code, 2);
+    assert!(output.stderr.starts_with("error: the arguments do not match the command's usage\n"), "{output}");
+    assert!(output.stderr.ends_with("next: hcpx search --help\n"), "{output}");
+    let (code, envelope) = env.json(&["frobnicate", "--secret-value"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"));
+    // The refusal never repeats what the caller sent.
+    for field in ["error", "next", "data"] {
+        let text = envelope[field].to_string();
+        assert!(!text.contains("frobnicate") && !text.contains("secret-value"), "{field}: {text}");
+    }
+}

@@ -1,0 +1,159 @@
+//! The integration harness: a temporary HCP_HOME, HOME and working directory per
+//! test, the real `hcpx` binary run with a cleared environment, and output rendered
+//! for snapshots with temporary paths replaced by `[TEMP]`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
+
+/// Where the fixture packs live in the repository.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs").join(name)
+}
+
+/// A built-in pack folder in the repository.
+pub fn builtin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("packs").join(name)
+}
+
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub extra_env: Vec<(String, String)>,
+    pub path: String,
+}
+
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    root: String,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new().prefix("hcpx-it-").tempdir().unwrap();
+        for dir in ["home", "user", "work"] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
+        }
+        Self { root, extra_env: Vec::new(), path: "/usr/local/bin:/usr/bin:/bin".to_owned() }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.root.path().join("work")
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.extra_env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Copies a fixture pack into `$HCP_HOME/packs/<as_id>/`, as install would.
+    pub fn install_fixture(&self, fixture_name: &str, as_id: &str) -> PathBuf {
+        let target = self.home().join("packs").join(as_id);
+        copy_dir(&fixture(fixture_name), &target);
+        target
+    }
+
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.root.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", self.root.path().join("user"))
+            .env("HCP_HOME", self.home())
+            .stdin(std::process::Stdio::null());
+        for (key, value) in &self.extra_env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let output = self.command(args).output().unwrap();
+        Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            root: self.root.path().display().to_string(),
+        }
+    }
+
+    /// Runs with `--json` and parses the envelope.
+    pub fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let output = self.run(&all);
+        let value = serde_json::from_str(&output.stdout)
+            .unwrap_or_else(|error| panic!("stdout is not one JSON envelope ({error}):\n{output}"));
+        (output.code, value)
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+impl Output {
+    fn clean(&self, text: &str) -> String {
+        text.replace(&self.root, "[TEMP]")
+    }
+}
+
+/// `exit_code`, both streams and `[EOF]`, the way uv and jj snapshot commands.
+impl fmt::Display for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exit_code: {}\n----- stdout -----\n{}----- stderr -----\n{}[EOF]",
+            self.code,
+            self.clean(&self.stdout),
+            self.clean(&self.stderr)
+        )
+    }
+}
+
+/// Replaces `durationMs` (and other timing) so envelopes snapshot stably.
+pub fn stable(mut value: serde_json::Value, root: &Path) -> serde_json::Value {
+    fn walk(value: &mut serde_json::Value, root: &str) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, item) in map.iter_mut() {
+                    if key == "durationMs" {
+                        *item = serde_json::json!("[ms]");
+                    } else {
+                        walk(item, root);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|item| walk(item, root)),
+            serde_json::Value::String(text) if text.contains(root) => *text = text.replace(root, "[TEMP]"),
+            _ => {}
+        }
+    }
+    walk(&mut value, &root.display().to_string());
+    value
+}
