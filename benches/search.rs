@@ -12,10 +12,11 @@ use hcpx::search::SearchIndex;
 
 const PACKS: usize = 10_000;
 const WORDS: [&str; 48] = [
-    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log", "mail",
-    "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml", "yaml", "zip",
-    "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal", "key", "lint", "metric",
-    "note", "order", "package", "queue", "report", "search", "task", "upload", "vault", "weather",
+    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log",
+    "mail", "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml",
+    "yaml", "zip", "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal",
+    "key", "lint", "metric", "note", "order", "package", "queue", "report", "search", "task", "upload",
+    "vault", "weather",
 ];
 
 /// A small deterministic generator, so every run benchmarks the same packs.
@@ -23,7 +24,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> usize {
-        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         usize::try_from(self.0 >> 33).unwrap_or(0)
     }
 
@@ -49,7 +53,11 @@ fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
         rng.sentence(6),
         rng.sentence(6),
     );
-    let skill = format!("---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n", rng.sentence(12), rng.sentence(150));
+    let skill = format!(
+        "---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n",
+        rng.sentence(12),
+        rng.sentence(150)
+    );
     (id, manifest, skill)
 }
 
@@ -62,7 +70,12 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn report(label: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p99 = percentile(samples, 0.99);
-    println!("{label:<48} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})", ms(p50), ms(p99), samples.len());
+    println!(
+        "{label:<48} p50 {:>9.3} ms   p99 {:>9.3} ms   (n={})",
+        ms(p50),
+        ms(p99),
+        samples.len()
+    );
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -87,11 +100,18 @@ fn main() {
         .iter()
         .map(|(_, manifest, skill)| {
             let (manifest, skill) = parse_pack(manifest, Some(skill), |_| None).unwrap();
-            Pack { manifest, skill, origin: Origin::Builtin { bin: None } }
+            Pack {
+                manifest,
+                skill,
+                origin: Origin::Builtin { bin: None },
+            }
         })
         .collect();
     let catalog = Catalog::from_packs(packs);
-    println!("parse + validate {PACKS} manifests and skills: {:.1} ms", ms(started.elapsed()));
+    println!(
+        "parse + validate {PACKS} manifests and skills: {:.1} ms",
+        ms(started.elapsed())
+    );
 
     let mut samples: Vec<Duration> = (0..20)
         .map(|_| {
@@ -104,7 +124,14 @@ fn main() {
     report("build index over 10,000 packs", &mut samples);
 
     let index = SearchIndex::build(&catalog.packs);
-    let queries = ["weather", "json query", "git backup report", "vault key", "zebra", "net"];
+    let queries = [
+        "weather",
+        "json query",
+        "git backup report",
+        "vault key",
+        "zebra",
+        "net",
+    ];
     for query in queries {
         let mut samples: Vec<Duration> = (0..500)
             .map(|_| {
@@ -113,7 +140,10 @@ fn main() {
                 started.elapsed()
             })
             .collect();
-        report(&format!("in-process search \"{query}\" (index held)"), &mut samples);
+        report(
+            &format!("in-process search \"{query}\" (index held)"),
+            &mut samples,
+        );
     }
 
     // As a CLI run: a fresh process loads HCP_HOME/packs and searches.
@@ -132,7 +162,10 @@ fn main() {
                 started.elapsed()
             })
             .collect();
-        report(&format!("CLI `hcpx search {query}` over 10,000 installed"), &mut samples);
+        report(
+            &format!("CLI `hcpx search {query}` over 10,000 installed"),
+            &mut samples,
+        );
     }
     let empty = tempfile::tempdir().unwrap();
     let mut samples: Vec<Duration> = (0..20)

@@ -84,7 +84,10 @@ pub fn parse_pack(
     };
     let (id, bin_file) = match &parsed {
         Ok(manifest) => (Some(manifest.id.clone()), manifest.bin_file().map(str::to_owned)),
-        Err(_) => (raw_field("id"), raw_field("bin").and_then(|bin| bin.strip_prefix("./").map(str::to_owned))),
+        Err(_) => (
+            raw_field("id"),
+            raw_field("bin").and_then(|bin| bin.strip_prefix("./").map(str::to_owned)),
+        ),
     };
     let mut problems = parsed.as_ref().err().cloned().unwrap_or_default();
     let skill = match (skill_text, &id) {
@@ -107,7 +110,10 @@ pub fn parse_pack(
     if let Some(file) = bin_file.filter(|file| !file.is_empty() && !file.contains('/'))
         && let Some(message) = bin_present(&file)
     {
-        problems.push(Problem { path: "bin[0]".to_owned(), message });
+        problems.push(Problem {
+            path: "bin[0]".to_owned(),
+            message,
+        });
     }
     match (parsed, skill) {
         (Ok(manifest), Some(skill)) if problems.is_empty() => Ok((manifest, skill)),

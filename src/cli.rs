@@ -52,7 +52,55 @@ pub enum Command {
         /// The pack id.
         pack: String,
     },
-    /// Show the effective policy, or check one decision.
+    /// Run a pack command through policy, binding and the sandbox.
+    #[command(
+        after_help = "Examples:\n  hcpx exec transit plan -- from=Westgate \"to=North Park\" at=08:00\n  \
+                            hcpx exec transit plan --json -- from=Airport to=Cannery\n  \
+                            hcpx exec git commit --dry-run -- \"message=Fix the parser\"\n\n\
+                            Parameters come after --, one KEY=VALUE per word; repeat a key for an array.\n\
+                            `hcpx skill PACK` lists them."
+    )]
+    Exec {
+        /// The pack id.
+        pack: String,
+        /// The command name.
+        command: String,
+        /// Show the plan (decision, child argv, env names, sandbox) without running it.
+        #[arg(long)]
+        dry_run: bool,
+        /// Confirm a command whose policy is `confirm` (not enough for `confirm-human`).
+        #[arg(long)]
+        yes: bool,
+        /// Stop the command after this many milliseconds (at most 600000).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        timeout_ms: Option<u64>,
+        /// KEY=VALUE parameters, after `--`.
+        #[arg(last = true, value_name = "KEY=VALUE")]
+        params: Vec<String>,
+    },
+    /// Store a credential for one pack: read from the terminal without echo, or from stdin (a person's command).
+    #[command(after_help = "Examples:\n  hcpx bind weather WEATHER_API_KEY\n  \
+                            printf %s \"$KEY\" | hcpx bind weather WEATHER_API_KEY\n  \
+                            hcpx bind weather WEATHER_API_KEY --from-env MY_WEATHER_KEY")]
+    Bind {
+        /// The pack id.
+        pack: String,
+        /// The binding's name, as the pack's manifest declares it.
+        key: String,
+        /// Store only the name of this environment variable; its value is read at each exec.
+        #[arg(long, value_name = "VAR")]
+        from_env: Option<String>,
+    },
+    /// Remove one stored credential (a person's command).
+    Unbind {
+        /// The pack id.
+        pack: String,
+        /// The binding's name.
+        key: String,
+    },
+    /// List declared and stored bindings: names and whether each is set, never values.
+    Bindings,
+    /// Show the effective policy, check one decision, or set a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Tools for pack authors.
@@ -66,6 +114,18 @@ pub enum Command {
 pub enum PolicyCommand {
     /// Print every default and rule in force, and which file each comes from.
     Show,
+    /// Add or replace a rule in the user's policy (a person's command).
+    #[command(
+        after_help = "Examples:\n  hcpx policy set git.commit deny\n  hcpx policy set 'git.*' confirm\n  \
+                            hcpx policy set '*.read' allow\n\nDecisions: allow, confirm, confirm-human, deny."
+    )]
+    Set {
+        /// pack.command, pack.* or *.effect
+        #[arg(value_name = "MATCH")]
+        matcher: String,
+        /// allow, confirm, confirm-human or deny
+        decision: String,
+    },
     /// Decide one pack command for the current caller, and name the rule behind it.
     #[command(after_help = "Example:\n  hcpx policy check git commit")]
     Check {

@@ -3,9 +3,16 @@
 //! one per tool call. Nothing below reads process-wide state: it reads this.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::Mode;
 
 /// Environment variable names hcpx itself reads, in one place.
 pub mod env_vars {
@@ -15,6 +22,8 @@ pub mod env_vars {
     pub const HCP_AGENT: &str = "HCP_AGENT";
     /// The MCP result view size for stdout (SPEC §8).
     pub const HCP_MCP_VIEW_BYTES: &str = "HCP_MCP_VIEW_BYTES";
+    /// `best-effort` runs packs even when a needed sandbox layer is missing here.
+    pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
     pub const HOME: &str = "HOME";
     pub const PATH: &str = "PATH";
 }
@@ -36,7 +45,28 @@ impl Principal {
     }
 }
 
-#[derive(Debug, Clone)]
+/// A person's answer to a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    No,
+    /// The person dismissed the question (MCP cancel).
+    Cancelled,
+}
+
+/// Someone who is certainly a person and can confirm: the terminal's user (never
+/// when the caller is an agent, whose shell may drive the terminal) or the MCP
+/// host's user through elicitation.
+pub trait Human: Send + Sync {
+    fn confirm<'a>(&'a self, question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
+}
+
+/// Where `bind` reads a credential: the terminal without echo, or stdin.
+pub trait SecretInput: Send + Sync {
+    fn read_secret(&self, prompt: &str) -> Result<String, String>;
+}
+
+#[derive(Clone)]
 pub struct Context {
     /// `$HCP_HOME`, absolute.
     pub home: PathBuf,
@@ -48,6 +78,28 @@ pub struct Context {
     pub env: BTreeMap<String, String>,
     /// A person can answer a y/N prompt on this call's terminal.
     pub interactive: bool,
+    /// The hcpx binary, started again as the sandbox helper.
+    pub helper: PathBuf,
+    /// Where private temporary folders are made.
+    pub temp_dir: PathBuf,
+    pub sandbox_mode: Mode,
+    /// Fires when the caller goes away or is interrupted; running children die.
+    pub cancel: CancellationToken,
+    pub human: Option<Arc<dyn Human>>,
+    pub secret_input: Option<Arc<dyn SecretInput>>,
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("home", &self.home)
+            .field("cwd", &self.cwd)
+            .field("principal", &self.principal)
+            .field("interactive", &self.interactive)
+            .field("sandbox_mode", &self.sandbox_mode)
+            .field("human", &self.human.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,13 +131,47 @@ impl Context {
         } else {
             Principal::Terminal
         };
+        let sandbox_mode = match env.get(env_vars::HCP_SANDBOX).map(String::as_str) {
+            Some("best-effort") => Mode::BestEffort,
+            _ => Mode::Strict,
+        };
+        let temp_dir = env
+            .get("TMPDIR")
+            .filter(|dir| dir.starts_with('/'))
+            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
         Ok(Self {
             home,
             cwd,
             principal,
             env,
             interactive,
+            helper: PathBuf::from("hcpx"),
+            temp_dir,
+            sandbox_mode,
+            cancel: CancellationToken::new(),
+            human: None,
+            secret_input: None,
         })
+    }
+
+    /// Where the sandbox helper (this very binary) and temporary folders are.
+    #[must_use]
+    pub fn with_runtime(mut self, helper: PathBuf, temp_dir: PathBuf) -> Self {
+        self.helper = helper;
+        self.temp_dir = temp_dir;
+        self
+    }
+
+    /// Who can confirm as a person, and where secrets are typed.
+    #[must_use]
+    pub fn with_people(
+        mut self,
+        human: Option<Arc<dyn Human>>,
+        secret_input: Option<Arc<dyn SecretInput>>,
+    ) -> Self {
+        self.human = human;
+        self.secret_input = secret_input;
+        self
     }
 
     /// The same caller, as an agent (the MCP server's calls).
@@ -93,6 +179,8 @@ impl Context {
     pub fn as_agent(mut self) -> Self {
         self.principal = Principal::Agent;
         self.interactive = false;
+        self.human = None;
+        self.secret_input = None;
         self
     }
 

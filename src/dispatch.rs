@@ -7,8 +7,41 @@ use crate::commands;
 use crate::context::Context;
 use crate::error::Failure;
 
-pub async fn dispatch(command: Command, ctx: &Context) -> Result<Reply, Failure> {
+pub async fn dispatch(
+    command: Command,
+    json: bool,
+    argv: &[String],
+    ctx: &Context,
+) -> Result<Reply, Failure> {
     match command {
+        Command::Exec {
+            pack,
+            command,
+            dry_run,
+            yes,
+            timeout_ms,
+            params,
+        } => {
+            let request = commands::exec::Request {
+                pack,
+                command,
+                dry_run,
+                yes,
+                timeout_ms,
+                params,
+                json,
+                argv: argv.to_vec(),
+            };
+            commands::exec::run(ctx, request, None).await
+        }
+        Command::Bind { pack, key, from_env } => {
+            commands::bind::bind(ctx, &pack, &key, from_env.as_deref(), argv)
+        }
+        Command::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
+        Command::Bindings => commands::bind::list(ctx),
+        Command::Policy(PolicyCommand::Set { matcher, decision }) => {
+            commands::policy::set(ctx, &matcher, &decision, argv)
+        }
         Command::Search { query, limit, .. } => commands::search::run(ctx, &query, limit as usize),
         Command::Skill { pack, .. } => commands::skill::run(ctx, &pack),
         Command::Availability { pack, .. } => commands::availability::run(ctx, &pack),

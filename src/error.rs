@@ -34,6 +34,9 @@ pub enum Reason {
     TooLarge,
     Timeout,
     UnknownOutput,
+    /// Not a refusal: the pack's CLI ran and failed (non-zero exit, killed,
+    /// interrupted, or output that is not the JSON it promised).
+    Failed,
 }
 
 impl Reason {
@@ -56,6 +59,7 @@ impl Reason {
             Self::TooLarge => "too_large",
             Self::Timeout => "timeout",
             Self::UnknownOutput => "unknown_output",
+            Self::Failed => "failed",
         }
     }
 
@@ -63,6 +67,7 @@ impl Reason {
     pub fn exit_code(self) -> u8 {
         match self {
             Self::Timeout => EXIT_TIMEOUT,
+            Self::Failed => EXIT_FAILED,
             _ => EXIT_REFUSED,
         }
     }
@@ -70,10 +75,10 @@ impl Reason {
 
 /// A refusal or failure, ready for the envelope's `error` field. Boxed, so that
 /// `Result<_, Failure>` stays one pointer wide on the happy path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Failure(Box<FailureBody>);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FailureBody {
     pub reason: Reason,
     /// Fixed text; never echoes a value the caller sent.
@@ -85,6 +90,8 @@ pub struct FailureBody {
     pub exit_code: u8,
     /// Structured detail for `data` (closest ids, known parameters, a dry-run plan).
     pub data: Option<serde_json::Value>,
+    /// What the child did, when one was spawned before the failure.
+    pub run: Option<crate::output::RunInfo>,
 }
 
 impl Failure {
@@ -96,6 +103,7 @@ impl Failure {
             details: Vec::new(),
             exit_code: reason.exit_code(),
             data: None,
+            run: None,
         }))
     }
 
@@ -114,6 +122,12 @@ impl Failure {
     #[must_use]
     pub fn data(mut self, data: serde_json::Value) -> Self {
         self.0.data = Some(data);
+        self
+    }
+
+    #[must_use]
+    pub fn run(mut self, run: crate::output::RunInfo) -> Self {
+        self.0.run = Some(run);
         self
     }
 
@@ -163,6 +177,7 @@ mod tests {
             Reason::TooLarge,
             Reason::Timeout,
             Reason::UnknownOutput,
+            Reason::Failed,
         ] {
             let json = serde_json::to_value(reason).unwrap();
             assert_eq!(json, serde_json::Value::String(reason.as_str().to_owned()));

@@ -7,6 +7,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod audit;
 pub mod availability;
 pub mod binding;
 pub mod catalog;
@@ -15,12 +16,18 @@ pub mod commands;
 pub mod context;
 pub mod dispatch;
 pub mod error;
+pub mod invocation;
 pub mod manifest;
 pub mod output;
 pub mod policy;
+pub mod redact;
+pub mod runtime;
+pub mod sandbox;
 pub mod search;
 pub mod skill;
+pub mod state;
 pub mod template;
+pub mod terminal;
 
 use std::time::Instant;
 
@@ -69,6 +76,8 @@ pub struct Reply {
     pub text: String,
     /// Warnings for people (stderr); in JSON mode they are in `data`.
     pub warnings: String,
+    /// What the pack's CLI did, when one ran.
+    pub run: Option<output::RunInfo>,
 }
 
 /// Whether `--json` appears among hcpx's own flags (before any `--`), so that even a
@@ -85,7 +94,7 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
     let json = wants_json(&argv);
     let parsed = cli::Cli::try_parse_from(std::iter::once("hcpx".to_owned()).chain(argv.iter().cloned()));
     let result = match parsed {
-        Ok(cli) => dispatch::dispatch(cli.command, ctx).await,
+        Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayVersion
@@ -94,7 +103,7 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
                 Ok(Reply {
                     data: Some(serde_json::json!({ "help": text })),
                     text,
-                    warnings: String::new(),
+                    ..Reply::default()
                 })
             }
             _ => Err(usage_failure(&argv, &error)),
@@ -102,7 +111,14 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (mut envelope, exit_code) = match &result {
-        Ok(reply) => (Envelope::ok(argv, reply.data.clone()), error::EXIT_OK),
+        Ok(reply) => {
+            let envelope = Envelope::ok(argv, reply.data.clone());
+            let envelope = match &reply.run {
+                Some(run) => envelope.with_run(run),
+                None => envelope,
+            };
+            (envelope, error::EXIT_OK)
+        }
         Err(failure) => (Envelope::failed(argv, failure), failure.exit_code),
     };
     envelope.duration_ms = duration_ms;
@@ -116,7 +132,13 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
                 sink.stdout(&reply.text);
                 sink.stderr(&reply.warnings);
             }
-            Err(failure) => sink.stderr(&output::failure_text(failure)),
+            Err(failure) => {
+                if let Some(run) = &failure.run {
+                    sink.stdout(&run.stdout);
+                    sink.stderr(&run.stderr);
+                }
+                sink.stderr(&output::failure_text(failure));
+            }
         }
     }
     Outcome { envelope, exit_code }

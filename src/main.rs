@@ -1,9 +1,13 @@
 //! The `hcpx` binary: reads the process's environment, arguments and streams, runs
 //! the command tree in [`hcpx::run`], and turns the outcome into an exit code. The
-//! only place that touches process-wide state.
+//! only place that touches process-wide state. Started as the sandbox helper, it
+//! applies the sandbox and becomes the pack's CLI instead.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use hcpx::context::{Human, SecretInput};
 
 /// Writes straight to the process's streams, ignoring a closed pipe (`hcpx … | head`).
 struct StdStreams;
@@ -19,7 +23,21 @@ impl hcpx::Sink for StdStreams {
     }
 }
 
+fn fail(message: &str, code: u8) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+    ExitCode::from(code)
+}
+
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    if argv.first().map(String::as_str) == Some(hcpx::sandbox::HELPER_ARG) {
+        let (code, message) = hcpx::sandbox::helper_main(&argv[1..]);
+        let _ = std::io::stderr().write_all(message.as_bytes());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -30,31 +48,58 @@ fn main() -> ExitCode {
     #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
     let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
     let Ok(cwd) = cwd else {
-        let _ = writeln!(
-            std::io::stderr(),
-            "error: the current folder cannot be read (was it deleted?)"
+        return fail(
+            "the current folder cannot be read (was it deleted?)",
+            hcpx::error::EXIT_REFUSED,
         );
-        return ExitCode::from(hcpx::error::EXIT_REFUSED);
+    };
+    let Ok(helper) = std::env::current_exe() else {
+        return fail(
+            "cannot find the hcpx binary itself, which the sandbox needs",
+            hcpx::error::EXIT_REFUSED,
+        );
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let ctx = match hcpx::Context::new(env, cwd, interactive) {
-        Ok(ctx) => ctx,
-        Err(error) => {
-            let _ = writeln!(std::io::stderr(), "error: {error}");
-            return ExitCode::from(hcpx::error::EXIT_REFUSED);
-        }
+        Ok(ctx) => ctx.with_runtime(helper, std::env::temp_dir()),
+        Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
     };
-    let argv: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|arg| arg.to_string_lossy().into_owned())
-        .collect();
+    // Only a person at a terminal is asked to confirm: never an agent's shell.
+    let terminal = Arc::new(hcpx::terminal::Terminal);
+    let human: Option<Arc<dyn Human>> = (ctx.principal == hcpx::Principal::Terminal && interactive)
+        .then(|| terminal.clone() as Arc<dyn Human>);
+    let ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            let _ = writeln!(std::io::stderr(), "error: cannot start the runtime: {error}");
-            return ExitCode::from(hcpx::error::EXIT_FAILED);
+            return fail(
+                &format!("cannot start the runtime: {error}"),
+                hcpx::error::EXIT_FAILED,
+            );
         }
     };
-    let outcome = runtime.block_on(hcpx::run(argv, &ctx, &mut StdStreams));
+    let outcome = runtime.block_on(async {
+        // Interrupted or terminated: the running child's whole group goes first.
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                if let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                    signal(SignalKind::hangup()),
+                ) {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                        _ = hangup.recv() => {}
+                    }
+                    cancel.cancel();
+                }
+            }
+        });
+        hcpx::run(argv, &ctx, &mut StdStreams).await
+    });
     ExitCode::from(outcome.exit_code)
 }

@@ -58,7 +58,30 @@ pub struct Envelope {
     pub next: Option<String>,
 }
 
+/// What a spawned child did, for the envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    pub child: Vec<String>,
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub truncation: Option<Truncation>,
+}
+
 impl Envelope {
+    /// Fills the fields about the child that ran.
+    #[must_use]
+    pub fn with_run(mut self, run: &RunInfo) -> Self {
+        self.child = Some(run.child.clone());
+        self.spawned = true;
+        self.exit_code = run.exit_code;
+        self.stdout.clone_from(&run.stdout);
+        self.stderr.clone_from(&run.stderr);
+        self.output_truncated = run.truncation.is_some();
+        self.truncation.clone_from(&run.truncation);
+        self
+    }
+
     pub fn ok(argv: Vec<String>, data: Option<Value>) -> Self {
         Self {
             ok: true,
@@ -79,7 +102,7 @@ impl Envelope {
     }
 
     pub fn failed(argv: Vec<String>, failure: &Failure) -> Self {
-        Self {
+        let envelope = Self {
             ok: false,
             exit_code: i32::from(failure.exit_code),
             data: failure.data.clone(),
@@ -90,6 +113,18 @@ impl Envelope {
             }),
             next: failure.next.clone(),
             ..Self::ok(argv, None)
+        };
+        match &failure.run {
+            Some(run) => {
+                let exit_code = envelope.exit_code;
+                let mut envelope = envelope.with_run(run);
+                // A child that never exited by itself has no code of its own.
+                if run.exit_code < 0 {
+                    envelope.exit_code = exit_code;
+                }
+                envelope
+            }
+            None => envelope,
         }
     }
 }

@@ -59,7 +59,9 @@ pub struct SearchIndex {
 
 /// Lowercase words of letters and digits.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
 }
 
 /// Collects postings while the index is built; allocates once per distinct word.
@@ -72,10 +74,14 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, text: &str, pack: u32, field: Field) {
-        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()) {
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+        {
             self.buffer.clear();
             if word.is_ascii() {
-                self.buffer.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+                self.buffer
+                    .extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
             } else {
                 self.buffer.push_str(&word.to_lowercase());
             }
@@ -83,7 +89,8 @@ impl Builder {
                 Some(slot) => *slot,
                 None => {
                     self.postings.push(Vec::new());
-                    self.ids.insert(self.buffer.as_str().into(), self.postings.len() - 1);
+                    self.ids
+                        .insert(self.buffer.as_str().into(), self.postings.len() - 1);
                     self.postings.len() - 1
                 }
             };
@@ -121,7 +128,10 @@ impl SearchIndex {
             .map(|(word, slot)| (word, postings[slot].take().unwrap_or_default()))
             .collect();
         words.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Self { words, ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect() }
+        Self {
+            words,
+            ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect(),
+        }
     }
 
     /// Packs matching `query`, best first, at most `limit`. An empty query lists
@@ -146,7 +156,11 @@ impl SearchIndex {
                 if !word.starts_with(term.as_str()) {
                     break;
                 }
-                let factor = if **word == *term.as_str() { 1.0 } else { PREFIX_FACTOR };
+                let factor = if **word == *term.as_str() {
+                    1.0
+                } else {
+                    PREFIX_FACTOR
+                };
                 for &(pack, bits) in postings {
                     let slot = &mut best[pack as usize];
                     if slot.iter().all(|value| *value == 0.0) {

@@ -54,6 +54,6 @@ pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     Ok(Reply {
         text: output::availability_text(id, &flags),
         data: Some(data),
-        warnings: String::new(),
+        ..Reply::default()
     })
 }

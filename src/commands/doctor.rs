@@ -89,6 +89,6 @@ pub fn run(ctx: &Context) -> Result<Reply, Failure> {
             "policy": { "user": user_json, "project": project_json },
             "bindings": match &bindings { Ok(_) => json!({ "status": "ok" }), Err(error) => json!({ "status": "unparsable", "error": error }) },
         })),
-        warnings: String::new(),
+        ..Reply::default()
     })
 }

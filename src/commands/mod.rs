@@ -2,7 +2,9 @@
 //! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
 
 pub mod availability;
+pub mod bind;
 pub mod doctor;
+pub mod exec;
 pub mod pack;
 pub mod policy;
 pub mod search;
@@ -42,6 +44,18 @@ pub(crate) fn find_pack<'c>(catalog: &'c Catalog, id: &str) -> Result<&'c Pack, 
                 .next(next)
                 .data(serde_json::json!({ "suggestions": suggestions }))
         })
+}
+
+/// The access commands (`policy set`, `bind`, `unbind`): an agent never widens its
+/// own access (SPEC §4).
+pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
+    match crate::policy::access(ctx.principal).decision {
+        crate::policy::Decision::Allow => Ok(()),
+        _ => Err(Failure::new(
+            Reason::AccessRefused,
+            "an agent cannot change bindings or policy; a person runs this command at a terminal",
+        )),
+    }
 }
 
 pub(crate) fn load_policies(ctx: &Context) -> Policies {

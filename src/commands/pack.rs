@@ -38,7 +38,7 @@ pub fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                     "dir": dir, "id": manifest.id, "version": manifest.version.to_string(),
                     "commands": commands, "problems": []
                 })),
-                warnings: String::new(),
+                ..Reply::default()
             })
         }
         Err(problems) => {
@@ -176,6 +176,6 @@ pub fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             files.join(", ")
         ),
         data: Some(json!({ "id": id, "dir": dir, "files": files })),
-        warnings: String::new(),
+        ..Reply::default()
     })
 }

@@ -2,13 +2,14 @@
 
 use serde_json::json;
 
-use super::{find_pack, load_catalog, load_policies, to_json};
+use super::{find_pack, load_catalog, load_policies, refuse_agents, to_json};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
 use crate::output;
-use crate::policy::{self, Decision, Layer, Subject};
+use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
+use crate::{audit, state};
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (SPEC §5).
 pub const PSEUDO_PACK: &str = "hcp";
@@ -38,7 +39,7 @@ pub fn show(ctx: &Context) -> Result<Reply, Failure> {
             "rules": to_json(&rules),
         })),
         text: output::policy_show_text(&policies, &rules, &user_path),
-        warnings: String::new(),
+        ..Reply::default()
     })
 }
 
@@ -112,6 +113,69 @@ pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, 
             "rule": to_json(&evaluation.rule),
             "meaning": meaning,
         })),
-        warnings: String::new(),
+        ..Reply::default()
+    })
+}
+
+pub fn set(ctx: &Context, matcher: &str, decision: &str, argv: &[String]) -> Result<Reply, Failure> {
+    refuse_agents(ctx)?;
+    let matcher = Matcher::parse(matcher).map_err(|_| {
+        Failure::new(
+            Reason::InvalidArguments,
+            "MATCH is pack.command, pack.* or *.effect (read, write, destructive)",
+        )
+        .next("hcpx policy set git.commit deny")
+    })?;
+    let decision = Decision::parse(decision).ok_or_else(|| {
+        Failure::new(
+            Reason::InvalidArguments,
+            "DECISION is allow, confirm, confirm-human or deny",
+        )
+        .next("hcpx policy set git.commit deny")
+    })?;
+    let path = ctx.user_policy_path();
+    let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
+    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| failure(error.to_string()))?;
+    let mut file = match policy::load_layer(Some(path.clone())) {
+        Layer::Absent => PolicyFile::default(),
+        Layer::Parsed { file, .. } => file,
+        Layer::Unparsable { error, .. } => {
+            return Err(failure(format!(
+                "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
+            )));
+        }
+    };
+    let text = matcher.to_string();
+    match file
+        .rules
+        .iter_mut()
+        .find(|rule| rule.matcher.to_string() == text)
+    {
+        Some(rule) => rule.decision = decision,
+        None => file.rules.push(Rule { matcher, decision }),
+    }
+    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
+    bytes.push(b'\n');
+    state::write_atomic(&path, &bytes, 0o600).map_err(|error| failure(error.to_string()))?;
+    let entry = audit::Entry {
+        ts: audit::now(),
+        principal: ctx.principal,
+        argv,
+        pack: PSEUDO_PACK,
+        command: "policy-set",
+        decision: "policy-set",
+        exit_code: None,
+        duration_ms: 0,
+        output_bytes: 0,
+    };
+    let warnings = match audit::append(&ctx.home, &entry) {
+        Ok(()) => String::new(),
+        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+    };
+    Ok(Reply {
+        text: format!("{text}: {} (in {})\n", decision.as_str(), path.display()),
+        data: Some(json!({ "match": text, "decision": decision, "file": path })),
+        warnings,
+        run: None,
     })
 }

@@ -55,5 +55,6 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
         ),
         text,
         warnings,
+        run: None,
     })
 }

@@ -22,6 +22,6 @@ pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             "reference": reference,
         })),
         text: output::skill_text(pack, &reference),
-        warnings: String::new(),
+        ..Reply::default()
     })
 }

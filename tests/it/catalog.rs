@@ -25,7 +25,12 @@ fn search_ranks_by_field_weight_across_builtins() {
     let env = TestEnv::new();
     let ids = |query: &str| -> Vec<String> {
         let (_, envelope) = env.json(&["search", query]);
-        envelope["data"]["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+        envelope["data"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
     };
     assert_eq!(ids("sql"), ["sqlite"]);
     assert_eq!(ids("commit history")[0], "git");
@@ -37,7 +42,12 @@ fn search_ranks_by_field_weight_across_builtins() {
 fn empty_search_lists_every_pack_in_id_order_with_limit() {
     let env = TestEnv::new();
     let (_, envelope) = env.json(&["search"]);
-    let ids: Vec<&str> = envelope["data"]["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = envelope["data"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["git", "jq", "sqlite", "transit"]);
     let (_, envelope) = env.json(&["search", "--limit", "2"]);
     assert_eq!(envelope["data"]["results"].as_array().unwrap().len(), 2);
@@ -51,9 +61,18 @@ fn installed_pack_overrides_builtin_and_broken_one_hides_nothing() {
     // An installed `jq` replaces the built-in one.
     let jq = env.install_fixture("probe", "jq");
     let manifest = std::fs::read_to_string(jq.join("hcp.json")).unwrap();
-    std::fs::write(jq.join("hcp.json"), manifest.replace("\"id\": \"probe\"", "\"id\": \"jq\"").replace("0.1.0", "9.9.9"))
-        .unwrap();
-    std::fs::write(jq.join("SKILL.md"), "---\nname: jq\ndescription: an override\n---\n").unwrap();
+    std::fs::write(
+        jq.join("hcp.json"),
+        manifest
+            .replace("\"id\": \"probe\"", "\"id\": \"jq\"")
+            .replace("0.1.0", "9.9.9"),
+    )
+    .unwrap();
+    std::fs::write(
+        jq.join("SKILL.md"),
+        "---\nname: jq\ndescription: an override\n---\n",
+    )
+    .unwrap();
     let (code, envelope) = env.json(&["search"]);
     assert_eq!(code, 0);
     let results = envelope["data"]["results"].as_array().unwrap();
@@ -62,13 +81,21 @@ fn installed_pack_overrides_builtin_and_broken_one_hides_nothing() {
     assert_eq!(results[1]["version"], json!("9.9.9"));
     assert_eq!(results[1]["source"], json!("installed"));
     assert_eq!(envelope["data"]["broken"][0]["id"], json!("broken"));
-    assert_eq!(envelope["data"]["broken"][0]["problems"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        envelope["data"]["broken"][0]["problems"]
+            .as_array()
+            .unwrap()
+            .len(),
+        8
+    );
     // People see a warning with the fixing command.
     let output = env.run(&["search", "probe"]);
     assert_eq!(output.code, 0);
     assert!(output.stdout.starts_with("probe  0.1.0"), "{output}");
     assert!(
-        output.stderr.contains("warning: installed pack `broken` is broken and was skipped (8 problems); run `hcpx pack check"),
+        output.stderr.contains(
+            "warning: installed pack `broken` is broken and was skipped (8 problems); run `hcpx pack check"
+        ),
         "{output}"
     );
     assert!(dir.join("probe").exists());
@@ -91,7 +118,10 @@ fn skill_json_has_text_and_reference() {
     assert!(data["skill"].as_str().unwrap().starts_with("---\nname: git\n"));
     let reference = data["reference"].as_str().unwrap();
     assert!(reference.contains("### reset-hard (destructive)"), "{reference}");
-    assert!(reference.contains("| paths | array of path | yes |"), "{reference}");
+    assert!(
+        reference.contains("| paths | array of path | yes |"),
+        "{reference}"
+    );
     assert!(reference.contains("| n | integer | no | 20 |"), "{reference}");
 }
 
@@ -141,7 +171,10 @@ fn availability_reports_each_false_flag_with_a_fix() {
     // No git on this PATH.
     env.path = "/nonexistent".to_owned();
     env.install_fixture("locked", "locked");
-    env.write("home/policy.json", r#"{"rules":[{"match":"locked.*","decision":"deny"}]}"#);
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"locked.*","decision":"deny"}]}"#,
+    );
     let (_, envelope) = env.json(&["availability", "git"]);
     assert_eq!(envelope["data"]["runnable"], json!(false));
     assert_eq!(envelope["data"]["ready"], json!(false));
@@ -174,7 +207,10 @@ fn availability_reports_each_false_flag_with_a_fix() {
 fn bound_flag_follows_the_binding_store() {
     let env = TestEnv::new().env("MY_KEY", "value-from-env");
     env.install_fixture("locked", "locked");
-    env.write("home/bindings.json", r#"{"version":1,"packs":{"locked":{"LOCKED_KEY":{"fromEnv":"MY_KEY"}}}}"#);
+    env.write(
+        "home/bindings.json",
+        r#"{"version":1,"packs":{"locked":{"LOCKED_KEY":{"fromEnv":"MY_KEY"}}}}"#,
+    );
     let (_, envelope) = env.json(&["availability", "locked"]);
     assert_eq!(envelope["data"]["bound"], json!(true));
     env.write("home/bindings.json", "{ not json");
@@ -194,7 +230,10 @@ fn broken_install_is_reported_not_installed() {
     assert_eq!(envelope["data"]["problems"][0]["flag"], json!("installed"));
     let (code, envelope) = env.json(&["skill", "broken"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["message"], json!("the installed pack by that name is broken"));
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the installed pack by that name is broken")
+    );
 }
 
 #[test]
@@ -205,7 +244,12 @@ fn help_is_success_and_usage_errors_are_refusals() {
     assert!(output.stdout.contains("hcpx search journey"), "{output}");
     let output = env.run(&["search", "--limit", "0"]);
     assert_eq!(output.code, 2);
-    assert!(output.stderr.starts_with("error: the arguments do not match the command's usage\n"), "{output}");
+    assert!(
+        output
+            .stderr
+            .starts_with("error: the arguments do not match the command's usage\n"),
+        "{output}"
+    );
     assert!(output.stderr.ends_with("next: hcpx search --help\n"), "{output}");
     let (code, envelope) = env.json(&["frobnicate", "--secret-value"]);
     assert_eq!(code, 2);
@@ -213,6 +257,9 @@ fn help_is_success_and_usage_errors_are_refusals() {
     // The refusal never repeats what the caller sent.
     for field in ["error", "next", "data"] {
         let text = envelope[field].to_string();
-        assert!(!text.contains("frobnicate") && !text.contains("secret-value"), "{field}: {text}");
+        assert!(
+            !text.contains("frobnicate") && !text.contains("secret-value"),
+            "{field}: {text}"
+        );
     }
 }

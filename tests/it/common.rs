@@ -10,7 +10,9 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
 
 /// Where the fixture packs live in the repository.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/packs")
+        .join(name)
 }
 
 /// A built-in pack folder in the repository.
@@ -37,7 +39,11 @@ impl TestEnv {
         for dir in ["home", "user", "work"] {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
         }
-        Self { root, extra_env: Vec::new(), path: "/usr/local/bin:/usr/bin:/bin".to_owned() }
+        Self {
+            root,
+            extra_env: Vec::new(),
+            path: "/usr/local/bin:/usr/bin:/bin".to_owned(),
+        }
     }
 
     pub fn home(&self) -> PathBuf {

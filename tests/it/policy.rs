@@ -23,10 +23,20 @@ fn check_uses_builtin_defaults() {
 #[test]
 fn project_policy_in_an_ancestor_tightens() {
     let env = TestEnv::new().env("HCP_AGENT", "1");
-    env.write("home/policy.json", r#"{"rules":[{"match":"git.*","decision":"allow"}]}"#);
-    env.write("work/.hcp/policy.json", r#"{"rules":[{"match":"git.commit","decision":"deny"}]}"#);
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"git.*","decision":"allow"}]}"#,
+    );
+    env.write(
+        "work/.hcp/policy.json",
+        r#"{"rules":[{"match":"git.commit","decision":"deny"}]}"#,
+    );
     std::fs::create_dir_all(env.work().join("sub/dir")).unwrap();
-    let output = env.command(&["--json", "policy", "check", "git", "commit"]).current_dir(env.work().join("sub/dir")).output().unwrap();
+    let output = env
+        .command(&["--json", "policy", "check", "git", "commit"])
+        .current_dir(env.work().join("sub/dir"))
+        .output()
+        .unwrap();
     let envelope: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(envelope["data"]["decision"], json!("deny"));
     assert_eq!(envelope["data"]["principal"], json!("agent"));
@@ -42,20 +52,42 @@ fn unparsable_policy_denies_and_says_so() {
     env.write("home/policy.json", "{ \"rules\": [ ");
     let output = env.run(&["policy", "check", "transit", "plan"]);
     assert_eq!(output.code, 0);
-    assert!(output.stdout.starts_with("transit.plan (read) for terminal: deny (refused)\n  by unparsable policy file"), "{output}");
+    assert!(
+        output
+            .stdout
+            .starts_with("transit.plan (read) for terminal: deny (refused)\n  by unparsable policy file"),
+        "{output}"
+    );
     let output = env.run(&["policy", "show"]);
-    assert!(output.stdout.contains("is UNPARSABLE (not valid JSON"), "{output}");
-    assert!(output.stdout.contains("every exec and install is denied until it is fixed"), "{output}");
+    assert!(
+        output.stdout.contains("is UNPARSABLE (not valid JSON"),
+        "{output}"
+    );
+    assert!(
+        output
+            .stdout
+            .contains("every exec and install is denied until it is fixed"),
+        "{output}"
+    );
     let (_, envelope) = env.json(&["availability", "transit"]);
     assert_eq!(envelope["data"]["permitted"], json!(false));
-    assert_eq!(envelope["data"]["problems"][0]["fix"], json!("fix the policy file, then run `hcpx policy show`"));
+    assert_eq!(
+        envelope["data"]["problems"][0]["fix"],
+        json!("fix the policy file, then run `hcpx policy show`")
+    );
 }
 
 #[test]
 fn show_lists_every_rule_with_its_source() {
     let env = TestEnv::new();
-    env.write("home/policy.json", r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.reset-hard","decision":"deny"}]}"#);
-    env.write("work/.hcp/policy.json", r#"{"rules":[{"match":"*.write","decision":"confirm"}]}"#);
+    env.write(
+        "home/policy.json",
+        r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.reset-hard","decision":"deny"}]}"#,
+    );
+    env.write(
+        "work/.hcp/policy.json",
+        r#"{"rules":[{"match":"*.write","decision":"confirm"}]}"#,
+    );
     let output = env.run(&["policy", "show"]);
     insta::assert_snapshot!(output.to_string(), @r"
     exit_code: 0

@@ -20,8 +20,13 @@ fn transit(args: &[&str]) -> (i32, String, String) {
 }
 
 fn plan(from: &str, to: &str, at: &str) -> Value {
-    let (code, stdout, stderr) =
-        transit(&["plan", &format!("--from={from}"), &format!("--to={to}"), &format!("--at={at}"), "--json"]);
+    let (code, stdout, stderr) = transit(&[
+        "plan",
+        &format!("--from={from}"),
+        &format!("--to={to}"),
+        &format!("--at={at}"),
+        "--json",
+    ]);
     assert_eq!(code, 0, "{stderr}");
     serde_json::from_str(&stdout).unwrap()
 }
@@ -66,7 +71,12 @@ fn two_changes_beat_a_slower_single_change() {
     let journey = plan("Airport", "Cannery", "07:00");
     assert_eq!(journey["arrive"], json!("07:35"));
     assert_eq!(journey["changes"], json!(2));
-    let lines: Vec<&str> = journey["legs"].as_array().unwrap().iter().map(|leg| leg["line"].as_str().unwrap()).collect();
+    let lines: Vec<&str> = journey["legs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|leg| leg["line"].as_str().unwrap())
+        .collect();
     assert_eq!(lines, ["Green", "Red", "Yellow"]);
     assert_eq!(journey["legs"][1]["depart"], json!("07:17"));
     assert_eq!(journey["legs"][2]["depart"], json!("07:29"));
@@ -85,7 +95,10 @@ fn waits_for_the_next_departure() {
 fn no_journey_after_the_last_service() {
     let (code, _, stderr) = transit(&["plan", "--from=Zoo", "--to=Airport", "--at=23:50"]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("no journey from Zoo to Airport at or after 23:50"), "{stderr}");
+    assert!(
+        stderr.contains("no journey from Zoo to Airport at or after 23:50"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -120,12 +133,20 @@ fn network_has_22_stops_on_4_lines() {
     let (_, stdout, _) = transit(&["stops", "--json"]);
     let stops: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(stops.as_array().unwrap().len(), 22);
-    let central = stops.as_array().unwrap().iter().find(|stop| stop["name"] == "Central").unwrap();
+    let central = stops
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|stop| stop["name"] == "Central")
+        .unwrap();
     assert_eq!(central["lines"], json!(["Red", "Blue"]));
     let (_, stdout, _) = transit(&["lines", "--json"]);
     let lines: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(lines.as_array().unwrap().len(), 4);
-    assert_eq!(lines[2]["service"][0], json!({ "from": "Airport", "first": "06:00", "last": "22:45" }));
+    assert_eq!(
+        lines[2]["service"][0],
+        json!({ "from": "Airport", "first": "06:00", "last": "22:45" })
+    );
 }
 
 /// The CLI must run with whatever POSIX sh and awk a machine ships: mawk (Debian),
@@ -151,15 +172,30 @@ fn same_answers_under_every_awk_and_shell() {
             .env("PATH", path)
             .output()
             .unwrap();
-        assert!(output.status.success(), "{shell:?} {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{shell:?} {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         output.stdout
     };
-    let expected: Vec<Vec<u8>> = cases.iter().map(|args| run(&["/bin/sh"], "/usr/bin:/bin", args)).collect();
+    let expected: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|args| run(&["/bin/sh"], "/usr/bin:/bin", args))
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let mut combinations = 0;
-    for (name, awk) in [("mawk", "mawk"), ("gawk", "gawk"), ("bwk", "original-awk"), ("busybox", "busybox awk")] {
+    for (name, awk) in [
+        ("mawk", "mawk"),
+        ("gawk", "gawk"),
+        ("bwk", "original-awk"),
+        ("busybox", "busybox awk"),
+    ] {
         let program = awk.split(' ').next().unwrap();
-        if !["/usr/bin", "/bin"].iter().any(|d| std::path::Path::new(d).join(program).exists()) {
+        if !["/usr/bin", "/bin"]
+            .iter()
+            .any(|d| std::path::Path::new(d).join(program).exists())
+        {
             eprintln!("note: {program} is not installed; skipping it");
             continue;
         }
@@ -174,7 +210,9 @@ fn same_answers_under_every_awk_and_shell() {
         }
         let path = format!("{}:/usr/bin:/bin", bin.display());
         for shell in [&["dash"][..], &["bash"], &["busybox", "sh"]] {
-            if !std::path::Path::new("/bin").join(shell[0]).exists() && !std::path::Path::new("/usr/bin").join(shell[0]).exists() {
+            if !std::path::Path::new("/bin").join(shell[0]).exists()
+                && !std::path::Path::new("/usr/bin").join(shell[0]).exists()
+            {
                 continue;
             }
             for (args, want) in cases.iter().zip(&expected) {

@@ -1,0 +1,264 @@
+//! `hcpx bind PACK KEY [--from-env VAR]`, `hcpx unbind PACK KEY` and `hcpx bindings`.
+//! `bind` and `unbind` are access commands: an agent never gets them.
+
+use serde_json::json;
+
+use super::{find_pack, load_catalog, refuse_agents, to_json};
+use crate::Reply;
+use crate::audit;
+use crate::binding::{Bound, Secret, Store};
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::state;
+
+fn state_failure(error: &impl std::fmt::Display) -> Failure {
+    Failure::new(
+        Reason::InvalidArguments,
+        format!("the binding store cannot be changed: {error}"),
+    )
+    .next("hcpx doctor")
+}
+
+fn record(ctx: &Context, argv: &[String], pack: &str, what: &str) -> String {
+    let entry = audit::Entry {
+        ts: audit::now(),
+        principal: ctx.principal,
+        argv,
+        pack,
+        command: what,
+        decision: what,
+        exit_code: None,
+        duration_ms: 0,
+        output_bytes: 0,
+    };
+    match audit::append(&ctx.home, &entry) {
+        Ok(()) => String::new(),
+        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+    }
+}
+
+/// Loads, changes and writes the store under the lock. An unparsable store is
+/// never overwritten.
+fn update(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, Failure> {
+    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| state_failure(&error))?;
+    let path = ctx.bindings_path();
+    let mut store = Store::load(&path).map_err(|error| state_failure(&error))?;
+    store.version = 1;
+    let changed = change(&mut store);
+    if changed {
+        let text = serde_json::to_vec_pretty(&store).map_err(|error| state_failure(&error))?;
+        state::write_atomic(&path, &text, 0o600).map_err(|error| state_failure(&error))?;
+    }
+    Ok(changed)
+}
+
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+pub fn bind(
+    ctx: &Context,
+    pack_id: &str,
+    key: &str,
+    from_env: Option<&str>,
+    argv: &[String],
+) -> Result<Reply, Failure> {
+    refuse_agents(ctx)?;
+    let catalog = load_catalog(ctx);
+    let pack = find_pack(&catalog, pack_id)?;
+    let declared: Vec<&str> = pack
+        .manifest
+        .bindings
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !declared.contains(&key) {
+        let message = if declared.is_empty() {
+            "the pack declares no bindings".to_owned()
+        } else {
+            format!(
+                "the pack declares no binding by that name; it declares: {}",
+                declared.join(", ")
+            )
+        };
+        return Err(Failure::new(Reason::UnknownParam, message).next(format!("hcpx skill {pack_id}")));
+    }
+    let bound = match from_env {
+        Some(var) if is_env_name(var) => Bound::FromEnv(var.to_owned()),
+        Some(_) => {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                "--from-env takes an environment variable name",
+            )
+            .next(format!("hcpx bind {pack_id} {key} --from-env MY_VARIABLE")));
+        }
+        None => {
+            let input = ctx.secret_input.as_ref().ok_or_else(|| {
+                Failure::new(
+                    Reason::InvalidArguments,
+                    "no value to bind: run at a terminal, or pipe the value on stdin",
+                )
+                .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}"))
+            })?;
+            let value = input
+                .read_secret(&format!("Value for {pack_id} {key} (not shown): "))
+                .map_err(|error| Failure::new(Reason::InvalidArguments, error))?;
+            if value.is_empty() {
+                return Err(
+                    Failure::new(Reason::InvalidArguments, "the value is empty; nothing was bound")
+                        .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}")),
+                );
+            }
+            Bound::Value(Secret::new(value))
+        }
+    };
+    let how = match &bound {
+        Bound::FromEnv(var) => format!("to the environment variable {var}, read at each exec"),
+        Bound::Value(_) => "(the value is stored in HCP_HOME/bindings.json, mode 0600)".to_owned(),
+    };
+    update(ctx, |store| {
+        store
+            .packs
+            .entry(pack_id.to_owned())
+            .or_default()
+            .insert(key.to_owned(), bound);
+        true
+    })?;
+    let warning = record(ctx, argv, pack_id, "bind");
+    Ok(Reply {
+        text: format!("bound {pack_id} {key} {how}\n"),
+        data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
+        warnings: warning,
+        run: None,
+    })
+}
+
+pub fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
+    refuse_agents(ctx)?;
+    let removed = update(ctx, |store| {
+        let removed = store
+            .packs
+            .get_mut(pack_id)
+            .and_then(|keys| keys.remove(key))
+            .is_some();
+        if store
+            .packs
+            .get(pack_id)
+            .is_some_and(std::collections::BTreeMap::is_empty)
+        {
+            store.packs.remove(pack_id);
+        }
+        removed
+    })?;
+    let warning = if removed {
+        record(ctx, argv, pack_id, "unbind")
+    } else {
+        String::new()
+    };
+    Ok(Reply {
+        text: if removed {
+            format!("unbound {pack_id} {key}\n")
+        } else {
+            format!("{pack_id} {key} was not bound\n")
+        },
+        data: Some(json!({ "pack": pack_id, "key": key, "removed": removed })),
+        warnings: warning,
+        run: None,
+    })
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    pack: String,
+    key: String,
+    declared: bool,
+    required: bool,
+    set: bool,
+    /// `value`, `env` or null; never the value itself.
+    source: Option<&'static str>,
+    variable: Option<String>,
+}
+
+pub fn list(ctx: &Context) -> Result<Reply, Failure> {
+    let catalog = load_catalog(ctx);
+    let store = Store::load(&ctx.bindings_path()).map_err(|error| {
+        Failure::new(
+            Reason::Unbound,
+            format!("the binding store cannot be read: {error}"),
+        )
+        .next("hcpx doctor")
+    })?;
+    let mut rows = Vec::new();
+    for pack in &catalog.packs {
+        for (key, spec) in &pack.manifest.bindings {
+            let stored = store.packs.get(pack.id()).and_then(|keys| keys.get(key));
+            rows.push(Row {
+                pack: pack.id().to_owned(),
+                key: key.clone(),
+                declared: true,
+                required: spec.required,
+                set: store.resolve(pack.id(), key, &ctx.env).is_some(),
+                source: stored.map(|bound| {
+                    if matches!(bound, Bound::Value(_)) {
+                        "value"
+                    } else {
+                        "env"
+                    }
+                }),
+                variable: match stored {
+                    Some(Bound::FromEnv(var)) => Some(var.clone()),
+                    _ => None,
+                },
+            });
+        }
+    }
+    for (pack, keys) in &store.packs {
+        for (key, bound) in keys {
+            if !rows.iter().any(|row| &row.pack == pack && &row.key == key) {
+                rows.push(Row {
+                    pack: pack.clone(),
+                    key: key.clone(),
+                    declared: false,
+                    required: false,
+                    set: true,
+                    source: Some(if matches!(bound, Bound::Value(_)) {
+                        "value"
+                    } else {
+                        "env"
+                    }),
+                    variable: match bound {
+                        Bound::FromEnv(var) => Some(var.clone()),
+                        Bound::Value(_) => None,
+                    },
+                });
+            }
+        }
+    }
+    let mut text = String::new();
+    if rows.is_empty() {
+        text.push_str("No pack declares a binding, and none is stored.\n");
+    }
+    for row in &rows {
+        let state = match (row.set, row.source, &row.variable) {
+            (true, _, Some(var)) => format!("set (from ${var})"),
+            (false, _, Some(var)) => format!("NOT set (${var} is empty or unset)"),
+            (true, _, None) => "set".to_owned(),
+            (false, _, None) if row.required => "NOT set (required)".to_owned(),
+            (false, _, None) => "not set".to_owned(),
+        };
+        let note = if row.declared {
+            ""
+        } else {
+            "  (no longer declared by the pack)"
+        };
+        text.push_str(&format!("{} {}: {state}{note}\n", row.pack, row.key));
+    }
+    Ok(Reply {
+        text,
+        data: Some(json!({ "bindings": to_json(&rows) })),
+        ..Reply::default()
+    })
+}

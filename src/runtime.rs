@@ -1,0 +1,410 @@
+//! The one module that starts processes. It runs a [`Spawn`] with stdin closed, in a
+//! process group of its own, capturing stdout and stderr up to a byte cap, and ends
+//! the whole group (TERM, then KILL after a grace period) on timeout, output
+//! overflow or cancellation. When the child exits, whatever it left running in its
+//! group is killed, and pipes still held open by escaped grandchildren are drained
+//! only for a short while, so no call can hang on them.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncReadExt as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::sandbox::Spawn;
+
+/// Largest capture per call, both streams together (SPEC §8).
+pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
+/// Between TERM and KILL (SPEC §6).
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long to keep reading pipes after the child is gone: long enough for output
+/// already written, short enough that a grandchild holding a pipe cannot hang us.
+pub const DRAIN: Duration = Duration::from_millis(300);
+/// How often a progress callback is called while the child runs.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// The shell convention for "killed by signal N": 128 + N.
+pub const SIGNAL_BASE: i32 = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The child exited by itself (or was killed by a signal nobody here sent).
+    Exited,
+    TimedOut,
+    /// Output passed the cap; the child was killed.
+    Overflow,
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub ending: Ending,
+    /// The exit code, or 128 + the signal that killed it.
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Bytes the child wrote, kept or not.
+    pub stdout_total: u64,
+    pub stderr_total: u64,
+    pub duration: Duration,
+}
+
+impl Finished {
+    pub fn truncated(&self) -> bool {
+        self.stdout_total > self.stdout.len() as u64 || self.stderr_total > self.stderr.len() as u64
+    }
+}
+
+/// Progress while the child runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub output_bytes: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where captured bytes go, with the shared cap.
+struct Capture {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    stdout_total: u64,
+    stderr_total: u64,
+    cap: usize,
+}
+
+impl Capture {
+    /// Keeps what fits; returns false once the cap is passed.
+    fn take(&mut self, is_stdout: bool, bytes: &[u8]) -> bool {
+        let room = self.cap.saturating_sub(self.stdout.len() + self.stderr.len());
+        let (buffer, total) = if is_stdout {
+            (&mut self.stdout, &mut self.stdout_total)
+        } else {
+            (&mut self.stderr, &mut self.stderr_total)
+        };
+        *total += bytes.len() as u64;
+        buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        bytes.len() <= room
+    }
+
+    fn total(&self) -> u64 {
+        self.stdout_total + self.stderr_total
+    }
+}
+
+fn signal_group(pid: Option<u32>, kill: bool) {
+    #[cfg(unix)]
+    if let Some(pid) = pid
+        .and_then(|pid| i32::try_from(pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let signal = if kill {
+            rustix::process::Signal::KILL
+        } else {
+            rustix::process::Signal::TERM
+        };
+        // The group may be gone already; that is the point.
+        let _ = rustix::process::kill_process_group(pid, signal);
+    }
+    #[cfg(not(unix))]
+    let _ = (pid, kill);
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return SIGNAL_BASE + signal;
+        }
+    }
+    status.code().unwrap_or(SIGNAL_BASE)
+}
+
+/// Runs a process to its end under the limits.
+pub async fn run(
+    spawn: &Spawn,
+    timeout: Duration,
+    cap: usize,
+    cancel: &CancellationToken,
+    progress: Option<&(dyn Fn(Progress) + Send + Sync)>,
+) -> Result<Finished, RuntimeError> {
+    let started = Instant::now();
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "runtime.rs is the one place that starts processes"
+    )]
+    let mut command = tokio::process::Command::new(&spawn.program);
+    command
+        .args(&spawn.args)
+        .env_clear()
+        .envs(spawn.env.iter().map(|(key, value)| (key, value)))
+        .current_dir(&spawn.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command.spawn().map_err(|source| RuntimeError::Spawn {
+        program: spawn.program.display().to_string(),
+        source,
+    })?;
+    let pid = child.id();
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut capture = Capture {
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        stdout_total: 0,
+        stderr_total: 0,
+        cap,
+    };
+    let mut out_chunk = vec![0_u8; 64 * 1024];
+    let mut err_chunk = vec![0_u8; 64 * 1024];
+    let mut ending = Ending::Exited;
+    let mut status = None;
+    let mut stop_reading_at: Option<tokio::time::Instant> = None;
+    let mut kill_at: Option<tokio::time::Instant> = None;
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
+    ticker.tick().await;
+
+    loop {
+        let reading = stdout.is_some() || stderr.is_some();
+        if status.is_some() && !reading {
+            break;
+        }
+        let drain_until =
+            stop_reading_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let kill_time = kill_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        tokio::select! {
+            read = async { stdout.as_mut()?.read(&mut out_chunk).await.ok() }, if stdout.is_some() => {
+                match read {
+                    Some(n) if n > 0 => {
+                        if !capture.take(true, &out_chunk[..n]) && ending == Ending::Exited && status.is_none() {
+                            ending = Ending::Overflow;
+                            signal_group(pid, false);
+                            kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                        }
+                    }
+                    _ => stdout = None,
+                }
+            }
+            read = async { stderr.as_mut()?.read(&mut err_chunk).await.ok() }, if stderr.is_some() => {
+                match read {
+                    Some(n) if n > 0 => {
+                        if !capture.take(false, &err_chunk[..n]) && ending == Ending::Exited && status.is_none() {
+                            ending = Ending::Overflow;
+                            signal_group(pid, false);
+                            kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                        }
+                    }
+                    _ => stderr = None,
+                }
+            }
+            waited = child.wait(), if status.is_none() => {
+                status = Some(waited.map(exit_code).unwrap_or(SIGNAL_BASE));
+                // Whatever the child left behind in its group goes with it.
+                signal_group(pid, true);
+                stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
+            }
+            () = &mut deadline, if ending == Ending::Exited && status.is_none() => {
+                ending = Ending::TimedOut;
+                signal_group(pid, false);
+                kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+            }
+            () = cancel.cancelled(), if ending == Ending::Exited && status.is_none() => {
+                ending = Ending::Cancelled;
+                signal_group(pid, false);
+                kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+            }
+            () = tokio::time::sleep_until(kill_time), if kill_at.is_some() && status.is_none() => {
+                signal_group(pid, true);
+                kill_at = None;
+            }
+            () = tokio::time::sleep_until(drain_until), if stop_reading_at.is_some() => {
+                stdout = None;
+                stderr = None;
+            }
+            _ = ticker.tick(), if progress.is_some() && status.is_none() => {
+                if let Some(report) = progress {
+                    report(Progress { elapsed: started.elapsed(), output_bytes: capture.total() });
+                }
+            }
+        }
+    }
+    Ok(Finished {
+        ending,
+        exit_code: status.unwrap_or(SIGNAL_BASE),
+        stdout: capture.stdout,
+        stderr: capture.stderr,
+        stdout_total: capture.stdout_total,
+        stderr_total: capture.stderr_total,
+        duration: started.elapsed(),
+    })
+}
+
+/// Replaces this process with `program` (the sandbox helper's last step). Returns
+/// only on failure.
+pub fn exec_replace(program: &Path, args: &[String]) -> std::io::Error {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt as _;
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "runtime.rs is the one place that starts processes"
+        )]
+        let mut command = std::process::Command::new(program);
+        command.args(args).exec()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (program, args);
+        std::io::Error::other("the sandbox helper needs Unix")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Spawn {
+        Spawn {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: std::env::temp_dir(),
+        }
+    }
+
+    async fn go(script: &str, timeout_ms: u64, cap: usize) -> Finished {
+        run(
+            &sh(script),
+            Duration::from_millis(timeout_ms),
+            cap,
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn captures_both_streams_and_exit_code() {
+        let done = go("echo out; echo err >&2; exit 3", 5000, MAX_OUTPUT).await;
+        assert_eq!((done.ending, done.exit_code), (Ending::Exited, 3));
+        assert_eq!(done.stdout, b"out\n");
+        assert_eq!(done.stderr, b"err\n");
+        assert!(!done.truncated());
+    }
+
+    #[tokio::test]
+    async fn signals_are_128_plus_n() {
+        let done = go("kill -9 $$", 5000, MAX_OUTPUT).await;
+        assert_eq!(done.exit_code, 137);
+    }
+
+    #[tokio::test]
+    async fn stdin_is_closed() {
+        let done = go("cat; echo done", 5000, MAX_OUTPUT).await;
+        assert_eq!(done.stdout, b"done\n");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_group() {
+        let started = Instant::now();
+        let done = go("sleep 30 & sleep 30", 200, MAX_OUTPUT).await;
+        assert_eq!(done.ending, Ending::TimedOut);
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn term_is_followed_by_kill() {
+        let started = Instant::now();
+        let done = go(
+            "trap '' TERM; echo ready; while :; do sleep 1; done",
+            200,
+            MAX_OUTPUT,
+        )
+        .await;
+        assert_eq!(done.ending, Ending::TimedOut);
+        assert_eq!(done.exit_code, 137);
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= KILL_GRACE && elapsed < KILL_GRACE + Duration::from_secs(2),
+            "{elapsed:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn overflow_is_cut_and_killed() {
+        let done = go("head -c 10000000 /dev/zero; sleep 30", 20_000, 1000).await;
+        assert_eq!(done.ending, Ending::Overflow);
+        assert_eq!(done.stdout.len(), 1000);
+        assert!(done.truncated());
+    }
+
+    #[tokio::test]
+    async fn an_escaped_grandchild_holding_stdout_cannot_hang_the_call() {
+        let started = Instant::now();
+        // setsid puts the grandchild outside the group: only the drain bound helps.
+        let done = go("setsid sleep 30 & echo parent done", 10_000, MAX_OUTPUT).await;
+        assert_eq!(done.ending, Ending::Exited);
+        assert_eq!(done.stdout, b"parent done\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn cancellation_kills() {
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            trigger.cancel();
+        });
+        let done = run(
+            &sh("sleep 30"),
+            Duration::from_secs(30),
+            MAX_OUTPUT,
+            &cancel,
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(done.ending, Ending::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn missing_program_is_an_error() {
+        let mut spawn = sh("");
+        spawn.program = "/nonexistent/program".into();
+        let error = run(
+            &spawn,
+            Duration::from_secs(1),
+            MAX_OUTPUT,
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(error.to_string().starts_with("cannot start /nonexistent/program"));
+    }
+}
