@@ -3,6 +3,15 @@
 //! as a CLI run does) and as whole `hcpx search` processes over an HCP_HOME holding
 //! the same packs. Prints medians and p99s; never asserts on time.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "tests and benchmarks start processes, print, and stop loudly on failure"
+)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

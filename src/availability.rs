@@ -11,6 +11,7 @@ use crate::binding::Store;
 use crate::catalog::{Origin, Pack, check_bin_file};
 use crate::context::{Principal, env_vars};
 use crate::policy::{self, Policies};
+use crate::sandbox::{self, Machine, Mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -117,20 +118,45 @@ fn reinstall(pack: &Pack) -> String {
     format!("hcpx install {}", pack.manifest.id)
 }
 
+/// What the caller's machine and settings are, for the flags.
+pub struct Here<'a> {
+    pub principal: Principal,
+    pub env: &'a BTreeMap<String, String>,
+    pub policies: &'a Policies,
+    pub bindings: Result<&'a Store, &'a str>,
+    pub machine: &'a Machine,
+    pub mode: Mode,
+}
+
 /// The four flags for one pack and one principal.
-pub fn check(
-    pack: &Pack,
-    principal: Principal,
-    env: &BTreeMap<String, String>,
-    policies: &Policies,
-    bindings: Result<&Store, &str>,
-) -> Availability {
+pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
+    let (principal, env, policies, bindings) = (here.principal, here.env, here.policies, here.bindings);
     let mut problems = Vec::new();
     if let Some((reason, fix)) = cli_problem(pack, env) {
         problems.push(Problem {
             flag: Flag::Runnable,
             reason,
             fix,
+        });
+    }
+    let layers = sandbox::layers(
+        here.machine,
+        pack.manifest.sandbox.network,
+        &pack.manifest.sandbox.write,
+    );
+    let missing: Vec<&str> = sandbox::missing(&layers)
+        .iter()
+        .map(|layer| layer.layer)
+        .collect();
+    if !missing.is_empty() && here.mode == Mode::Strict {
+        problems.push(Problem {
+            flag: Flag::Runnable,
+            reason: format!(
+                "this machine cannot enforce the sandbox it needs: {}",
+                missing.join(", ")
+            ),
+            fix: "hcpx doctor (or set HCP_SANDBOX=best-effort to run with the layers that are enforced)"
+                .to_owned(),
         });
     }
     let id = &pack.manifest.id;
@@ -182,6 +208,55 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::catalog::Catalog;
+    use crate::policy::Layer;
+    use crate::sandbox::Support;
+
+    fn machine(enforced: bool) -> Machine {
+        let support = Support {
+            enforced,
+            detail: "not here".to_owned(),
+        };
+        Machine {
+            landlock: support.clone(),
+            network_namespace: support,
+        }
+    }
+
+    fn flags_for(id: &str, machine: &Machine, mode: Mode) -> Availability {
+        let catalog = Catalog::load(Path::new("/nonexistent"));
+        let env: BTreeMap<String, String> = [("PATH".to_owned(), "/usr/bin:/bin".to_owned())].into();
+        let policies = Policies {
+            user: Layer::Absent,
+            project: Layer::Absent,
+        };
+        let store = Store::default();
+        let here = Here {
+            principal: Principal::Agent,
+            env: &env,
+            policies: &policies,
+            bindings: Ok(&store),
+            machine,
+            mode,
+        };
+        check(catalog.get(id).unwrap(), &here)
+    }
+
+    #[test]
+    fn a_missing_sandbox_layer_makes_a_pack_not_runnable_in_strict_mode() {
+        let flags = flags_for("transit", &machine(false), Mode::Strict);
+        if cfg!(target_os = "linux") {
+            assert!(!flags.runnable && !flags.ready);
+            assert_eq!(flags.problems[0].flag, Flag::Runnable);
+            assert_eq!(
+                flags.problems[0].reason,
+                "this machine cannot enforce the sandbox it needs: landlock, network-namespace"
+            );
+        }
+        assert!(flags_for("transit", &machine(false), Mode::BestEffort).runnable);
+        assert!(flags_for("transit", &machine(true), Mode::Strict).ready);
+    }
 
     #[test]
     fn shebang_interpreters() {

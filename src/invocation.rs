@@ -83,6 +83,7 @@ fn check(param: &Param, value: &str, cwd: &Path) -> Result<(), InvocationError> 
 /// The on-disk half of the `path` rule: the deepest existing ancestor of the path,
 /// with every link resolved, must still be inside the working directory.
 pub fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
+    crate::manifest::check_relative_path(value)?;
     let root = cwd
         .canonicalize()
         .map_err(|_| "cannot be checked: the working directory is unreadable".to_owned())?;

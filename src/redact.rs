@@ -60,7 +60,7 @@ impl Redactor {
                 )
             })
             .collect();
-        list.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        list.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
         list.dedup_by(|a, b| a.0 == b.0);
         let longest = list.first().map_or(0, |(value, _)| value.len());
         Self {

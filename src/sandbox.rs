@@ -389,16 +389,22 @@ fn apply(spec: &HelperSpec) -> Result<(), String> {
     Ok(())
 }
 
+/// `unshare(2)`, for the helper only.
+#[cfg(target_os = "linux")]
+#[expect(
+    unsafe_code,
+    reason = "unshare(2) of the network (and user) namespace in the sandbox helper"
+)]
+fn unshare(flags: rustix::thread::UnshareFlags) -> rustix::io::Result<()> {
+    // SAFETY: the helper is single-threaded and never passes UnshareFlags::FILES, the
+    // one flag whose misuse `unshare_unsafe` guards against.
+    unsafe { rustix::thread::unshare_unsafe(flags) }
+}
+
 #[cfg(target_os = "linux")]
 fn enter_network_namespace() -> Result<(), String> {
     use rustix::thread::UnshareFlags;
-    // SAFETY: the helper is single-threaded and does not use UnshareFlags::FILES, the
-    // one flag whose misuse `unshare_unsafe` guards against.
-    #[expect(
-        unsafe_code,
-        reason = "unshare(2) of the network (and user) namespace in the helper"
-    )]
-    let plain = unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNET) };
+    let plain = unshare(UnshareFlags::NEWNET);
     if plain.is_ok() {
         return Ok(());
     }
@@ -407,12 +413,7 @@ fn enter_network_namespace() -> Result<(), String> {
         rustix::process::getuid().as_raw(),
         rustix::process::getgid().as_raw(),
     );
-    // SAFETY: as above.
-    #[expect(
-        unsafe_code,
-        reason = "unshare(2) of the user and network namespaces in the helper"
-    )]
-    let user = unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) };
+    let user = unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNET);
     user.map_err(|error| format!("network namespace: {error}"))?;
     std::fs::write("/proc/self/setgroups", "deny").map_err(|error| format!("setgroups: {error}"))?;
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))

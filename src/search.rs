@@ -49,11 +49,14 @@ pub struct Hit {
     pub score: f64,
 }
 
+/// The packs a word occurs in, each with its field bits.
+type Postings = Vec<(u32, u8)>;
+
 #[derive(Debug, Default)]
 pub struct SearchIndex {
     /// Every distinct word, sorted (so a prefix is a contiguous range), with the
     /// packs it occurs in and the fields, as bits, one entry per pack.
-    words: Vec<(Box<str>, Vec<(u32, u8)>)>,
+    words: Vec<(Box<str>, Postings)>,
     ids: Vec<String>,
 }
 
@@ -68,7 +71,7 @@ pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 #[derive(Default)]
 struct Builder {
     ids: HashMap<Box<str>, usize>,
-    postings: Vec<Vec<(u32, u8)>>,
+    postings: Vec<Postings>,
     buffer: String,
 }
 
@@ -121,8 +124,8 @@ impl SearchIndex {
             }
             builder.add(&pack.skill.body, index, Field::Skill);
         }
-        let mut postings: Vec<Option<Vec<(u32, u8)>>> = builder.postings.into_iter().map(Some).collect();
-        let mut words: Vec<(Box<str>, Vec<(u32, u8)>)> = builder
+        let mut postings: Vec<Option<Postings>> = builder.postings.into_iter().map(Some).collect();
+        let mut words: Vec<(Box<str>, Postings)> = builder
             .ids
             .into_iter()
             .map(|(word, slot)| (word, postings[slot].take().unwrap_or_default()))

@@ -53,9 +53,16 @@ pub struct Lock {
 }
 
 impl Lock {
+    /// The lock for the state files (policy, bindings, packs).
     pub fn acquire(home: &Path) -> Result<Self, StateError> {
+        Self::named(home, ".lock")
+    }
+
+    /// A lock of its own, so appending to the audit log while holding the state lock
+    /// can never wait on itself.
+    fn named(home: &Path, name: &str) -> Result<Self, StateError> {
         ensure_home(home)?;
-        let path = home.join(".lock");
+        let path = home.join(name);
         let lock_error = |source| StateError::Lock {
             path: path.clone(),
             source,
@@ -112,7 +119,7 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), State
 /// Appends one line with a single `write` on an `O_APPEND` file (mode 0600) under
 /// the lock, so concurrent writers never interleave inside a line.
 pub fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), StateError> {
-    let _lock = Lock::acquire(home)?;
+    let _lock = Lock::named(home, ".append.lock")?;
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
@@ -170,6 +177,13 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("bindings.json")]);
+    }
+
+    #[test]
+    fn appending_while_holding_the_state_lock_does_not_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let _held = Lock::acquire(dir.path()).unwrap();
+        append_line(dir.path(), &dir.path().join("audit.log"), "{}").unwrap();
     }
 
     #[test]

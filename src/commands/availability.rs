@@ -1,8 +1,8 @@
 //! `hcpx availability PACK`
 
-use super::{load_bindings, load_catalog, load_policies, to_json};
+use super::{flags, load_bindings, load_catalog, load_policies, to_json};
 use crate::Reply;
-use crate::availability::{self, Availability, Flag, Problem};
+use crate::availability::{Availability, Flag, Problem};
 use crate::catalog::CatalogError;
 use crate::context::Context;
 use crate::error::Failure;
@@ -17,15 +17,15 @@ struct Report<'a> {
 
 pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     let catalog = load_catalog(ctx);
-    let flags = match catalog.get(id) {
+    let report = match catalog.get(id) {
         Ok(pack) => {
             let bindings = load_bindings(ctx);
-            availability::check(
+            flags(
+                ctx,
                 pack,
-                ctx.principal,
-                &ctx.env,
                 &load_policies(ctx),
-                bindings.as_ref().map_err(String::as_str),
+                &bindings,
+                &crate::sandbox::probe(),
             )
         }
         // A broken install is a pack that is there but not installed properly:
@@ -50,9 +50,9 @@ pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
         }
         Err(CatalogError::Unknown { .. }) => return super::find_pack(&catalog, id).map(|_| Reply::default()),
     };
-    let data = to_json(&Report { id, flags: &flags });
+    let data = to_json(&Report { id, flags: &report });
     Ok(Reply {
-        text: output::availability_text(id, &flags),
+        text: output::availability_text(id, &report),
         data: Some(data),
         ..Reply::default()
     })

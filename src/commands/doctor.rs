@@ -41,6 +41,9 @@ pub fn run(ctx: &Context) -> Result<Reply, Failure> {
     let (user_text, user_json) = layer_status(&policies.user);
     let (project_text, project_json) = layer_status(&policies.project);
     let bindings = load_bindings(ctx);
+    let machine = crate::sandbox::probe();
+    // A pack with no network and no write paths needs every layer there is.
+    let layers = crate::sandbox::layers(&machine, false, &[]);
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -71,6 +74,21 @@ pub fn run(ctx: &Context) -> Result<Reply, Failure> {
         text,
         "policy     user: {user_text}\n           project: {project_text}"
     );
+    let mode = match ctx.sandbox_mode {
+        crate::sandbox::Mode::Strict => "strict (a pack whose needed layer is missing does not run)",
+        crate::sandbox::Mode::BestEffort => {
+            "best-effort (HCP_SANDBOX): packs run with the layers enforced here"
+        }
+    };
+    let _ = writeln!(text, "sandbox    mode {mode}");
+    for layer in &layers {
+        let state = if layer.enforced {
+            "enforced"
+        } else {
+            "NOT enforced"
+        };
+        let _ = writeln!(text, "  {:<18} {state:<12} {}", layer.layer, layer.detail);
+    }
     let _ = writeln!(
         text,
         "bindings   {}",
@@ -87,6 +105,7 @@ pub fn run(ctx: &Context) -> Result<Reply, Failure> {
             "principal": ctx.principal,
             "packs": { "builtin": builtin, "installed": installed, "broken": catalog.broken },
             "policy": { "user": user_json, "project": project_json },
+            "sandbox": { "mode": ctx.sandbox_mode, "layers": super::to_json(&layers) },
             "bindings": match &bindings { Ok(_) => json!({ "status": "ok" }), Err(error) => json!({ "status": "unparsable", "error": error }) },
         })),
         ..Reply::default()

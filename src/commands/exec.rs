@@ -506,11 +506,11 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
     let stdout = redactor.redact_all(&finished.stdout);
     let stderr = redactor.redact_all(&finished.stderr);
     let truncation = finished.truncated().then(|| Truncation {
-        stdout: (finished.stdout_total > finished.stdout.len() as u64).then(|| StreamTruncation {
+        stdout: (finished.stdout_total > finished.stdout.len() as u64).then_some(StreamTruncation {
             shown: finished.stdout.len() as u64,
             total: finished.stdout_total,
         }),
-        stderr: (finished.stderr_total > finished.stderr.len() as u64).then(|| StreamTruncation {
+        stderr: (finished.stderr_total > finished.stderr.len() as u64).then_some(StreamTruncation {
             shown: finished.stderr.len() as u64,
             total: finished.stderr_total,
         }),

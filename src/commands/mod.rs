@@ -67,6 +67,27 @@ pub(crate) fn load_bindings(ctx: &Context) -> Result<Store, String> {
     Store::load(&ctx.bindings_path()).map_err(|error| error.to_string())
 }
 
+/// The availability flags of one pack for this caller.
+pub(crate) fn flags(
+    ctx: &Context,
+    pack: &Pack,
+    policies: &Policies,
+    bindings: &Result<Store, String>,
+    machine: &crate::sandbox::Machine,
+) -> crate::availability::Availability {
+    crate::availability::check(
+        pack,
+        &crate::availability::Here {
+            principal: ctx.principal,
+            env: &ctx.env,
+            policies,
+            bindings: bindings.as_ref().map_err(String::as_str),
+            machine,
+            mode: ctx.sandbox_mode,
+        },
+    )
+}
+
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }

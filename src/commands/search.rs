@@ -2,9 +2,8 @@
 
 use serde_json::json;
 
-use super::{load_bindings, load_catalog, load_policies, to_json};
+use super::{flags, load_bindings, load_catalog, load_policies, to_json};
 use crate::Reply;
-use crate::availability;
 use crate::context::Context;
 use crate::error::Failure;
 use crate::output::{self, SearchResult};
@@ -16,17 +15,12 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
     let hits = SearchIndex::build(&catalog.packs).search(&query, limit);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
+    let machine = crate::sandbox::probe();
     let results: Vec<SearchResult> = hits
         .iter()
         .map(|hit| {
             let pack = &catalog.packs[hit.index];
-            let flags = availability::check(
-                pack,
-                ctx.principal,
-                &ctx.env,
-                &policies,
-                bindings.as_ref().map_err(String::as_str),
-            );
+            let report = flags(ctx, pack, &policies, &bindings, &machine);
             SearchResult {
                 id: pack.manifest.id.clone(),
                 version: pack.manifest.version.to_string(),
@@ -39,11 +33,11 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
                     .map(|command| command.name.clone())
                     .collect(),
                 score: (hit.score * 100.0).round() / 100.0,
-                installed: flags.installed,
-                runnable: flags.runnable,
-                bound: flags.bound,
-                permitted: flags.permitted,
-                ready: flags.ready,
+                installed: report.installed,
+                runnable: report.runnable,
+                bound: report.bound,
+                permitted: report.permitted,
+                ready: report.ready,
             }
         })
         .collect();

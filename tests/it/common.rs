@@ -6,35 +6,35 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
 
 /// Where the fixture packs live in the repository.
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/packs")
         .join(name)
 }
 
 /// A built-in pack folder in the repository.
-pub fn builtin(name: &str) -> PathBuf {
+pub(crate) fn builtin(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("packs").join(name)
 }
 
-pub struct TestEnv {
-    pub root: tempfile::TempDir,
-    pub extra_env: Vec<(String, String)>,
-    pub path: String,
+pub(crate) struct TestEnv {
+    pub(crate) root: tempfile::TempDir,
+    pub(crate) extra_env: Vec<(String, String)>,
+    pub(crate) path: String,
 }
 
-pub struct Output {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
+pub(crate) struct Output {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
     root: String,
 }
 
 impl TestEnv {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let root = tempfile::Builder::new().prefix("hcpx-it-").tempdir().unwrap();
         for dir in ["home", "user", "work"] {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
@@ -46,34 +46,34 @@ impl TestEnv {
         }
     }
 
-    pub fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.root.path().join("home")
     }
 
-    pub fn work(&self) -> PathBuf {
+    pub(crate) fn work(&self) -> PathBuf {
         self.root.path().join("work")
     }
 
-    pub fn env(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Self {
         self.extra_env.push((key.to_owned(), value.to_owned()));
         self
     }
 
     /// Copies a fixture pack into `$HCP_HOME/packs/<as_id>/`, as install would.
-    pub fn install_fixture(&self, fixture_name: &str, as_id: &str) -> PathBuf {
+    pub(crate) fn install_fixture(&self, fixture_name: &str, as_id: &str) -> PathBuf {
         let target = self.home().join("packs").join(as_id);
         copy_dir(&fixture(fixture_name), &target);
         target
     }
 
-    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, relative: &str, text: &str) -> PathBuf {
         let path = self.root.path().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
         path
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
@@ -89,7 +89,7 @@ impl TestEnv {
         command
     }
 
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         let output = self.command(args).output().unwrap();
         Output {
             code: output.status.code().unwrap_or(-1),
@@ -100,7 +100,7 @@ impl TestEnv {
     }
 
     /// Runs with `--json` and parses the envelope.
-    pub fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+    pub(crate) fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         let output = self.run(&all);
@@ -110,7 +110,7 @@ impl TestEnv {
     }
 }
 
-pub fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -143,7 +143,7 @@ impl fmt::Display for Output {
 }
 
 /// Replaces `durationMs` (and other timing) so envelopes snapshot stably.
-pub fn stable(mut value: serde_json::Value, root: &Path) -> serde_json::Value {
+pub(crate) fn stable(mut value: serde_json::Value, root: &Path) -> serde_json::Value {
     fn walk(value: &mut serde_json::Value, root: &str) {
         match value {
             serde_json::Value::Object(map) => {

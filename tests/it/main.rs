@@ -1,8 +1,18 @@
 //! The single integration test binary: the real `hcpx` against temporary state.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "tests and benchmarks start processes, print, and stop loudly on failure"
+)]
+
 mod common;
 
 mod catalog;
+mod exec;
 mod pack;
 mod policy;
 mod transit;

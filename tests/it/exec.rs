@@ -1,0 +1,603 @@
+//! exec end to end: the real binary, the real sandbox helper, fixture packs whose CLI
+//! is a shell script. Each protection has a test that fails if it is removed.
+
+use std::io::Write as _;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, stable};
+
+fn probe_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    env
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+#[test]
+fn transit_plan_prints_a_journey_and_json_has_data_and_child() {
+    let env = TestEnv::new();
+    let output = env.run(&[
+        "exec",
+        "transit",
+        "plan",
+        "--",
+        "from=Westgate",
+        "to=North Park",
+        "at=08:00",
+    ]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(
+        output.stdout,
+        "Westgate to North Park, leaving at or after 08:00:\n  08:00 Westgate -> 08:10 Central  Red line towards Eastfield, 3 stops\n  \
+         08:21 Central -> 08:31 North Park  Blue line towards North Park, 3 stops\nArrive 08:31: 31 min from departure, 1 change.\n"
+    );
+    let (code, envelope) = env.json(&[
+        "exec",
+        "transit",
+        "plan",
+        "--",
+        "from=Airport",
+        "to=Cannery",
+        "at=07:00",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(envelope["ok"], json!(true));
+    assert_eq!(envelope["spawned"], json!(true));
+    assert_eq!(envelope["exitCode"], json!(0));
+    assert_eq!(envelope["data"]["arrive"], json!("07:35"));
+    let child: Vec<&str> = envelope["child"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(child[0].ends_with("/transit"), "{child:?}");
+    assert!(
+        child[0].starts_with(env.home().join(".builtin").to_str().unwrap()),
+        "{child:?}"
+    );
+    assert_eq!(
+        &child[1..],
+        ["plan", "--from=Airport", "--to=Cannery", "--at=07:00", "--json"]
+    );
+}
+
+#[test]
+fn no_parent_environment_reaches_the_child() {
+    let env = probe_env()
+        .env("AWS_SECRET_ACCESS_KEY", "parent-secret")
+        .env("LD_PRELOAD", "/nonexistent.so")
+        .env("GIT_DIR", "/elsewhere")
+        .env("LANG", "C.UTF-8");
+    let output = env.run(&["exec", "probe", "env"]);
+    assert_eq!(output.code, 0, "{output}");
+    let names: Vec<&str> = output
+        .stdout
+        .lines()
+        .map(|line| line.split('=').next().unwrap())
+        .collect();
+    // `sh` itself adds PWD (and may add SHLVL); everything else is the allowlist.
+    let unexpected: Vec<&&str> = names
+        .iter()
+        .filter(|n| !["HOME", "LANG", "PATH", "TMPDIR", "PWD", "SHLVL", "_"].contains(n))
+        .collect();
+    assert!(unexpected.is_empty(), "leaked: {unexpected:?}\n{output}");
+    assert!(!output.stdout.contains("parent-secret"));
+    let tmpdir = output
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("TMPDIR="))
+        .unwrap();
+    assert!(tmpdir.contains("hcpx-"), "{tmpdir}");
+    // The private temporary folder is removed afterwards.
+    assert!(!std::path::Path::new(tmpdir).exists());
+}
+
+#[test]
+fn caller_values_never_become_options() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "probe",
+        "args",
+        "--",
+        "text=--upload-pack=evil",
+        "rest=-rf",
+        "rest=--exec=sh",
+        "file=-x",
+    ]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        lines(envelope["stdout"].as_str().unwrap()),
+        [
+            "[--text=--upload-pack=evil]",
+            "[--]",
+            "[-x]",
+            "[-rf]",
+            "[--exec=sh]"
+        ]
+    );
+    // A positional value that starts with `-` is refused before anything runs.
+    let (code, envelope) = env.json(&["exec", "probe", "args", "--", "word=-rf"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("invalid_param"));
+    assert_eq!(envelope["spawned"], json!(false));
+    assert!(!envelope["error"]["message"].as_str().unwrap().contains("-rf"));
+}
+
+#[test]
+fn one_value_is_one_argument_never_split() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "probe",
+        "args",
+        "--",
+        "word=a b; rm -rf / $(x) `y` | z",
+        "rest=two words",
+    ]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        lines(envelope["stdout"].as_str().unwrap()),
+        ["[a b; rm -rf / $(x) `y` | z]", "[--]", "[two words]"]
+    );
+}
+
+#[test]
+fn path_values_escaping_the_working_directory_are_refused() {
+    let env = probe_env();
+    std::fs::create_dir_all(env.work().join("inside")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("/etc", env.work().join("link")).unwrap();
+    for value in [
+        "../outside",
+        "/etc/passwd",
+        "inside/../../x",
+        "link/passwd",
+        "link",
+    ] {
+        let (code, envelope) = env.json(&["exec", "probe", "args", "--", &format!("file={value}")]);
+        assert_eq!(code, 2, "{value}: {envelope}");
+        assert_eq!(envelope["error"]["reason"], json!("invalid_param"), "{value}");
+        assert_eq!(envelope["spawned"], json!(false));
+    }
+    let (code, _) = env.json(&["exec", "probe", "args", "--", "file=inside/new.txt"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn parameter_refusals_name_what_is_known() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&["exec", "probe", "args", "--", "nope=1"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        envelope["error"],
+        json!({ "code": 2, "reason": "unknown_param", "message": "unknown parameter; this command takes: text, word, count, mode, file, rest" })
+    );
+    assert_eq!(
+        envelope["data"]["known"],
+        json!(["text", "word", "count", "mode", "file", "rest"])
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "write"]);
+    assert_eq!(envelope["error"]["reason"], json!("missing_param"));
+    let (_, envelope) = env.json(&["exec", "probe", "args", "--", "count=many"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("parameter `count` is not an integer")
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "args", "--", "mode=turbo"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("parameter `mode` is not one of: fast, slow")
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "args", "--", "noequals"]);
+    assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"));
+    let (_, envelope) = env.json(&["exec", "probe", "nosuch"]);
+    assert_eq!(envelope["error"]["reason"], json!("unknown_command"));
+    let (_, envelope) = env.json(&["exec", "nosuch", "x"]);
+    assert_eq!(envelope["error"]["reason"], json!("unknown_pack"));
+}
+
+fn pids_of(pattern: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(pattern) {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn timeout_kills_child_and_grandchild_within_the_bound() {
+    let env = probe_env();
+    let started = Instant::now();
+    // 47 s is unique to this test, so the processes can be found.
+    let (code, envelope) = env.json(&[
+        "exec",
+        "probe",
+        "sleep",
+        "--timeout-ms",
+        "1000",
+        "--",
+        "seconds=47",
+    ]);
+    let elapsed = started.elapsed();
+    assert_eq!(code, 124, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("timeout"));
+    assert_eq!(envelope["error"]["code"], json!(124));
+    assert_eq!(envelope["spawned"], json!(true));
+    assert_eq!(envelope["stdout"], json!("sleeping 47\n"));
+    assert!(elapsed < Duration::from_millis(1000 + 3000), "{elapsed:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pids_of("sleep 47"), Vec::<String>::new());
+}
+
+/// Peak resident memory of a running process, in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn a_50_mib_flood_is_cut_at_8_mib_killed_and_memory_stays_bounded() {
+    let env = probe_env();
+    let mut child = env
+        .command(&["--json", "exec", "probe", "flood", "--", "mib=50"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut peak = 0;
+    let reader = std::thread::spawn({
+        let mut stdout = child.stdout.take().unwrap();
+        move || {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut text).unwrap();
+            text
+        }
+    });
+    while child.try_wait().unwrap().is_none() {
+        if let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let envelope: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(envelope["ok"], json!(false));
+    assert_eq!(envelope["error"]["reason"], json!("too_large"));
+    assert_eq!(envelope["outputTruncated"], json!(true));
+    assert_eq!(envelope["truncation"]["stdout"]["shown"], json!(8 * 1024 * 1024));
+    assert!(envelope["truncation"]["stdout"]["total"].as_u64().unwrap() > 8 * 1024 * 1024);
+    assert_eq!(envelope["stdout"].as_str().unwrap().len(), 8 * 1024 * 1024);
+    assert!(envelope["data"].is_null());
+    // hcpx holds the 8 MiB capture and a JSON copy of it; 50 MiB would show here.
+    assert!(peak > 0 && peak < 48 * 1024, "peak RSS {peak} KiB");
+}
+
+#[test]
+fn bound_secret_never_appears_anywhere() {
+    let env = probe_env();
+    let secret = "tok-SECRET-9f8e7d6c";
+    let mut bind = env
+        .command(&["bind", "probe", "PROBE_TOKEN"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    bind.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{secret}\n").as_bytes())
+        .unwrap();
+    assert!(bind.wait().unwrap().success());
+    let bindings = std::fs::read_to_string(env.home().join("bindings.json")).unwrap();
+    assert!(bindings.contains(secret), "stored for the pack");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(env.home().join("bindings.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // The probe prints it split across two writes 200 ms apart, and on stderr.
+    let output = env.run(&["exec", "probe", "secret"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(output.stdout, "token=[REDACTED:PROBE_TOKEN]\n");
+    assert_eq!(output.stderr, "err=[REDACTED:PROBE_TOKEN]\n");
+    let (_, envelope) = env.json(&["exec", "probe", "secret"]);
+    let (_, dry) = env.json(&["exec", "probe", "secret", "--dry-run"]);
+    let (_, listing) = env.json(&["bindings"]);
+    for text in [envelope.to_string(), dry.to_string(), listing.to_string()] {
+        assert!(!text.contains(secret), "{text}");
+    }
+    assert!(
+        dry["data"]["env"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("PROBE_TOKEN")),
+        "{dry}"
+    );
+    assert_eq!(listing["data"]["bindings"][0]["set"], json!(true));
+    // Nothing in HCP_HOME but the store holds it (the audit log above all).
+    for entry in walk(&env.home()) {
+        if entry.file_name().unwrap() != "bindings.json" && entry.is_file() {
+            let bytes = std::fs::read(&entry).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(secret),
+                "{}",
+                entry.display()
+            );
+        }
+    }
+    // The pack's CLI cannot read the store itself: HCP_HOME is hidden from it.
+    let store = env.home().join("bindings.json");
+    let output = env.run(&[
+        "exec",
+        "probe",
+        "read",
+        "--",
+        &format!("target={}", store.display()),
+    ]);
+    assert_eq!(output.code, 1, "{output}");
+    assert!(output.stderr.contains("Permission denied"), "{output}");
+    assert!(!output.stdout.contains(secret));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn agents_cannot_change_access() {
+    let env = probe_env().env("HCP_AGENT", "1");
+    for args in [
+        &["bind", "probe", "PROBE_TOKEN"][..],
+        &["bind", "probe", "PROBE_TOKEN", "--from-env", "X"],
+        &["unbind", "probe", "PROBE_TOKEN"],
+        &["policy", "set", "probe.*", "allow"],
+    ] {
+        let (code, envelope) = env.json(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(envelope["error"]["reason"], json!("access_refused"), "{args:?}");
+    }
+    assert!(!env.home().join("bindings.json").exists());
+    assert!(!env.home().join("policy.json").exists());
+}
+
+#[test]
+fn confirm_human_is_not_satisfied_by_an_agents_yes() {
+    let env = probe_env().env("HCP_AGENT", "1");
+    let (code, envelope) = env.json(&["exec", "probe", "wipe", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(envelope["spawned"], json!(false));
+    assert_eq!(envelope["data"]["decision"], json!("confirm-human"));
+    // `confirm` is: the caller confirms with --yes.
+    let (code, envelope) = env.json(&["exec", "probe", "write", "--", "target=out.txt"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(envelope["next"], json!("hcpx exec probe write --yes -- …"));
+    assert_eq!(envelope["data"]["child"][1], json!("write"));
+    assert!(!env.work().join("out.txt").exists());
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    let decisions: Vec<String> = audit
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["decision"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(decisions, ["needs_confirmation", "needs_confirmation"]);
+}
+
+#[test]
+fn policy_deny_refuses_and_names_the_rule() {
+    let env = probe_env();
+    assert_eq!(env.run(&["policy", "set", "probe.env", "deny"]).code, 0);
+    let (code, envelope) = env.json(&["exec", "probe", "env"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("denied_by_policy"));
+    let message = envelope["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("denied by rule `probe.env` (rules[0]) in "),
+        "{message}"
+    );
+    assert_eq!(envelope["spawned"], json!(false));
+    let (_, envelope) = env.json(&["policy", "check", "probe", "env"]);
+    assert_eq!(envelope["data"]["decision"], json!("deny"));
+}
+
+#[test]
+fn landlock_blocks_writes_outside_the_allowed_paths() {
+    let env = probe_env();
+    std::fs::create_dir_all(env.work().join("out")).unwrap();
+    let outside = env.root.path().join("outside.txt");
+    let output = env.run(&[
+        "exec",
+        "probe",
+        "write",
+        "--yes",
+        "--",
+        &format!("target={}", outside.display()),
+    ]);
+    assert_eq!(output.code, 1, "{output}");
+    assert!(output.stderr.contains("Permission denied"), "{output}");
+    assert!(!outside.exists());
+    // Nor next to the allowed folder, in the working directory itself.
+    let output = env.run(&["exec", "probe", "write", "--yes", "--", "target=beside.txt"]);
+    assert_eq!(output.code, 1, "{output}");
+    // The pack's `write` path works.
+    let output = env.run(&["exec", "probe", "write", "--yes", "--", "target=out/ok.txt"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("out/ok.txt")).unwrap(),
+        "written\n"
+    );
+}
+
+#[test]
+fn network_namespace_blocks_loopback_unless_the_pack_declares_network() {
+    let env = probe_env();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let output = env.run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
+    assert_eq!(output.code, 1, "{output}");
+    assert!(!output.stdout.contains("connected"), "{output}");
+    // The same CLI with `"network": true` does connect: the test can tell.
+    let manifest = env.home().join("packs/probe/hcp.json");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("\"network\": false", "\"network\": true");
+    std::fs::write(&manifest, text).unwrap();
+    let output = env.run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(output.stdout, "connected\n");
+}
+
+#[test]
+fn unbound_and_not_runnable_refusals_say_how_to_fix() {
+    let env = TestEnv::new();
+    env.install_fixture("locked", "locked");
+    let (code, envelope) = env.json(&["exec", "locked", "open"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("unbound"));
+    assert_eq!(
+        envelope["next"],
+        json!("a person runs: hcpx bind locked LOCKED_KEY")
+    );
+    // Bound from the caller's environment by name: the value is read at exec.
+    assert_eq!(
+        env.run(&["bind", "locked", "LOCKED_KEY", "--from-env", "MY_LOCK"])
+            .code,
+        0
+    );
+    let env = env.env("MY_LOCK", "open-sesame");
+    let output = env.run(&["exec", "locked", "open"]);
+    assert_eq!((output.code, output.stdout.as_str()), (0, "open\n"), "{output}");
+
+    let mut env = TestEnv::new();
+    env.path = "/nonexistent".to_owned();
+    let (code, envelope) = env.json(&["exec", "jq", "filter", "--", "filter=.", "file=x.json"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("not_runnable"));
+    assert_eq!(
+        envelope["next"],
+        json!("install `jq`, then run hcpx availability jq")
+    );
+}
+
+#[test]
+fn child_failure_is_data_with_its_exit_code() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&["exec", "probe", "fail"]);
+    assert_eq!(code, 1);
+    assert_eq!(envelope["ok"], json!(false));
+    assert_eq!(envelope["exitCode"], json!(3));
+    assert_eq!(envelope["error"]["code"], json!(1));
+    assert_eq!(envelope["error"]["reason"], json!("failed"));
+    assert_eq!(envelope["stderr"], json!("probe failed on purpose\n"));
+}
+
+#[test]
+fn json_output_is_parsed_and_bad_json_is_reported() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&["exec", "probe", "json"]);
+    assert_eq!(code, 0);
+    assert_eq!(envelope["data"], json!({ "ok": true, "n": 3 }));
+    assert_eq!(envelope["child"][2], json!("--json"));
+    let (code, envelope) = env.json(&["exec", "probe", "json", "--", "bad=true"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the pack's output is not valid JSON (line 2, column 0)")
+    );
+    assert_eq!(envelope["stdout"], json!("{\"broken\": \n"));
+}
+
+#[test]
+fn dry_run_shows_the_plan_and_runs_nothing() {
+    let env = probe_env();
+    std::fs::create_dir_all(env.work().join("out")).unwrap();
+    let (code, envelope) = env.json(&["exec", "probe", "write", "--dry-run", "--", "target=out/x.txt"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(!env.work().join("out/x.txt").exists());
+    let data = stable(envelope["data"].clone(), env.root.path());
+    assert_eq!(data["decision"], json!("confirm"));
+    assert_eq!(data["rule"]["match"], json!("defaults.write"));
+    assert_eq!(
+        data["child"],
+        json!(["[TEMP]/home/packs/probe/probe", "write", "out/x.txt"])
+    );
+    assert_eq!(data["env"], json!(["HOME", "PATH", "PROBE_TOKEN", "TMPDIR"]));
+    assert_eq!(data["timeoutMs"], json!(20000));
+    let layers: Vec<(&str, bool)> = data["sandbox"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|layer| {
+            (
+                layer["layer"].as_str().unwrap(),
+                layer["enforced"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(layers.len(), 8);
+    assert!(
+        layers.contains(&("landlock", true)) && layers.contains(&("network-namespace", true)),
+        "{layers:?}"
+    );
+    assert_eq!(envelope["spawned"], json!(false));
+    assert!(envelope["child"].is_null());
+}
+
+#[test]
+fn concurrent_execs_each_leave_one_whole_audit_line() {
+    let env = probe_env();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            env.command(&["exec", "probe", "args", "--", &format!("count={i}")])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    let entries: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 8);
+    for entry in &entries {
+        assert_eq!(entry["decision"], json!("ran"));
+        assert_eq!(entry["exitCode"], json!(0));
+        assert_eq!(entry["principal"], json!("terminal"));
+        assert!(entry["outputBytes"].as_u64().unwrap() > 0);
+    }
+}
