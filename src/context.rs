@@ -78,8 +78,6 @@ pub struct Context {
     pub env: BTreeMap<String, String>,
     /// A person can answer a y/N prompt on this call's terminal.
     pub interactive: bool,
-    /// The hcpx binary, started again as the sandbox helper.
-    pub helper: PathBuf,
     /// Where private temporary folders are made.
     pub temp_dir: PathBuf,
     pub sandbox_mode: Mode,
@@ -145,7 +143,6 @@ impl Context {
             principal,
             env,
             interactive,
-            helper: PathBuf::from("hcpx"),
             temp_dir,
             sandbox_mode,
             cancel: CancellationToken::new(),
@@ -154,10 +151,9 @@ impl Context {
         })
     }
 
-    /// Where the sandbox helper (this very binary) and temporary folders are.
+    /// Where private temporary folders are made.
     #[must_use]
-    pub fn with_runtime(mut self, helper: PathBuf, temp_dir: PathBuf) -> Self {
-        self.helper = helper;
+    pub fn with_temp_dir(mut self, temp_dir: PathBuf) -> Self {
         self.temp_dir = temp_dir;
         self
     }

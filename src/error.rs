@@ -138,6 +138,13 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// The parts, to move into an envelope.
+    pub fn into_body(self) -> FailureBody {
+        *self.0
+    }
+}
+
 impl std::ops::Deref for Failure {
     type Target = FailureBody;
 

@@ -80,6 +80,48 @@ pub struct Reply {
     pub run: Option<output::RunInfo>,
 }
 
+/// Streams serialized JSON to a [`Sink`] in bounded chunks, cut only at UTF-8
+/// boundaries, so an 8 MiB envelope is never built twice in memory.
+struct SinkWriter<'a> {
+    sink: &'a mut dyn Sink,
+    pending: Vec<u8>,
+}
+
+impl SinkWriter<'_> {
+    const CHUNK: usize = 64 * 1024;
+
+    fn emit(&mut self, all: bool) {
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(text) => text.len(),
+            Err(error) => error.valid_up_to(),
+        };
+        let cut = if all { self.pending.len() } else { valid };
+        self.sink.stdout(&String::from_utf8_lossy(&self.pending[..cut]));
+        self.pending.drain(..cut);
+    }
+
+    fn finish(mut self) {
+        self.emit(true);
+    }
+}
+
+impl std::io::Write for SinkWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        // serde_json hands a long string over in one piece: pass it on in chunks.
+        for piece in bytes.chunks(Self::CHUNK) {
+            self.pending.extend_from_slice(piece);
+            if self.pending.len() >= Self::CHUNK {
+                self.emit(false);
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Whether `--json` appears among hcpx's own flags (before any `--`), so that even a
 /// parse error is answered in the format the caller asked for.
 fn wants_json(argv: &[String]) -> bool {
@@ -110,36 +152,49 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
         },
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (mut envelope, exit_code) = match &result {
+    // People get text first; then the results move into the envelope, so a large
+    // capture is never copied on its way out.
+    let (mut envelope, exit_code) = match result {
         Ok(reply) => {
-            let envelope = Envelope::ok(argv, reply.data.clone());
-            let envelope = match &reply.run {
+            if !json {
+                if let Some(run) = &reply.run {
+                    sink.stdout(&run.stdout);
+                    sink.stderr(&run.stderr);
+                }
+                sink.stdout(&reply.text);
+                sink.stderr(&reply.warnings);
+            }
+            let envelope = Envelope::ok(argv, reply.data);
+            let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,
             };
             (envelope, error::EXIT_OK)
         }
-        Err(failure) => (Envelope::failed(argv, failure), failure.exit_code),
-    };
-    envelope.duration_ms = duration_ms;
-    if json {
-        let line = serde_json::to_string(&envelope).unwrap_or_else(|_| "{\"ok\":false}".to_owned());
-        sink.stdout(&line);
-        sink.stdout("\n");
-    } else {
-        match &result {
-            Ok(reply) => {
-                sink.stdout(&reply.text);
-                sink.stderr(&reply.warnings);
-            }
-            Err(failure) => {
+        Err(failure) => {
+            if !json {
                 if let Some(run) = &failure.run {
                     sink.stdout(&run.stdout);
                     sink.stderr(&run.stderr);
                 }
-                sink.stderr(&output::failure_text(failure));
+                sink.stderr(&output::failure_text(&failure));
             }
+            let exit_code = failure.exit_code;
+            (Envelope::failed(argv, failure), exit_code)
         }
+    };
+    envelope.duration_ms = duration_ms;
+    if json {
+        let mut writer = SinkWriter {
+            sink,
+            pending: Vec::with_capacity(SinkWriter::CHUNK),
+        };
+        if serde_json::to_writer(&mut writer, &envelope).is_err() {
+            writer.pending.clear();
+            writer.sink.stdout("{\"ok\":false}");
+        }
+        writer.pending.push(b'\n');
+        writer.finish();
     }
     Outcome { envelope, exit_code }
 }
@@ -168,4 +223,46 @@ fn usage_failure(argv: &[String], error: &clap::Error) -> Failure {
     )
     .details(details)
     .next(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn sink_writer_never_splits_a_code_point() {
+        let mut sink = BufferSink::default();
+        let mut writer = SinkWriter {
+            sink: &mut sink,
+            pending: Vec::new(),
+        };
+        let text = "é".repeat(SinkWriter::CHUNK);
+        for piece in text.as_bytes().chunks(SinkWriter::CHUNK - 1) {
+            writer.write_all(piece).unwrap();
+        }
+        writer.finish();
+        assert_eq!(sink.stdout, text);
+    }
+
+    #[test]
+    fn sink_writer_passes_one_big_write_on_in_chunks() {
+        struct Counting(Vec<usize>);
+        impl Sink for Counting {
+            fn stdout(&mut self, text: &str) {
+                self.0.push(text.len());
+            }
+            fn stderr(&mut self, _: &str) {}
+        }
+        let mut sink = Counting(Vec::new());
+        let mut writer = SinkWriter {
+            sink: &mut sink,
+            pending: Vec::new(),
+        };
+        writer.write_all(&vec![b'x'; 10 * SinkWriter::CHUNK]).unwrap();
+        writer.finish();
+        assert!(sink.0.iter().all(|len| *len <= SinkWriter::CHUNK), "{:?}", sink.0);
+        assert_eq!(sink.0.iter().sum::<usize>(), 10 * SinkWriter::CHUNK);
+    }
 }

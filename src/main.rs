@@ -1,7 +1,6 @@
 //! The `hcpx` binary: reads the process's environment, arguments and streams, runs
 //! the command tree in [`hcpx::run`], and turns the outcome into an exit code. The
-//! only place that touches process-wide state. Started as the sandbox helper, it
-//! applies the sandbox and becomes the pack's CLI instead.
+//! only place that touches process-wide state.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
@@ -33,11 +32,6 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    if argv.first().map(String::as_str) == Some(hcpx::sandbox::HELPER_ARG) {
-        let (code, message) = hcpx::sandbox::helper_main(&argv[1..]);
-        let _ = std::io::stderr().write_all(message.as_bytes());
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -53,15 +47,9 @@ fn main() -> ExitCode {
             hcpx::error::EXIT_REFUSED,
         );
     };
-    let Ok(helper) = std::env::current_exe() else {
-        return fail(
-            "cannot find the hcpx binary itself, which the sandbox needs",
-            hcpx::error::EXIT_REFUSED,
-        );
-    };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let ctx = match hcpx::Context::new(env, cwd, interactive) {
-        Ok(ctx) => ctx.with_runtime(helper, std::env::temp_dir()),
+        Ok(ctx) => ctx.with_temp_dir(std::env::temp_dir()),
         Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
     };
     // Only a person at a terminal is asked to confirm: never an agent's shell.

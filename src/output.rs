@@ -71,14 +71,14 @@ pub struct RunInfo {
 impl Envelope {
     /// Fills the fields about the child that ran.
     #[must_use]
-    pub fn with_run(mut self, run: &RunInfo) -> Self {
-        self.child = Some(run.child.clone());
+    pub fn with_run(mut self, run: RunInfo) -> Self {
+        self.child = Some(run.child);
         self.spawned = true;
         self.exit_code = run.exit_code;
-        self.stdout.clone_from(&run.stdout);
-        self.stderr.clone_from(&run.stderr);
+        self.stdout = run.stdout;
+        self.stderr = run.stderr;
         self.output_truncated = run.truncation.is_some();
-        self.truncation.clone_from(&run.truncation);
+        self.truncation = run.truncation;
         self
     }
 
@@ -101,29 +101,22 @@ impl Envelope {
         }
     }
 
-    pub fn failed(argv: Vec<String>, failure: &Failure) -> Self {
+    pub fn failed(argv: Vec<String>, failure: Failure) -> Self {
+        let body = failure.into_body();
         let envelope = Self {
             ok: false,
-            exit_code: i32::from(failure.exit_code),
-            data: failure.data.clone(),
+            exit_code: i32::from(body.exit_code),
+            data: body.data,
             error: Some(ErrorBody {
-                code: failure.exit_code,
-                reason: failure.reason.as_str(),
-                message: failure.message.clone(),
+                code: body.exit_code,
+                reason: body.reason.as_str(),
+                message: body.message,
             }),
-            next: failure.next.clone(),
+            next: body.next,
             ..Self::ok(argv, None)
         };
-        match &failure.run {
-            Some(run) => {
-                let exit_code = envelope.exit_code;
-                let mut envelope = envelope.with_run(run);
-                // A child that never exited by itself has no code of its own.
-                if run.exit_code < 0 {
-                    envelope.exit_code = exit_code;
-                }
-                envelope
-            }
+        match body.run {
+            Some(run) => envelope.with_run(run),
             None => envelope,
         }
     }
@@ -403,7 +396,7 @@ mod tests {
     #[test]
     fn failed_envelope_carries_reason_code_and_next() {
         let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
-        let envelope = Envelope::failed(vec!["skill".into(), "x".into()], &failure);
+        let envelope = Envelope::failed(vec!["skill".into(), "x".into()], failure);
         let json = serde_json::to_value(&envelope).unwrap();
         assert_eq!(
             json,

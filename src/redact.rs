@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use regex::bytes::Regex;
+use regex::bytes::{Regex, RegexBuilder};
 
 use crate::binding::Secret;
 
@@ -14,6 +14,9 @@ pub const MIN_SECRET_LEN: usize = 4;
 /// An unfinished line longer than this is processed anyway, keeping only the tail
 /// that could still be the start of a secret.
 const MAX_HOLD: usize = 64 * 1024;
+
+/// The lazy DFA cache of each token shape.
+const DFA_CACHE: usize = 256 * 1024;
 
 /// Token shapes worth hiding even when nobody bound them.
 fn token_shapes() -> &'static [(Regex, &'static str)] {
@@ -35,7 +38,15 @@ fn token_shapes() -> &'static [(Regex, &'static str)] {
             (r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b", "slack-token"),
         ]
         .into_iter()
-        .filter_map(|(pattern, label)| Regex::new(pattern).ok().map(|regex| (regex, label)))
+        .filter_map(|(pattern, label)| {
+            // A small DFA cache each: scanning an 8 MiB capture must not cost 2 MiB a
+            // shape of memory.
+            RegexBuilder::new(pattern)
+                .dfa_size_limit(DFA_CACHE)
+                .build()
+                .ok()
+                .map(|regex| (regex, label))
+        })
         .collect()
     })
 }
@@ -72,13 +83,22 @@ impl Redactor {
 
     /// Redacts one complete piece of text (no holdback).
     pub fn redact_all(&self, text: &[u8]) -> Vec<u8> {
-        let mut out = text.to_vec();
+        self.redact_owned(text.to_vec())
+    }
+
+    /// Redacts in place of the input: nothing is copied when nothing matches, so a
+    /// large clean capture costs no second buffer.
+    pub fn redact_owned(&self, mut out: Vec<u8>) -> Vec<u8> {
         for (value, replacement) in &self.secrets {
-            out = replace_all(&out, value, replacement);
+            if find(&out, value).is_some() {
+                out = replace_all(&out, value, replacement);
+            }
         }
         for (shape, label) in token_shapes() {
-            let replacement = format!("[REDACTED:{label}]");
-            out = shape.replace_all(&out, replacement.as_bytes()).into_owned();
+            if shape.is_match(&out) {
+                let replacement = format!("[REDACTED:{label}]");
+                out = shape.replace_all(&out, replacement.as_bytes()).into_owned();
+            }
         }
         out
     }

@@ -5,7 +5,6 @@
 //! group is killed, and pipes still held open by escaped grandchildren are drained
 //! only for a short while, so no call can hang on them.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,8 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output
 /// already written, short enough that a grandchild holding a pipe cannot hang us.
 pub const DRAIN: Duration = Duration::from_millis(300);
+/// A capture larger than this grows to its full room in one step.
+const GROW_AT_ONCE: usize = 1024 * 1024;
 /// How often a progress callback is called while the child runs.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// The shell convention for "killed by signal N": 128 + N.
@@ -91,7 +92,13 @@ impl Capture {
             (&mut self.stderr, &mut self.stderr_total)
         };
         *total += bytes.len() as u64;
-        buffer.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let kept = &bytes[..bytes.len().min(room)];
+        // Past a small size, grow once to all the room there is: doubling would
+        // leave the pages of every outgrown buffer behind, twice the capture.
+        if buffer.capacity() - buffer.len() < kept.len() && buffer.len() + kept.len() > GROW_AT_ONCE {
+            buffer.reserve_exact(room);
+        }
+        buffer.extend_from_slice(kept);
         bytes.len() <= room
     }
 
@@ -154,6 +161,21 @@ pub async fn run(
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
+    #[cfg(unix)]
+    if let Some(confinement) = spawn.confinement.as_ref() {
+        let confinement = ConfinementRef(std::ptr::from_ref(confinement));
+        #[expect(
+            unsafe_code,
+            reason = "the sandbox's layers are applied between fork and exec"
+        )]
+        // SAFETY: the closure runs in the forked child before exec. `Confinement::enter`
+        // only makes async-signal-safe system calls on data prepared by the parent, and
+        // the pointer stays valid: `spawn` outlives this function, which waits for the
+        // spawn to finish before returning.
+        unsafe {
+            command.pre_exec(move || confinement.enter());
+        }
+    }
     let mut child = command.spawn().map_err(|source| RuntimeError::Spawn {
         program: spawn.program.display().to_string(),
         source,
@@ -254,25 +276,29 @@ pub async fn run(
     })
 }
 
-/// Replaces this process with `program` (the sandbox helper's last step). Returns
-/// only on failure.
-pub fn exec_replace(program: &Path, args: &[String]) -> std::io::Error {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt as _;
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "runtime.rs is the one place that starts processes"
-        )]
-        let mut command = std::process::Command::new(program);
-        command.args(args).exec()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (program, args);
-        std::io::Error::other("the sandbox helper needs Unix")
+/// A pointer to the spawn's confinement, for the `pre_exec` closure, which must be
+/// `'static`. The confinement lives in the [`Spawn`] borrowed for the whole call.
+#[cfg(unix)]
+struct ConfinementRef(*const crate::sandbox::Confinement);
+
+#[cfg(unix)]
+impl ConfinementRef {
+    #[expect(unsafe_code, reason = "reads the confinement through the pointer")]
+    fn enter(&self) -> std::io::Result<()> {
+        // SAFETY: the pointer comes from a live `&Confinement` that outlives the spawn.
+        unsafe { (*self.0).enter() }
     }
 }
+
+// SAFETY: the pointee is only read, in the forked child, while the parent's borrow of
+// the `Spawn` is alive (see `run`).
+#[cfg(unix)]
+#[expect(unsafe_code, reason = "a read-only pointer handed to the pre_exec closure")]
+unsafe impl Send for ConfinementRef {}
+// SAFETY: as above; nothing writes through it.
+#[cfg(unix)]
+#[expect(unsafe_code, reason = "a read-only pointer handed to the pre_exec closure")]
+unsafe impl Sync for ConfinementRef {}
 
 #[cfg(test)]
 mod tests {
@@ -284,6 +310,7 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: std::env::temp_dir(),
+            confinement: None,
         }
     }
 

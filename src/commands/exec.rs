@@ -23,7 +23,7 @@ use crate::output::{RunInfo, StreamTruncation, Truncation};
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
 use crate::runtime::{self, Ending, Progress};
-use crate::sandbox::{self, ChildPlan, HELPER_FAILED, HELPER_MARKER, LayerReport, Mode};
+use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
 use crate::state;
 
 /// One exec request, as parsed.
@@ -477,63 +477,70 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
         },
         network: pack.manifest.sandbox.network,
     };
-    let spawn = sandbox::transform(&child_plan, env, tmpdir.path(), &sandbox::probe(), &ctx.helper);
-
-    // 5. spawn
-    let timeout = Duration::from_millis(timeout_ms(&request, pack));
-    let finished = runtime::run(&spawn, timeout, runtime::MAX_OUTPUT, &ctx.cancel, progress)
-        .await
-        .map_err(|error| {
-            Failure::new(
-                Reason::NotRunnable,
-                format!("the sandbox helper did not start: {error}"),
-            )
-            .next("hcpx doctor")
-        })?;
-    drop(tmpdir);
-
-    // 6. result
-    if finished.exit_code == HELPER_FAILED && finished.stderr.starts_with(HELPER_MARKER.as_bytes()) {
-        let detail = String::from_utf8_lossy(&finished.stderr).trim().to_owned();
-        let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
-        return Err(Failure::new(
+    let sandbox_failure = |error: String| {
+        Failure::new(
             Reason::NotRunnable,
             "the sandbox could not be set up; nothing of the pack ran",
         )
-        .details(vec![detail])
-        .next("hcpx doctor"));
-    }
-    let stdout = redactor.redact_all(&finished.stdout);
-    let stderr = redactor.redact_all(&finished.stderr);
+        .details(vec![error])
+        .next("hcpx doctor")
+    };
+    let spawn = match sandbox::transform(&child_plan, env, tmpdir.path(), &sandbox::probe()) {
+        Ok(spawn) => spawn,
+        Err(error) => {
+            let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
+            return Err(sandbox_failure(error));
+        }
+    };
+
+    // 5. spawn (the layers are entered between fork and exec; a layer that fails
+    // there fails the spawn, so the pack's CLI never runs without it)
+    let timeout = Duration::from_millis(timeout_ms(&request, pack));
+    let finished = match runtime::run(&spawn, timeout, runtime::MAX_OUTPUT, &ctx.cancel, progress).await {
+        Ok(finished) => finished,
+        Err(error) => {
+            let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
+            return Err(sandbox_failure(error.to_string()));
+        }
+    };
+    drop(tmpdir);
+
+    // 6. result: the capture moves through redaction into the envelope, uncopied.
+    let stream = |kept: usize, total: u64| {
+        (total > kept as u64).then_some(StreamTruncation {
+            shown: kept as u64,
+            total,
+        })
+    };
     let truncation = finished.truncated().then(|| Truncation {
-        stdout: (finished.stdout_total > finished.stdout.len() as u64).then_some(StreamTruncation {
-            shown: finished.stdout.len() as u64,
-            total: finished.stdout_total,
-        }),
-        stderr: (finished.stderr_total > finished.stderr.len() as u64).then_some(StreamTruncation {
-            shown: finished.stderr.len() as u64,
-            total: finished.stderr_total,
-        }),
+        stdout: stream(finished.stdout.len(), finished.stdout_total),
+        stderr: stream(finished.stderr.len(), finished.stderr_total),
     });
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8(redactor.redact_owned(bytes))
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    };
+    let (exit_code, ending) = (finished.exit_code, finished.ending);
+    let (stdout_total, stderr_total) = (finished.stdout_total, finished.stderr_total);
     let run = RunInfo {
         child: plan.child(),
-        exit_code: finished.exit_code,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        exit_code,
+        stdout: text(finished.stdout),
+        stderr: text(finished.stderr),
         truncation,
     };
-    let output_bytes = finished.stdout_total + finished.stderr_total;
+    let output_bytes = stdout_total + stderr_total;
     let warning = audit(
         ctx,
         &request,
         "ran",
-        Some(finished.exit_code),
+        Some(exit_code),
         started.elapsed(),
         output_bytes,
         &redactor,
     );
     let timeout_text = timeout.as_millis();
-    let failure = match finished.ending {
+    let failure = match ending {
         Ending::TimedOut => Some(
             Failure::new(
                 Reason::Timeout,
@@ -556,10 +563,10 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
             Reason::Failed,
             "interrupted; the command was stopped",
         )),
-        Ending::Exited if finished.exit_code != 0 => Some(
+        Ending::Exited if exit_code != 0 => Some(
             Failure::new(
                 Reason::Failed,
-                format!("the pack's CLI failed with exit code {}", finished.exit_code),
+                format!("the pack's CLI failed with exit code {exit_code}"),
             )
             .next(format!("hcpx skill {}", request.pack)),
         ),
@@ -569,7 +576,7 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
         return Err(with_warning(failure.run(run), &warning));
     }
     let data = if request.json && !command.json.is_empty() {
-        match parse_json(&stdout) {
+        match parse_json(run.stdout.as_bytes()) {
             Ok(value) => Some(value),
             Err(position) => {
                 return Err(Failure::new(
@@ -587,8 +594,8 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
         None
     };
     Ok(Reply {
-        text: run.stdout.clone(),
-        warnings: format!("{}{warning}", run.stderr),
+        text: String::new(),
+        warnings: warning,
         data,
         run: Some(run),
     })

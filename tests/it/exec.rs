@@ -281,8 +281,10 @@ fn a_50_mib_flood_is_cut_at_8_mib_killed_and_memory_stays_bounded() {
     assert!(envelope["truncation"]["stdout"]["total"].as_u64().unwrap() > 8 * 1024 * 1024);
     assert_eq!(envelope["stdout"].as_str().unwrap().len(), 8 * 1024 * 1024);
     assert!(envelope["data"].is_null());
-    // hcpx holds the 8 MiB capture and a JSON copy of it; 50 MiB would show here.
-    assert!(peak > 0 && peak < 48 * 1024, "peak RSS {peak} KiB");
+    // hcpx holds the 8 MiB capture once and streams the JSON out (about 20 MiB in
+    // all with a debug build's own pages); holding the 50 MiB, or one more copy of
+    // the capture, fails here.
+    assert!(peak > 0 && peak < 24 * 1024, "peak RSS {peak} KiB");
 }
 
 #[test]
