@@ -158,42 +158,49 @@ pub fn check_bin_file(path: &Path) -> Option<String> {
     }
 }
 
+static BUILTINS: OnceLock<(Vec<Pack>, Vec<BrokenPack>)> = OnceLock::new();
+
+/// Parses one built-in pack folder.
+fn parse_builtin(dir: &'static Dir<'static>) -> Option<Result<Pack, BrokenPack>> {
+    let text = |name: &str| {
+        dir.get_file(dir.path().join(name))
+            .and_then(|file| file.contents_utf8())
+    };
+    let manifest_text = text(MANIFEST_FILE)?;
+    let parsed = parse_pack(manifest_text, text(SKILL_FILE), |file| {
+        dir.get_file(dir.path().join(file))
+            .is_none()
+            .then(|| format!("./{file} is not in the pack"))
+    });
+    Some(match parsed {
+        Ok((manifest, skill)) => {
+            let bin = manifest
+                .bin_file()
+                .and_then(|file| dir.get_file(dir.path().join(file)))
+                .map(include_dir::File::contents);
+            Ok(Pack {
+                manifest,
+                skill,
+                origin: Origin::Builtin { bin },
+            })
+        }
+        Err(problems) => Err(BrokenPack {
+            id: dir.path().to_string_lossy().into_owned(),
+            dir: dir.path().to_path_buf(),
+            problems,
+        }),
+    })
+}
+
+/// Every built-in pack, parsed once per process.
 fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
-    static BUILTINS: OnceLock<(Vec<Pack>, Vec<BrokenPack>)> = OnceLock::new();
     BUILTINS.get_or_init(|| {
         let mut packs = Vec::new();
         let mut broken = Vec::new();
-        for dir in BUILTIN_DIR.dirs() {
-            let text = |name: &str| {
-                dir.get_file(dir.path().join(name))
-                    .and_then(|file| file.contents_utf8())
-            };
-            let id = dir.path().to_string_lossy().into_owned();
-            let Some(manifest_text) = text(MANIFEST_FILE) else {
-                continue;
-            };
-            let parsed = parse_pack(manifest_text, text(SKILL_FILE), |file| {
-                dir.get_file(dir.path().join(file))
-                    .is_none()
-                    .then(|| format!("./{file} is not in the pack"))
-            });
+        for parsed in BUILTIN_DIR.dirs().filter_map(parse_builtin) {
             match parsed {
-                Ok((manifest, skill)) => {
-                    let bin = manifest
-                        .bin_file()
-                        .and_then(|file| dir.get_file(dir.path().join(file)))
-                        .map(include_dir::File::contents);
-                    packs.push(Pack {
-                        manifest,
-                        skill,
-                        origin: Origin::Builtin { bin },
-                    });
-                }
-                Err(problems) => broken.push(BrokenPack {
-                    id,
-                    dir: dir.path().to_path_buf(),
-                    problems,
-                }),
+                Ok(pack) => packs.push(pack),
+                Err(problem) => broken.push(problem),
             }
         }
         packs.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
@@ -265,6 +272,33 @@ impl Catalog {
             }
         }
         catalog
+    }
+
+    /// Only the pack with this id, the installed one first: what exec needs, without
+    /// parsing every other manifest. An id found nowhere loads the whole catalog, so
+    /// the refusal can name the closest ids.
+    pub fn load_one(packs_dir: &Path, id: &str) -> Self {
+        if crate::template::is_pack_id(id) {
+            let dir = packs_dir.join(id);
+            if dir.is_dir() {
+                return match load_dir(&dir) {
+                    Ok((manifest, skill)) if manifest.id == id => Self::from_packs(vec![Pack {
+                        manifest,
+                        skill,
+                        origin: Origin::Installed { dir },
+                    }]),
+                    _ => Self::load(packs_dir),
+                };
+            }
+            let builtin = match BUILTINS.get() {
+                Some((packs, _)) => packs.iter().find(|pack| pack.id() == id).cloned().map(Ok),
+                None => BUILTIN_DIR.get_dir(id).and_then(parse_builtin),
+            };
+            if let Some(Ok(pack)) = builtin {
+                return Self::from_packs(vec![pack]);
+            }
+        }
+        Self::load(packs_dir)
     }
 
     /// A catalog of exactly these packs (tests and benchmarks).
@@ -344,6 +378,38 @@ mod tests {
             panic!("no embedded CLI")
         };
         assert!(bin.starts_with(b"#!/bin/sh"));
+    }
+
+    #[test]
+    fn load_one_prefers_the_installed_pack_and_falls_back_to_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = Catalog::load_one(dir.path(), "transit");
+        assert_eq!(one.packs.len(), 1);
+        assert!(matches!(
+            one.get("transit").unwrap().origin,
+            Origin::Builtin { .. }
+        ));
+        let installed = dir.path().join("transit");
+        std::fs::create_dir_all(&installed).unwrap();
+        for (name, bytes) in builtin_files("transit").unwrap() {
+            std::fs::write(installed.join(&name), bytes).unwrap();
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(installed.join("transit"), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        }
+        let one = Catalog::load_one(dir.path(), "transit");
+        assert!(matches!(
+            one.get("transit").unwrap().origin,
+            Origin::Installed { .. }
+        ));
+        let all = Catalog::load_one(dir.path(), "transt");
+        assert!(
+            all.packs.len() >= 4,
+            "an unknown id loads everything, for suggestions"
+        );
     }
 
     #[test]

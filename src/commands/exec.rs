@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{find_pack, load_catalog, load_policies, to_json};
+use super::{find_pack, load_policies, to_json};
 use crate::Reply;
 use crate::audit;
 use crate::availability::resolve_program;
 use crate::binding::{Secret, Store};
-use crate::catalog::{Origin, Pack};
+use crate::catalog::{Catalog, Origin, Pack};
 use crate::context::{Answer, Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::invocation::{self, InvocationError};
@@ -348,7 +348,7 @@ fn parse_json(stdout: &[u8]) -> Result<Value, String> {
 pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> Result<Reply, Failure> {
     let started = Instant::now();
     // 1. validate
-    let catalog = load_catalog(ctx);
+    let catalog = Catalog::load_one(&ctx.packs_dir(), &request.pack);
     let pack = find_pack(&catalog, &request.pack)?;
     let Some(command) = pack.manifest.command(&request.command) else {
         let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
