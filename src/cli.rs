@@ -100,6 +100,29 @@ pub enum Command {
     },
     /// List declared and stored bindings: names and whether each is set, never values.
     Bindings,
+    /// Page through the full output of a recent call whose result showed only part of it.
+    #[command(after_help = "Example:\n  hcpx output out-3 --offset 32768 --limit 32768\n\n\
+                            Outputs are kept by the MCP server that produced them, for at least 10 minutes.")]
+    Output {
+        /// The `outputId` of the result.
+        id: String,
+        /// Which stream.
+        #[arg(long, value_parser = ["stdout", "stderr"], default_value = "stdout")]
+        stream: String,
+        /// Start at this byte.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// At most this many bytes.
+        #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u64).range(1..=8 * 1024 * 1024))]
+        limit: u64,
+    },
+    /// Serve hcpx to MCP hosts over stdio: one tool, `hcp`, taking the same argv.
+    #[command(after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.")]
+    Mcp {
+        /// Deny every command that is not a read, and say so in the tool's annotations.
+        #[arg(long)]
+        read_only: bool,
+    },
     /// Show the effective policy, check one decision, or set a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),

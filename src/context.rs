@@ -85,6 +85,15 @@ pub struct Context {
     pub cancel: CancellationToken,
     pub human: Option<Arc<dyn Human>>,
     pub secret_input: Option<Arc<dyn SecretInput>>,
+    /// The caller confirmed this call in advance (MCP `confirm: true`): it counts
+    /// as `--yes`, so it satisfies `confirm` and never `confirm-human`.
+    pub confirmed: bool,
+    /// Every command that is not a read is denied (`hcpx mcp --read-only`).
+    pub read_only: bool,
+    /// Where full captures are kept for `output ID` (the MCP server's store).
+    pub outputs: Option<Arc<crate::outputs::OutputStore>>,
+    /// Called about once a second while a child runs (MCP progress).
+    pub progress: Option<Arc<dyn Fn(crate::runtime::Progress) + Send + Sync>>,
 }
 
 impl fmt::Debug for Context {
@@ -148,6 +157,10 @@ impl Context {
             cancel: CancellationToken::new(),
             human: None,
             secret_input: None,
+            confirmed: false,
+            read_only: false,
+            outputs: None,
+            progress: None,
         })
     }
 

@@ -14,6 +14,10 @@ pub async fn dispatch(
     ctx: &Context,
 ) -> Result<Reply, Failure> {
     match command {
+        Command::Pack(PackCommand::New { .. }) if ctx.read_only => Err(Failure::new(
+            crate::error::Reason::DeniedByPolicy,
+            "this server is read-only: only commands that read are allowed",
+        )),
         Command::Exec {
             pack,
             command,
@@ -32,7 +36,7 @@ pub async fn dispatch(
                 json,
                 argv: argv.to_vec(),
             };
-            commands::exec::run(ctx, request, None).await
+            commands::exec::run(ctx, request).await
         }
         Command::Bind { pack, key, from_env } => {
             commands::bind::bind(ctx, &pack, &key, from_env.as_deref(), argv)
@@ -52,5 +56,22 @@ pub async fn dispatch(
         Command::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
         Command::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
         Command::Doctor => commands::doctor::run(ctx),
+        Command::Output {
+            id,
+            stream,
+            offset,
+            limit,
+        } => commands::output::run(
+            ctx,
+            &id,
+            &stream,
+            offset,
+            usize::try_from(limit).unwrap_or(usize::MAX),
+        ),
+        // The server itself is started by `main.rs`; through the tool it is refused.
+        Command::Mcp { .. } => Err(Failure::new(
+            crate::error::Reason::AccessRefused,
+            "`mcp` starts a server; it cannot run inside one, nor from an agent's call",
+        )),
     }
 }

@@ -18,7 +18,9 @@ pub mod dispatch;
 pub mod error;
 pub mod invocation;
 pub mod manifest;
+pub mod mcp;
 pub mod output;
+pub mod outputs;
 pub mod policy;
 pub mod redact;
 pub mod runtime;
@@ -130,10 +132,22 @@ fn wants_json(argv: &[String]) -> bool {
         .any(|arg| arg == "--json")
 }
 
-/// Runs one hcpx command line (the words after `hcpx`).
-pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outcome {
+/// One call's result, for in-process callers such as the MCP server.
+#[derive(Debug, Clone)]
+pub struct Executed {
+    pub envelope: Envelope,
+    /// The process exit code of SPEC §3.
+    pub exit_code: u8,
+    /// The human rendering, besides the child's own output (which is in the
+    /// envelope): what a person would read on stdout and stderr.
+    pub text: String,
+    pub errors: String,
+}
+
+/// Runs one hcpx command line (the words after `hcpx`) and returns the envelope and
+/// the human rendering. Prints nothing.
+pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
-    let json = wants_json(&argv);
     let parsed = cli::Cli::try_parse_from(std::iter::once("hcpx".to_owned()).chain(argv.iter().cloned()));
     let result = match parsed {
         Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
@@ -151,52 +165,61 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
             _ => Err(usage_failure(&argv, &error)),
         },
     };
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    // People get text first; then the results move into the envelope, so a large
-    // capture is never copied on its way out.
-    let (mut envelope, exit_code) = match result {
+    let mut executed = match result {
         Ok(reply) => {
-            if !json {
-                if let Some(run) = &reply.run {
-                    sink.stdout(&run.stdout);
-                    sink.stderr(&run.stderr);
-                }
-                sink.stdout(&reply.text);
-                sink.stderr(&reply.warnings);
-            }
             let envelope = Envelope::ok(argv, reply.data);
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,
             };
-            (envelope, error::EXIT_OK)
+            Executed {
+                envelope,
+                exit_code: error::EXIT_OK,
+                text: reply.text,
+                errors: reply.warnings,
+            }
         }
         Err(failure) => {
-            if !json {
-                if let Some(run) = &failure.run {
-                    sink.stdout(&run.stdout);
-                    sink.stderr(&run.stderr);
-                }
-                sink.stderr(&output::failure_text(&failure));
-            }
+            let errors = output::failure_text(&failure);
             let exit_code = failure.exit_code;
-            (Envelope::failed(argv, failure), exit_code)
+            Executed {
+                envelope: Envelope::failed(argv, failure),
+                exit_code,
+                text: String::new(),
+                errors,
+            }
         }
     };
-    envelope.duration_ms = duration_ms;
+    executed.envelope.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    executed
+}
+
+/// Runs one hcpx command line (the words after `hcpx`) and renders it to `sink`: the
+/// envelope as JSON with `--json`, else text for people.
+pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outcome {
+    let json = wants_json(&argv);
+    let executed = execute(argv, ctx).await;
     if json {
         let mut writer = SinkWriter {
             sink,
             pending: Vec::with_capacity(SinkWriter::CHUNK),
         };
-        if serde_json::to_writer(&mut writer, &envelope).is_err() {
+        if serde_json::to_writer(&mut writer, &executed.envelope).is_err() {
             writer.pending.clear();
             writer.sink.stdout("{\"ok\":false}");
         }
         writer.pending.push(b'\n');
         writer.finish();
+    } else {
+        sink.stdout(&executed.envelope.stdout);
+        sink.stdout(&executed.text);
+        sink.stderr(&executed.envelope.stderr);
+        sink.stderr(&executed.errors);
     }
-    Outcome { envelope, exit_code }
+    Outcome {
+        envelope: executed.envelope,
+        exit_code: executed.exit_code,
+    }
 }
 
 /// A clap error as a refusal: fixed message; clap's own words (which quote the

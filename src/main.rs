@@ -27,6 +27,46 @@ fn fail(message: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// Runs the MCP server on stdio until the client closes stdin. `--help` and bad
+/// arguments go through the command tree like any other command.
+fn serve_mcp(argv: &[String], ctx: hcpx::Context) -> ExitCode {
+    use clap::Parser as _;
+    let read_only = match hcpx::cli::Cli::try_parse_from(
+        std::iter::once("hcpx").chain(argv.iter().map(String::as_str)),
+    ) {
+        Ok(hcpx::cli::Cli {
+            command: hcpx::cli::Command::Mcp { read_only },
+            ..
+        }) => read_only,
+        _ => {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
+                return fail("cannot start the runtime", hcpx::error::EXIT_FAILED);
+            };
+            let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams));
+            return ExitCode::from(outcome.exit_code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            return fail(
+                &format!("cannot start the runtime: {error}"),
+                hcpx::error::EXIT_FAILED,
+            );
+        }
+    };
+    let options = hcpx::mcp::Options::from_context(&ctx, read_only);
+    let server = hcpx::mcp::Server::new(ctx, options);
+    match runtime.block_on(hcpx::mcp::serve(server, rmcp::transport::stdio())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error, hcpx::error::EXIT_FAILED),
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
@@ -57,6 +97,10 @@ fn main() -> ExitCode {
     let human: Option<Arc<dyn Human>> = (ctx.principal == hcpx::Principal::Terminal && interactive)
         .then(|| terminal.clone() as Arc<dyn Human>);
     let ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
+    // `hcpx mcp`: the server owns stdin and stdout from here on.
+    if argv.iter().find(|arg| !arg.starts_with('-')).map(String::as_str) == Some("mcp") {
+        return serve_mcp(&argv, ctx);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {

@@ -401,6 +401,20 @@ pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
     }
 }
 
+/// `hcpx mcp --read-only`: every command that is not a read is denied.
+pub fn read_only(effect: Effect) -> Option<Evaluation> {
+    (effect != Effect::Read).then(|| Evaluation {
+        decision: Decision::Deny,
+        rule: RuleRef {
+            scope: Scope::Builtin,
+            matcher: "read-only".to_owned(),
+            file: None,
+            index: None,
+            error: None,
+        },
+    })
+}
+
 /// The access commands (`policy set`, `bind`, `unbind`): a person at a terminal may;
 /// an agent never widens its own access, whatever any file says.
 pub fn access(principal: Principal) -> Evaluation {

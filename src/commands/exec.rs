@@ -22,7 +22,7 @@ use crate::manifest::{Command, MAX_TIMEOUT_MS};
 use crate::output::{RunInfo, StreamTruncation, Truncation};
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
-use crate::runtime::{self, Ending, Progress};
+use crate::runtime::{self, Ending};
 use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
 use crate::state;
 
@@ -39,9 +39,6 @@ pub struct Request {
     /// The hcpx argv, for the audit line.
     pub argv: Vec<String>,
 }
-
-/// A progress callback for MCP (`notifications/progress`).
-pub type ProgressFn<'a> = Option<&'a (dyn Fn(Progress) + Send + Sync)>;
 
 fn invocation_failure(error: &InvocationError, pack: &str, command: &str) -> Failure {
     let reason = match error {
@@ -226,6 +223,7 @@ async fn confirm(
     let question = format!("Run {pack} {command}? ({})", evaluation.decision.as_str());
     match evaluation.decision {
         Decision::Allow => Ok(()),
+        Decision::Confirm if ctx.confirmed => Ok(()),
         Decision::Deny => Err(
             Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule))
                 .next("hcpx policy show")
@@ -345,7 +343,7 @@ fn parse_json(stdout: &[u8]) -> Result<Value, String> {
     }
 }
 
-pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> Result<Reply, Failure> {
+pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
     let started = Instant::now();
     // 1. validate
     let catalog = Catalog::load_one(&ctx.packs_dir(), &request.pack);
@@ -375,7 +373,10 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
         command: &command.name,
         effect: command.effect,
     };
-    let evaluation = policy::evaluate(&subject, &policies);
+    let evaluation = match ctx.read_only.then(|| policy::read_only(command.effect)).flatten() {
+        Some(denied) => denied,
+        None => policy::evaluate(&subject, &policies),
+    };
     let plan = plan(ctx, pack, args);
     let plan_json = match &plan {
         Ok(plan) => plan.to_json(&request, pack, command, &evaluation, ctx),
@@ -496,7 +497,15 @@ pub async fn run(ctx: &Context, request: Request, progress: ProgressFn<'_>) -> R
     // 5. spawn (the layers are entered between fork and exec; a layer that fails
     // there fails the spawn, so the pack's CLI never runs without it)
     let timeout = Duration::from_millis(timeout_ms(&request, pack));
-    let finished = match runtime::run(&spawn, timeout, runtime::MAX_OUTPUT, &ctx.cancel, progress).await {
+    let finished = match runtime::run(
+        &spawn,
+        timeout,
+        runtime::MAX_OUTPUT,
+        &ctx.cancel,
+        ctx.progress.as_deref(),
+    )
+    .await
+    {
         Ok(finished) => finished,
         Err(error) => {
             let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);

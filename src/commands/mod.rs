@@ -5,6 +5,7 @@ pub mod availability;
 pub mod bind;
 pub mod doctor;
 pub mod exec;
+pub mod output;
 pub mod pack;
 pub mod policy;
 pub mod search;

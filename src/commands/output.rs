@@ -1,0 +1,41 @@
+//! `hcpx output ID [--stream stdout|stderr] [--offset N] [--limit N]`: pages through a
+//! full capture kept by the MCP server (SPEC §8).
+
+use serde_json::json;
+
+use crate::Reply;
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::outputs::{ceil_boundary, floor_boundary};
+
+pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -> Result<Reply, Failure> {
+    let stored = ctx.outputs.as_ref().and_then(|store| store.get(id)).ok_or_else(|| {
+        Failure::new(
+            Reason::UnknownOutput,
+            "no kept output by that id: outputs live in the MCP server that produced them, for at least 10 minutes",
+        )
+        .next("run the command again")
+    })?;
+    let text = if stream == "stderr" {
+        &stored.stderr
+    } else {
+        &stored.stdout
+    };
+    let start = ceil_boundary(text, offset);
+    let end = floor_boundary(text, start.saturating_add(limit));
+    let page = &text[start..end.max(start)];
+    let next = (end < text.len()).then_some(end);
+    Ok(Reply {
+        text: page.to_owned(),
+        data: Some(json!({
+            "id": id,
+            "stream": stream,
+            "offset": start,
+            "length": page.len(),
+            "total": text.len(),
+            "nextOffset": next,
+            "text": page,
+        })),
+        ..Reply::default()
+    })
+}

@@ -1,0 +1,605 @@
+//! `hcpx mcp`: the MCP server (SPEC §8). One tool, `hcp`, whose input is the same
+//! argv a terminal takes, dispatched in this process through [`crate::execute`] as
+//! an agent with `--json` implied; resources for the catalog, help, skills and kept
+//! outputs. This module only translates between MCP and the command tree: it holds
+//! no command logic and never writes to stdout itself.
+
+pub mod args;
+mod help;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use crate::context::{Answer, Context, Human, env_vars};
+use crate::error::Failure;
+use crate::output::{Envelope, StreamTruncation, Truncation};
+use crate::outputs::{OutputStore, view};
+
+/// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
+pub const VIEW_STDOUT: usize = 32 * 1024;
+/// Stderr shown in a result.
+pub const VIEW_STDERR: usize = 8 * 1024;
+/// No serialized result is larger (SPEC §8): some hosts and SDKs drop bigger ones.
+pub const MAX_RESULT: usize = 9 * 1024 * 1024 + 512 * 1024;
+/// How long a person has to answer a confirmation through the host.
+const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The server's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub read_only: bool,
+    pub view_bytes: usize,
+}
+
+impl Options {
+    pub fn from_context(ctx: &Context, read_only: bool) -> Self {
+        let view_bytes = ctx
+            .var(env_vars::HCP_MCP_VIEW_BYTES)
+            .and_then(|value| value.parse::<usize>().ok())
+            .filter(|bytes| *bytes >= 1024)
+            .unwrap_or(VIEW_STDOUT);
+        Self {
+            read_only,
+            view_bytes,
+        }
+    }
+}
+
+/// The `hcp` server: shared by every request of a session.
+#[derive(Clone)]
+pub struct Server {
+    base: Context,
+    options: Options,
+    outputs: Arc<OutputStore>,
+}
+
+impl Server {
+    /// A server whose calls run as an agent in `ctx`'s folder and home.
+    pub fn new(ctx: Context, options: Options) -> Self {
+        let mut base = ctx.as_agent();
+        base.read_only = options.read_only;
+        let outputs = Arc::new(OutputStore::default());
+        base.outputs = Some(outputs.clone());
+        Self {
+            base,
+            options,
+            outputs,
+        }
+    }
+
+    /// The one tool's definition.
+    pub fn tool(&self) -> Tool {
+        tool(self.options.read_only)
+    }
+}
+
+fn object(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// The `hcp` tool: input, output schema, description and annotations.
+pub fn tool(read_only: bool) -> Tool {
+    let input = object(json!({
+        "type": "object",
+        "properties": {
+            "argv": {
+                "type": "array",
+                "items": { "type": "string" },
+                "maxItems": args::MAX_WORDS,
+                "description": "The words after `hcpx`, one per item; values with spaces stay one item. Preferred."
+            },
+            "args": {
+                "type": "string",
+                "description": "The same as one string, split like a POSIX shell would. Shell metacharacters \
+                                (| & ; < > ( ) $ ` newline, # starting a word) are refused: nothing runs a shell."
+            },
+            "confirm": {
+                "type": "boolean",
+                "description": "Confirm a command whose policy is `confirm`, after reading its plan. \
+                                Never enough for `confirm-human`, which only a person can give."
+            }
+        }
+    }));
+    let output = object(json!({
+        "type": "object",
+        "properties": {
+            "ok": { "type": "boolean" },
+            "argv": { "type": "array", "items": { "type": "string" } },
+            "child": { "type": ["array", "null"], "items": { "type": "string" } },
+            "spawned": { "type": "boolean" },
+            "exitCode": { "type": "integer" },
+            "stdout": { "type": "string" },
+            "stderr": { "type": "string" },
+            "data": {},
+            "outputTruncated": { "type": "boolean" },
+            "truncation": { "type": "object" },
+            "outputId": { "type": "string" },
+            "durationMs": { "type": "integer" },
+            "error": {
+                "type": ["object", "null"],
+                "properties": {
+                    "code": { "type": "integer" },
+                    "reason": { "type": "string" },
+                    "message": { "type": "string" }
+                }
+            },
+            "next": { "type": ["string", "null"] }
+        },
+        "required": ["ok", "argv", "spawned", "exitCode", "durationMs"]
+    }));
+    let mode = if read_only {
+        " This server is read-only: only commands that read are allowed."
+    } else {
+        ""
+    };
+    let description = format!(
+        "Run command-line tools safely through hcpx. Tools come as packs; every call goes through the user's \
+         policy, their stored credentials (never visible to you) and a sandbox. Pass the words of an hcpx \
+         command line as `argv`.{mode}\n\
+         Most useful calls:\n\
+         1. {{\"argv\": [\"search\", \"WORDS\"]}}: find a pack for a task.\n\
+         2. {{\"argv\": [\"skill\", \"PACK\"]}}: how to use it: commands, parameters, examples.\n\
+         3. {{\"argv\": [\"exec\", \"PACK\", \"COMMAND\", \"--\", \"KEY=VALUE\", ...]}}: run one of its commands.\n\
+         A refusal says why in `error.reason` and what to do in `next`. When the result says needs_confirmation, \
+         show the plan to the user and call again with `confirm: true` only if they agree. Read hcp://help for \
+         every command."
+    );
+    Tool::new("hcp", description, input)
+        .with_title("hcpx")
+        .with_raw_output_schema(output)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(read_only)
+                .destructive(!read_only)
+                .idempotent(false)
+                .open_world(false),
+        )
+}
+
+/// Asks the host's user through `elicitation/create` (protocols up to 2025-11-25).
+struct Elicitation {
+    peer: Peer<RoleServer>,
+}
+
+impl Human for Elicitation {
+    fn confirm<'a>(&'a self, question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async move {
+            let Ok(schema) = ElicitationSchema::builder().required_bool("confirm").build() else {
+                return Answer::No;
+            };
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!("{question}\nhcpx asks you, the person using this host, to confirm."),
+                requested_schema: schema,
+            };
+            match self
+                .peer
+                .create_elicitation_with_timeout(params, Some(ELICIT_TIMEOUT))
+                .await
+            {
+                Ok(result) => match result.action {
+                    ElicitationAction::Accept
+                        if result
+                            .content
+                            .as_ref()
+                            .and_then(|content| content["confirm"].as_bool())
+                            == Some(true) =>
+                    {
+                        Answer::Yes
+                    }
+                    ElicitationAction::Cancel => Answer::Cancelled,
+                    _ => Answer::No,
+                },
+                Err(_) => Answer::No,
+            }
+        })
+    }
+}
+
+/// Applies the result view limits (SPEC §8): a head and a tail of each stream, the
+/// whole capture kept in the store and its id in the envelope.
+fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
+    if envelope.stdout.len() <= options.view_bytes && envelope.stderr.len() <= VIEW_STDERR {
+        return;
+    }
+    let id = store.new_id();
+    let earlier = envelope.truncation.take().unwrap_or(Truncation {
+        stdout: None,
+        stderr: None,
+    });
+    // A stream cut here reports what the result shows against all the child wrote.
+    let cut = |text: &mut String, limit: usize, before: Option<StreamTruncation>| match view(text, limit, &id)
+    {
+        Some((shown, bytes)) => {
+            let total = before.map_or(text.len() as u64, |t| t.total);
+            (
+                std::mem::replace(text, shown),
+                Some(StreamTruncation {
+                    shown: bytes as u64,
+                    total,
+                }),
+            )
+        }
+        None => (text.clone(), before),
+    };
+    let (stdout, stdout_cut) = cut(&mut envelope.stdout, options.view_bytes, earlier.stdout);
+    let (stderr, stderr_cut) = cut(&mut envelope.stderr, VIEW_STDERR, earlier.stderr);
+    store.insert(&id, stdout, stderr);
+    envelope.output_truncated = true;
+    envelope.truncation = Some(Truncation {
+        stdout: stdout_cut,
+        stderr: stderr_cut,
+    });
+    envelope.output_id = Some(id);
+}
+
+/// What a model needs from one call, as text: the answer, or the refusal and its
+/// next step.
+fn text_for(envelope: &Envelope, human: &str) -> String {
+    let mut text = String::new();
+    if let Some(error) = &envelope.error {
+        text.push_str(&format!("error ({}): {}\n", error.reason, error.message));
+        if let Some(next) = &envelope.next {
+            text.push_str(&format!("next: {next}\n"));
+        }
+        if error.reason == "needs_confirmation"
+            && let Some(plan) = &envelope.data
+        {
+            text.push_str(&format!("plan: {plan}\n"));
+        }
+    }
+    if envelope.spawned {
+        text.push_str(&envelope.stdout);
+        if !envelope.stderr.is_empty() {
+            text.push_str(&format!("\n[stderr]\n{}", envelope.stderr));
+        }
+        if envelope.error.is_none() && envelope.exit_code == 0 && envelope.stdout.is_empty() {
+            text.push_str("(no output)\n");
+        }
+    } else if envelope.error.is_none() {
+        text.push_str(human);
+    }
+    if let Some(id) = &envelope.output_id {
+        text.push_str(&format!(
+            "\n[output truncated: page it with {{\"argv\": [\"output\", \"{id}\", \"--offset\", \"N\"]}}]\n"
+        ));
+    }
+    text
+}
+
+/// Keeps a serialized result under [`MAX_RESULT`]: `data` goes first, then the
+/// streams are cut further.
+fn cap_result(envelope: &mut Envelope, text: &mut String) {
+    let size = |envelope: &Envelope, text: &str| {
+        serde_json::to_vec(envelope).map_or(0, |bytes| bytes.len()) + text.len()
+    };
+    if size(envelope, text) <= MAX_RESULT {
+        return;
+    }
+    envelope.data = None;
+    if text.len() > MAX_RESULT / 4 {
+        let cut = crate::outputs::floor_boundary(text, MAX_RESULT / 4);
+        text.truncate(cut);
+        text.push_str("\n[hcpx: the rest of this text was cut to keep the result small]\n");
+    }
+}
+
+impl Server {
+    /// Runs one tool call in process.
+    pub async fn call(
+        &self,
+        arguments: &JsonObject,
+        ctx: Option<&RequestContext<RoleServer>>,
+    ) -> CallToolResult {
+        let input = match args::parse(arguments) {
+            Ok(input) => input,
+            Err(failure) => return self.refusal(failure),
+        };
+        let mut call = self.base.clone();
+        call.confirmed = input.confirm;
+        if let Some(request) = ctx {
+            call.cancel = request.ct.child_token();
+            let legacy = request
+                .protocol_version()
+                .is_none_or(|version| version <= ProtocolVersion::V_2025_11_25);
+            if legacy
+                && request
+                    .peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form)
+            {
+                call.human = Some(Arc::new(Elicitation {
+                    peer: request.peer.clone(),
+                }));
+            }
+            if let Some(token) = request.meta.get_progress_token() {
+                let peer = request.peer.clone();
+                let (sender, mut receiver) =
+                    tokio::sync::mpsc::unbounded_channel::<crate::runtime::Progress>();
+                tokio::spawn(async move {
+                    while let Some(progress) = receiver.recv().await {
+                        let seconds = progress.elapsed.as_secs_f64();
+                        let param = ProgressNotificationParam::new(token.clone(), seconds).with_message(
+                            format!("running, {} bytes of output so far", progress.output_bytes),
+                        );
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                call.progress = Some(Arc::new(move |progress| {
+                    let _ = sender.send(progress);
+                }));
+            }
+        }
+        let mut argv = input.argv;
+        if !argv
+            .iter()
+            .take_while(|word| *word != "--")
+            .any(|word| word == "--json")
+        {
+            argv.insert(0, "--json".to_owned());
+        }
+        let executed = crate::execute(argv, &call).await;
+        let mut envelope = executed.envelope;
+        apply_view(&mut envelope, &self.options, &self.outputs);
+        let mut text = text_for(&envelope, &executed.text);
+        cap_result(&mut envelope, &mut text);
+        result(envelope, text)
+    }
+
+    fn refusal(&self, failure: Failure) -> CallToolResult {
+        let envelope = Envelope::failed(Vec::new(), failure);
+        let text = text_for(&envelope, "");
+        result(envelope, text)
+    }
+
+    /// A resource's text, or why there is none.
+    pub async fn resource(&self, uri: &str) -> Option<(String, &'static str)> {
+        let run = |argv: &[&str]| {
+            let argv: Vec<String> = argv.iter().map(|word| (*word).to_owned()).collect();
+            let ctx = self.base.clone();
+            async move { crate::execute(argv, &ctx).await }
+        };
+        match uri {
+            "hcp://catalog" => {
+                let executed = run(&["--json", "search", "--limit", "10000"]).await;
+                let data = executed.envelope.data.unwrap_or(Value::Null);
+                let packs = data.get("results").cloned().unwrap_or_else(|| json!([]));
+                let broken = data.get("broken").cloned().unwrap_or_else(|| json!([]));
+                let text = serde_json::to_string_pretty(&json!({ "packs": packs, "broken": broken }))
+                    .unwrap_or_default();
+                Some((text, "application/json"))
+            }
+            "hcp://help" => Some((help::markdown(self.options.read_only), "text/markdown")),
+            _ => {
+                if let Some(id) = uri.strip_prefix("hcp://skill/") {
+                    let executed = run(&["skill", id]).await;
+                    return executed.envelope.ok.then_some((executed.text, "text/markdown"));
+                }
+                let id = uri.strip_prefix("hcp://output/")?;
+                let stored = self.outputs.get(id)?;
+                let mut text = stored.stdout;
+                if !stored.stderr.is_empty() {
+                    text.push_str("\n[stderr]\n");
+                    text.push_str(&stored.stderr);
+                }
+                Some((text, "text/plain"))
+            }
+        }
+    }
+
+    /// The resources: catalog, help and one skill per pack.
+    pub async fn resources(&self) -> Vec<(String, String, &'static str)> {
+        let mut list = vec![
+            (
+                "hcp://catalog".to_owned(),
+                "catalog".to_owned(),
+                "application/json",
+            ),
+            ("hcp://help".to_owned(), "help".to_owned(), "text/markdown"),
+        ];
+        let executed = crate::execute(
+            vec!["--json".into(), "search".into(), "--limit".into(), "10000".into()],
+            &self.base,
+        )
+        .await;
+        if let Some(results) = executed
+            .envelope
+            .data
+            .as_ref()
+            .and_then(|data| data["results"].as_array())
+        {
+            for pack in results {
+                if let Some(id) = pack["id"].as_str() {
+                    list.push((
+                        format!("hcp://skill/{id}"),
+                        format!("skill: {id}"),
+                        "text/markdown",
+                    ));
+                }
+            }
+        }
+        list
+    }
+}
+
+fn result(envelope: Envelope, text: String) -> CallToolResult {
+    let ok = envelope.ok;
+    let mut result = if ok {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(serde_json::to_value(&envelope).unwrap_or(Value::Null));
+    result.is_error = Some(!ok);
+    result
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build(),
+        )
+        .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "hcpx runs command-line tools (packs) for you through one tool, `hcp`, under the user's policy, \
+             credentials and sandbox. Start with {\"argv\": [\"search\", \"WORDS\"]}, then [\"skill\", \"PACK\"], \
+             then [\"exec\", \"PACK\", \"COMMAND\", \"--\", \"KEY=VALUE\"]. hcp://help lists every command.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == "hcp").then(|| self.tool())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != "hcp" {
+            return Err(McpError::invalid_params("this server has one tool, `hcp`", None));
+        }
+        let arguments = request.arguments.clone().unwrap_or_default();
+        Ok(self.call(&arguments, Some(&ctx)).await.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources = self
+            .resources()
+            .await
+            .into_iter()
+            .map(|(uri, name, mime)| Resource::new(uri, name).with_mime_type(mime))
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("hcp://skill/{pack_id}", "skill").with_mime_type("text/markdown"),
+            ResourceTemplate::new("hcp://output/{id}", "output").with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.as_str();
+        match self.resource(uri).await {
+            Some((text, mime)) => {
+                Ok(
+                    ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)])
+                        .into(),
+                )
+            }
+            None => Err(McpError::resource_not_found(
+                "no such resource",
+                Some(json!({ "uri": uri })),
+            )),
+        }
+    }
+}
+
+/// Serves `hcp` on a transport (stdio for `hcpx mcp`) until the client goes away.
+pub async fn serve<T, E, A>(server: Server, transport: T) -> Result<(), String>
+where
+    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::ServiceExt as _;
+    let running = server
+        .serve(transport)
+        .await
+        .map_err(|error| format!("the MCP session did not start: {error}"))?;
+    running
+        .waiting()
+        .await
+        .map(|_| ())
+        .map_err(|error| format!("the MCP session ended with an error: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Reason;
+
+    #[test]
+    fn tool_definition() {
+        let definition = serde_json::to_value(tool(false)).unwrap();
+        insta::assert_json_snapshot!("hcp_tool", definition);
+        let read_only = serde_json::to_value(tool(true)).unwrap();
+        assert_eq!(read_only["annotations"]["readOnlyHint"], json!(true));
+        assert_eq!(read_only["annotations"]["destructiveHint"], json!(false));
+    }
+
+    #[test]
+    fn text_shows_refusal_and_next() {
+        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
+        let envelope = Envelope::failed(vec![], failure);
+        assert_eq!(
+            text_for(&envelope, ""),
+            "error (unknown_pack): no pack by that name\nnext: hcpx search\n"
+        );
+    }
+
+    #[test]
+    fn view_limits_keep_the_whole_capture_pageable() {
+        let store = OutputStore::default();
+        let options = Options {
+            read_only: false,
+            view_bytes: 1024,
+        };
+        let mut envelope = Envelope::ok(vec![], None);
+        envelope.stdout = "x".repeat(5000);
+        envelope.stderr = "e".repeat(100);
+        apply_view(&mut envelope, &options, &store);
+        let id = envelope.output_id.clone().unwrap();
+        assert!(envelope.output_truncated);
+        assert_eq!(
+            envelope.truncation,
+            Some(Truncation {
+                stdout: Some(StreamTruncation {
+                    shown: 1024,
+                    total: 5000
+                }),
+                stderr: None
+            })
+        );
+        assert!(envelope.stdout.contains(&format!("hcp://output/{id}")));
+        assert_eq!(store.get(&id).unwrap().stdout.len(), 5000);
+        assert_eq!(envelope.stderr.len(), 100);
+    }
+}

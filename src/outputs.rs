@@ -1,0 +1,158 @@
+//! Full captures of recent calls whose result showed only a view (SPEC §8), kept so
+//! they can be paged with `output ID` or read as `hcp://output/ID`: at least ten
+//! minutes, at most 64 MiB in all, the oldest dropped first. Also the view itself: a
+//! head and a tail around one line that says how much was left out, never cutting a
+//! UTF-8 code point.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The most all kept captures may hold.
+pub const BUDGET: usize = 64 * 1024 * 1024;
+/// A capture is kept at least this long, budget allowing; after it, it may go.
+pub const KEEP: Duration = Duration::from_secs(10 * 60);
+/// Captures are dropped after this long even when the budget has room.
+const FORGET: Duration = Duration::from_secs(60 * 60);
+
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub id: String,
+    pub stdout: String,
+    pub stderr: String,
+    created: Instant,
+}
+
+impl Stored {
+    fn size(&self) -> usize {
+        self.stdout.len() + self.stderr.len()
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct OutputStore {
+    entries: Mutex<(u64, VecDeque<Stored>)>,
+}
+
+impl OutputStore {
+    /// A fresh id for the next capture.
+    pub fn new_id(&self) -> String {
+        let Ok(mut guard) = self.entries.lock() else {
+            return "out-0".to_owned();
+        };
+        guard.0 += 1;
+        format!("out-{}", guard.0)
+    }
+
+    /// Keeps a capture and returns its id.
+    pub fn put(&self, stdout: String, stderr: String) -> String {
+        let id = self.new_id();
+        self.insert(&id, stdout, stderr);
+        id
+    }
+
+    /// Keeps a capture under an id from [`Self::new_id`].
+    pub fn insert(&self, id: &str, stdout: String, stderr: String) {
+        let Ok(mut guard) = self.entries.lock() else {
+            return;
+        };
+        let entries = &mut guard.1;
+        let entry = Stored {
+            id: id.to_owned(),
+            stdout,
+            stderr,
+            created: Instant::now(),
+        };
+        let mut held: usize = entries.iter().map(Stored::size).sum::<usize>() + entry.size();
+        while held > BUDGET || entries.front().is_some_and(|old| old.created.elapsed() > FORGET) {
+            let Some(old) = entries.pop_front() else { break };
+            held -= old.size();
+        }
+        entries.push_back(entry);
+    }
+
+    pub fn get(&self, id: &str) -> Option<Stored> {
+        let guard = self.entries.lock().ok()?;
+        guard.1.iter().find(|entry| entry.id == id).cloned()
+    }
+}
+
+/// The largest index `<= at` that is a char boundary of `text`.
+pub fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The smallest index `>= at` that is a char boundary of `text`.
+pub fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+/// A view of at most about `limit` bytes: the head and the tail of `text` around one
+/// line saying how many bytes were left out. Returns the view and the bytes shown,
+/// or `None` when the text fits.
+pub fn view(text: &str, limit: usize, output_id: &str) -> Option<(String, usize)> {
+    if text.len() <= limit {
+        return None;
+    }
+    let head_end = floor_boundary(text, limit / 2);
+    let tail_start = ceil_boundary(text, text.len() - (limit - limit / 2));
+    let left_out = tail_start - head_end;
+    let shown = text.len() - left_out;
+    let marker = format!(
+        "\n[hcpx: {left_out} bytes left out here; all {} bytes: `output {output_id} --offset N`, or hcp://output/{output_id}]\n",
+        text.len()
+    );
+    Some((
+        format!("{}{marker}{}", &text[..head_end], &text[tail_start..]),
+        shown,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_keeps_head_and_tail_around_a_marker() {
+        let text: String = (0..1000).map(|i| format!("{i:04}\n")).collect();
+        let (shown, bytes) = view(&text, 100, "out-1").unwrap();
+        assert!(shown.starts_with("0000\n0001\n"));
+        assert!(shown.ends_with("0998\n0999\n"));
+        assert!(shown.contains("[hcpx: 4900 bytes left out here; all 5000 bytes: `output out-1 --offset N`"));
+        assert_eq!(bytes, 100);
+        assert!(view("short", 100, "x").is_none());
+    }
+
+    #[test]
+    fn view_never_splits_a_code_point() {
+        let text = "é".repeat(1000);
+        for limit in [1, 2, 3, 99, 100, 101] {
+            let (shown, bytes) = view(&text, limit, "o").unwrap();
+            assert!(bytes <= limit, "{limit}");
+            // Slicing already proved the boundaries; the halves are whole `é`s.
+            assert!(
+                shown.chars().filter(|c| *c == 'é').count() * 2 == bytes,
+                "{limit}"
+            );
+        }
+    }
+
+    #[test]
+    fn store_drops_oldest_past_the_budget() {
+        let store = OutputStore::default();
+        let big = "x".repeat(BUDGET / 2 + 1);
+        let first = store.put(big.clone(), String::new());
+        let second = store.put(big.clone(), String::new());
+        assert!(store.get(&first).is_none(), "over budget: the oldest goes");
+        assert_eq!(store.get(&second).unwrap().stdout.len(), big.len());
+        assert!(store.get("out-999").is_none());
+    }
+}
