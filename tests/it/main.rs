@@ -13,6 +13,7 @@ mod common;
 
 mod catalog;
 mod exec;
+mod mcp;
 mod pack;
 mod policy;
 mod transit;

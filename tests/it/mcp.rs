@@ -1,0 +1,599 @@
+//! MCP: in process (an rmcp client over `tokio::io::duplex`) and against `hcpx mcp`
+//! as a real child process speaking raw JSON-RPC lines.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ReadResourceRequestParams, Request,
+    ResourceContents,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext, RunningService};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+
+use crate::common::{BIN, TestEnv};
+
+/// A client that answers elicitation, or a plain one that declares none.
+#[derive(Clone)]
+struct Client {
+    elicit: Option<bool>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = match self.elicit {
+            Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
+            None => ClientCapabilities::default(),
+        };
+        ClientConfig::new(capabilities, Implementation::new("hcpx-tests", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        Ok(if self.elicit == Some(true) {
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "confirm": true }))
+        } else {
+            ElicitResult::new(ElicitationAction::Decline)
+        })
+    }
+}
+
+fn context(env: &TestEnv) -> hcpx::Context {
+    let vars = vec![
+        ("PATH".to_owned(), env.path.clone()),
+        (
+            "HOME".to_owned(),
+            env.root.path().join("user").display().to_string(),
+        ),
+        ("HCP_HOME".to_owned(), env.home().display().to_string()),
+    ];
+    hcpx::Context::new(vars.into_iter().chain(env.extra_env.clone()), env.work(), false).unwrap()
+}
+
+async fn connect(env: &TestEnv, client: Client, read_only: bool) -> RunningService<RoleClient, Client> {
+    let ctx = context(env);
+    let options = hcpx::mcp::Options::from_context(&ctx, read_only);
+    let server = hcpx::mcp::Server::new(ctx, options);
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move { hcpx::mcp::serve(server, server_io).await });
+    client.serve(client_io).await.unwrap()
+}
+
+async fn call(client: &RunningService<RoleClient, Client>, arguments: Value) -> CallToolResult {
+    let arguments = arguments.as_object().unwrap().clone();
+    client
+        .call_tool(CallToolRequestParams::new("hcp").with_arguments(arguments))
+        .await
+        .unwrap()
+}
+
+fn envelope(result: &CallToolResult) -> &Value {
+    result.structured_content.as_ref().unwrap()
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+fn probe_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    env
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_the_one_tool_and_runs_argv_and_args() {
+    let env = TestEnv::new();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(
+        serde_json::to_value(&tools[0]).unwrap(),
+        serde_json::to_value(hcpx::mcp::tool(false)).unwrap()
+    );
+
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "transit", "plan", "--", "from=Westgate", "to=North Park", "at=08:00"] }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false));
+    let found = envelope(&result);
+    assert_eq!(found["ok"], json!(true));
+    assert_eq!(found["argv"][0], json!("--json"), "--json is implied");
+    assert_eq!(found["data"]["arrive"], json!("08:31"));
+    assert!(
+        text(&result).contains("\"arrive\":\"08:31\""),
+        "{}",
+        text(&result)
+    );
+
+    let result = call(&client, json!({ "args": "search journey", "unknown": true })).await;
+    assert_eq!(envelope(&result)["data"]["results"][0]["id"], json!("transit"));
+    assert!(text(&result).starts_with("transit  1.0.0"), "{}", text(&result));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refusal_reason_is_reachable() {
+    let env = probe_env();
+    env.install_fixture("locked", "locked");
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"probe.env","decision":"deny"}]}"#,
+    );
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let cases = [
+        (
+            json!({ "argv": ["search"], "args": "search" }),
+            "invalid_arguments",
+        ),
+        (json!({ "args": "search a;b" }), "metacharacter"),
+        (json!({ "argv": ["skill", "nosuch"] }), "unknown_pack"),
+        (json!({ "argv": ["exec", "probe", "nosuch"] }), "unknown_command"),
+        (
+            json!({ "argv": ["exec", "probe", "args", "--", "nope=1"] }),
+            "unknown_param",
+        ),
+        (json!({ "argv": ["exec", "probe", "write"] }), "missing_param"),
+        (
+            json!({ "argv": ["exec", "probe", "args", "--", "count=x"] }),
+            "invalid_param",
+        ),
+        (json!({ "argv": ["exec", "probe", "env"] }), "denied_by_policy"),
+        (
+            json!({ "argv": ["exec", "probe", "write", "--", "target=x"] }),
+            "needs_confirmation",
+        ),
+        (
+            json!({ "argv": ["bind", "probe", "PROBE_TOKEN"] }),
+            "access_refused",
+        ),
+        (
+            json!({ "argv": ["policy", "set", "probe.*", "allow"] }),
+            "access_refused",
+        ),
+        (json!({ "argv": ["mcp"] }), "access_refused"),
+        (json!({ "argv": ["exec", "locked", "open"] }), "unbound"),
+        (json!({ "args": "x".repeat(1024 * 1024 + 1) }), "too_large"),
+        (
+            json!({ "argv": ["exec", "probe", "sleep", "--timeout-ms", "300", "--", "seconds=5"] }),
+            "timeout",
+        ),
+        (json!({ "argv": ["output", "out-999"] }), "unknown_output"),
+    ];
+    for (arguments, reason) in cases {
+        let result = call(&client, arguments.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{arguments}");
+        assert_eq!(
+            envelope(&result)["error"]["reason"],
+            json!(reason),
+            "{arguments}: {}",
+            text(&result)
+        );
+        assert!(
+            text(&result).starts_with(&format!("error ({reason}):")),
+            "{}",
+            text(&result)
+        );
+    }
+    // not_runnable: a pack whose program is not on PATH.
+    let mut bare = TestEnv::new();
+    bare.path = "/nonexistent".to_owned();
+    let client = connect(&bare, Client { elicit: None }, false).await;
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "jq", "filter", "--", "filter=.", "file=x"] }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("not_runnable"));
+    // declined: the host's user says no.
+    let client = connect(&env, Client { elicit: Some(false) }, false).await;
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "probe", "write", "--", "target=x"] }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("declined"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmation_by_flag_and_by_elicitation() {
+    let env = probe_env();
+    std::fs::create_dir_all(env.work().join("out")).unwrap();
+    let plain = connect(&env, Client { elicit: None }, false).await;
+    // `confirm` returns the plan; `confirm: true` on the same argv runs it.
+    let argv = json!(["exec", "probe", "write", "--", "target=out/a.txt"]);
+    let result = call(&plain, json!({ "argv": argv })).await;
+    assert_eq!(envelope(&result)["data"]["child"][1], json!("write"));
+    assert!(text(&result).contains("plan: {"), "{}", text(&result));
+    assert!(!env.work().join("out/a.txt").exists());
+    let result = call(&plain, json!({ "argv": argv, "confirm": true })).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(env.work().join("out/a.txt").exists());
+    // `confirm-human` never takes `confirm: true`...
+    let result = call(
+        &plain,
+        json!({ "argv": ["exec", "probe", "wipe"], "confirm": true }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("needs_confirmation"));
+    // ...but the host's user can give it through elicitation.
+    let eliciting = connect(&env, Client { elicit: Some(true) }, false).await;
+    let result = call(&eliciting, json!({ "argv": ["exec", "probe", "wipe"] })).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(envelope(&result)["stdout"], json!("wiped\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_server_denies_everything_but_reads() {
+    let env = probe_env();
+    let client = connect(&env, Client { elicit: Some(true) }, true).await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools[0].annotations.as_ref().unwrap().read_only_hint, Some(true));
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "probe", "write", "--", "target=x"], "confirm": true }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("denied_by_policy"));
+    let result = call(&client, json!({ "argv": ["exec", "probe", "args"] })).await;
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_5_mb_argument_is_answered_cleanly() {
+    let env = probe_env();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let big = format!("text={}", "x".repeat(5 * 1024 * 1024));
+    let result = call(&client, json!({ "argv": ["exec", "probe", "args", "--", big] })).await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("invalid_param"));
+    assert!(text(&result).len() < 1024, "the refusal does not echo the value");
+    // The session goes on.
+    let result = call(&client, json!({ "argv": ["search", "journey"] })).await;
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_output_is_pageable_by_command_and_resource() {
+    let env = probe_env();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "probe", "flood", "--", "mib=1"] }),
+    )
+    .await;
+    let found = envelope(&result).clone();
+    assert_eq!(found["outputTruncated"], json!(true));
+    assert_eq!(
+        found["truncation"]["stdout"],
+        json!({ "shown": 32768, "total": 1_048_576 })
+    );
+    let id = found["outputId"].as_str().unwrap().to_owned();
+    assert!(found["stdout"].as_str().unwrap().len() < 33 * 1024);
+    let page = call(
+        &client,
+        json!({ "argv": ["output", &id, "--offset", "1048000", "--limit", "1000"] }),
+    )
+    .await;
+    let data = &page.structured_content.as_ref().unwrap()["data"];
+    assert_eq!(
+        (
+            data["offset"].clone(),
+            data["length"].clone(),
+            data["total"].clone()
+        ),
+        (json!(1_048_000), json!(576), json!(1_048_576))
+    );
+    assert_eq!(data["nextOffset"], Value::Null);
+    let resource = client
+        .read_resource(ReadResourceRequestParams::new(format!("hcp://output/{id}")))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &resource.contents[0] else {
+        panic!("not text")
+    };
+    assert_eq!(text.len(), 1_048_576);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_calls_and_a_slow_exec_never_blocks_a_search() {
+    let env = probe_env();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let peer = client.peer().clone();
+    let slow = {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let arguments = json!({ "argv": ["exec", "probe", "sleep", "--", "seconds=3"] })
+                .as_object()
+                .unwrap()
+                .clone();
+            peer.call_tool(CallToolRequestParams::new("hcp").with_arguments(arguments))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let calls: Vec<_> = (0..50)
+        .map(|i| {
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                let argv = if i % 2 == 0 {
+                    json!(["search", "journey"])
+                } else {
+                    json!(["exec", "probe", "args", "--", format!("count={i}")])
+                };
+                let arguments = json!({ "argv": argv }).as_object().unwrap().clone();
+                peer.call_tool(CallToolRequestParams::new("hcp").with_arguments(arguments))
+                    .await
+            })
+        })
+        .collect();
+    for (i, handle) in calls.into_iter().enumerate() {
+        let result = handle.await.unwrap().unwrap();
+        assert_eq!(result.is_error, Some(false), "call {i}");
+        if i % 2 == 1 {
+            assert_eq!(
+                result.structured_content.as_ref().unwrap()["stdout"],
+                json!(format!("[--count={i}]\n[--]\n"))
+            );
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(2800),
+        "blocked behind the slow exec: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(slow.await.unwrap().unwrap().is_error, Some(false));
+}
+
+fn pids_of(pattern: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                String::from_utf8_lossy(&cmdline)
+                    .replace('\0', " ")
+                    .contains(pattern)
+            })
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_kills_the_running_child() {
+    let env = probe_env();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let arguments = json!({ "argv": ["exec", "probe", "sleep", "--", "seconds=53"] })
+        .as_object()
+        .unwrap()
+        .clone();
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("hcp").with_arguments(arguments),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids_of("sleep 53") == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(pids_of("sleep 53") > 0, "the child started");
+    handle.cancel(Some("test".into())).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    while pids_of("sleep 53") > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(pids_of("sleep 53"), 0, "the child and its grandchild are gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_catalog_help_skills_and_template() {
+    let env = TestEnv::new();
+    let client = connect(&env, Client { elicit: None }, false).await;
+    let resources = client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|resource| resource.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "hcp://catalog",
+            "hcp://help",
+            "hcp://skill/git",
+            "hcp://skill/jq",
+            "hcp://skill/sqlite",
+            "hcp://skill/transit"
+        ]
+    );
+    let templates = client.list_all_resource_templates().await.unwrap();
+    let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(templates, ["hcp://skill/{pack_id}", "hcp://output/{id}"]);
+    for uri in uris {
+        let read = client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap();
+        let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+            panic!("{uri}")
+        };
+        assert!(!text.is_empty(), "{uri}");
+        if uri == "hcp://catalog" {
+            let catalog: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(catalog["packs"].as_array().unwrap().len(), 4);
+            assert_eq!(catalog["packs"][3]["ready"], json!(true));
+        }
+        if uri == "hcp://skill/transit" {
+            assert!(text.contains("## Command reference"), "{text}");
+        }
+    }
+    assert!(
+        client
+            .read_resource(ReadResourceRequestParams::new("hcp://skill/nosuch"))
+            .await
+            .is_err()
+    );
+    assert!(
+        client
+            .read_resource(ReadResourceRequestParams::new("hcp://nope"))
+            .await
+            .is_err()
+    );
+}
+
+/// `hcpx mcp` as a real child process, driven with raw JSON-RPC lines.
+struct Process {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Process {
+    fn start(env: &TestEnv) -> Self {
+        let mut child = env
+            .command(&["mcp"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Every line read until the response to `id`; each must be JSON-RPC.
+    fn until(&mut self, id: u64) -> Vec<Value> {
+        let mut lines = Vec::new();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "stdout closed early"
+            );
+            let value: Value =
+                serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+            assert_eq!(value["jsonrpc"], json!("2.0"), "{line}");
+            let done = value["id"] == json!(id);
+            lines.push(value);
+            if done {
+                return lines;
+            }
+        }
+    }
+
+    fn close(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
+        assert!(rest.trim().is_empty(), "nothing but protocol on stdout: {rest}");
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status.code().unwrap_or(-1), stderr)
+    }
+}
+
+#[test]
+fn child_process_initialize_progress_and_clean_exit() {
+    let env = probe_env();
+    let mut server = Process::start(&env);
+    let started = Instant::now();
+    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    let reply = server.until(1);
+    let answered = started.elapsed();
+    assert_eq!(reply[0]["result"]["protocolVersion"], json!("2025-06-18"));
+    assert_eq!(reply[0]["result"]["serverInfo"]["name"], json!("hcpx"));
+    assert!(answered < Duration::from_secs(2), "{answered:?}");
+    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    server.send(
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["exec", "probe", "sleep", "--", "seconds=2"] },
+        "_meta": { "progressToken": "p1" } } }),
+    );
+    let lines = server.until(2);
+    let progress: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["method"] == json!("notifications/progress"))
+        .collect();
+    assert!(!progress.is_empty(), "{lines:#?}");
+    assert_eq!(progress[0]["params"]["progressToken"], json!("p1"));
+    assert_eq!(lines.last().unwrap()["result"]["isError"], json!(false));
+    let (code, _) = server.close();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn child_process_2026_discover_flow() {
+    let env = TestEnv::new();
+    let mut server = Process::start(&env);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "0" }
+    });
+    server.send(
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": { "_meta": meta } }),
+    );
+    let reply = server.until(1);
+    assert!(
+        reply[0]["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28")),
+        "{reply:?}"
+    );
+    server.send(
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["search", "journey"] }, "_meta": meta } }),
+    );
+    let reply = server.until(2);
+    assert_eq!(
+        reply[0]["result"]["structuredContent"]["data"]["results"][0]["id"],
+        json!("transit")
+    );
+    let (code, _) = server.close();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn rss_at_rest_is_small() {
+    let env = TestEnv::new();
+    let mut server = Process::start(&env);
+    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    server.until(1);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+    let rss: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A debug build; the release binary is smaller still.
+    assert!(rss < 20 * 1024, "VmRSS {rss} KiB");
+    assert_eq!(server.close().0, 0);
+    let _ = BIN;
+}
