@@ -1,6 +1,15 @@
 #!/bin/sh
 # Runs every test of hcpx: unit, integration (the real binary and real child
-# processes) and snapshot tests. Usage: scripts/test.sh
+# processes), snapshot and MCP tests, then the interop test in which the official
+# Python MCP SDK (pinned in tests/interop/requirements.txt, installed into a venv
+# under target/) drives `hcpx mcp`. Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
-cargo test --locked --all-targets
+cargo test --locked
+cargo build --locked
+venv=target/interop-venv
+if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+fi
+"$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
