@@ -358,6 +358,75 @@ impl Catalog {
     }
 }
 
+/// (path, modified, length) of each file that makes up the installed packs.
+type Fingerprint = Vec<(String, Option<std::time::SystemTime>, u64)>;
+
+/// What identifies the installed packs' state: every pack folder's name and the
+/// modification time and size of its two text files, plus the folder's own.
+fn fingerprint(packs_dir: &Path) -> Fingerprint {
+    let stamp =
+        |path: &Path| std::fs::metadata(path).map_or((None, 0), |meta| (meta.modified().ok(), meta.len()));
+    let mut seen = Vec::new();
+    let (modified, len) = stamp(packs_dir);
+    seen.push((String::new(), modified, len));
+    if let Ok(entries) = std::fs::read_dir(packs_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            for file in [MANIFEST_FILE, SKILL_FILE] {
+                let (modified, len) = stamp(&entry.path().join(file));
+                seen.push((format!("{name}/{file}"), modified, len));
+            }
+        }
+    }
+    seen.sort();
+    seen
+}
+
+/// A catalog and its search index, built once and rebuilt only when the installed
+/// packs change: what a long-lived server holds between calls.
+#[derive(Debug)]
+pub struct Indexed {
+    pub catalog: Catalog,
+    index: OnceLock<crate::search::SearchIndex>,
+}
+
+#[derive(Debug, Default)]
+pub struct CatalogCache {
+    current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Indexed>)>>,
+}
+
+impl CatalogCache {
+    pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Indexed> {
+        let print = fingerprint(packs_dir);
+        if let Ok(guard) = self.current.lock()
+            && let Some((seen, indexed)) = guard.as_ref()
+            && *seen == print
+        {
+            return indexed.clone();
+        }
+        let indexed = std::sync::Arc::new(Indexed::build(packs_dir));
+        if let Ok(mut guard) = self.current.lock() {
+            *guard = Some((print, indexed.clone()));
+        }
+        indexed
+    }
+}
+
+impl Indexed {
+    pub fn build(packs_dir: &Path) -> Self {
+        Self {
+            catalog: Catalog::load(packs_dir),
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The search index, built on first use.
+    pub fn index(&self) -> &crate::search::SearchIndex {
+        self.index
+            .get_or_init(|| crate::search::SearchIndex::build(&self.catalog.packs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +478,42 @@ mod tests {
         assert!(
             all.packs.len() >= 4,
             "an unknown id loads everything, for suggestions"
+        );
+    }
+
+    #[test]
+    fn the_cache_sees_installs_and_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CatalogCache::default();
+        let first = cache.get(dir.path());
+        assert!(
+            std::sync::Arc::ptr_eq(&first, &cache.get(dir.path())),
+            "unchanged: the same index"
+        );
+        let pack = dir.path().join("weather");
+        std::fs::create_dir_all(&pack).unwrap();
+        std::fs::write(
+            pack.join(MANIFEST_FILE),
+            r#"{"hcp":1,"id":"weather","version":"1.0.0","description":"d","bin":["w"],"commands":{"now":{"summary":"s","effect":"read","argv":[]}}}"#,
+        )
+        .unwrap();
+        std::fs::write(pack.join(SKILL_FILE), "---\nname: weather\ndescription: d\n---\n").unwrap();
+        let second = cache.get(dir.path());
+        assert!(second.catalog.get("weather").is_ok());
+        std::fs::write(
+            pack.join(SKILL_FILE),
+            "---\nname: weather\ndescription: longer text\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cache
+                .get(dir.path())
+                .catalog
+                .get("weather")
+                .unwrap()
+                .skill
+                .description,
+            "longer text"
         );
     }
 

@@ -90,6 +90,8 @@ pub struct Context {
     pub confirmed: bool,
     /// Every command that is not a read is denied (`hcpx mcp --read-only`).
     pub read_only: bool,
+    /// The catalog and index a long-lived server keeps between calls.
+    pub catalog_cache: Option<Arc<crate::catalog::CatalogCache>>,
     /// Where full captures are kept for `output ID` (the MCP server's store).
     pub outputs: Option<Arc<crate::outputs::OutputStore>>,
     /// Called about once a second while a child runs (MCP progress).
@@ -159,6 +161,7 @@ impl Context {
             secret_input: None,
             confirmed: false,
             read_only: false,
+            catalog_cache: None,
             outputs: None,
             progress: None,
         })

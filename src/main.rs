@@ -46,11 +46,9 @@ fn serve_mcp(argv: &[String], ctx: hcpx::Context) -> ExitCode {
             return ExitCode::from(outcome.exit_code);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // One thread: every call's waiting is asynchronous (children, pipes, timers), and
+    // hopping between worker threads cost more per call than it ever saved.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             return fail(
@@ -61,7 +59,9 @@ fn serve_mcp(argv: &[String], ctx: hcpx::Context) -> ExitCode {
     };
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
     let server = hcpx::mcp::Server::new(ctx, options);
-    match runtime.block_on(hcpx::mcp::serve(server, rmcp::transport::stdio())) {
+    // Non-blocking pipes where stdin and stdout are FIFOs (Linux), so no read or
+    // write waits on a blocking thread; the plain stdio handles elsewhere.
+    match runtime.block_on(async { hcpx::mcp::serve(server, rmcp::transport::stdio_pipes()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error, hcpx::error::EXIT_FAILED),
     }

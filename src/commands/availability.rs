@@ -16,7 +16,8 @@ struct Report<'a> {
 }
 
 pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
     let report = match catalog.get(id) {
         Ok(pack) => {
             let bindings = load_bindings(ctx);
@@ -48,7 +49,7 @@ pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 }],
             }
         }
-        Err(CatalogError::Unknown { .. }) => return super::find_pack(&catalog, id).map(|_| Reply::default()),
+        Err(CatalogError::Unknown { .. }) => return super::find_pack(catalog, id).map(|_| Reply::default()),
     };
     let data = to_json(&Report { id, flags: &report });
     Ok(Reply {

@@ -66,8 +66,9 @@ pub fn bind(
     argv: &[String],
 ) -> Result<Reply, Failure> {
     refuse_agents(ctx)?;
-    let catalog = load_catalog(ctx);
-    let pack = find_pack(&catalog, pack_id)?;
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
+    let pack = find_pack(catalog, pack_id)?;
     let declared: Vec<&str> = pack
         .manifest
         .bindings
@@ -183,7 +184,8 @@ struct Row {
 }
 
 pub fn list(ctx: &Context) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
     let store = Store::load(&ctx.bindings_path()).map_err(|error| {
         Failure::new(
             Reason::Unbound,

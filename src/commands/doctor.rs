@@ -30,7 +30,8 @@ fn layer_status(layer: &Layer) -> (String, serde_json::Value) {
 }
 
 pub fn run(ctx: &Context) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
     let builtin = catalog
         .packs
         .iter()

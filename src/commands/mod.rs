@@ -17,8 +17,13 @@ use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::policy::Policies;
 
-pub(crate) fn load_catalog(ctx: &Context) -> Catalog {
-    Catalog::load(&ctx.packs_dir())
+/// The catalog (and its search index, built on first use): the server's cached
+/// one, or loaded now.
+pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::catalog::Indexed> {
+    match &ctx.catalog_cache {
+        Some(cache) => cache.get(&ctx.packs_dir()),
+        None => std::sync::Arc::new(crate::catalog::Indexed::build(&ctx.packs_dir())),
+    }
 }
 
 /// Looks a pack up, or refuses with `unknown_pack`, the closest ids and a next step.

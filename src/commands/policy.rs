@@ -59,7 +59,8 @@ pub fn meaning(decision: Decision, principal: crate::Principal) -> &'static str 
 }
 
 pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
     let effect = if pack_id == PSEUDO_PACK {
         PSEUDO_COMMANDS
             .iter()
@@ -73,7 +74,7 @@ pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, 
                 .next("hcpx policy check hcp install")
             })?
     } else {
-        let pack = find_pack(&catalog, pack_id)?;
+        let pack = find_pack(catalog, pack_id)?;
         match pack.manifest.command(command_name) {
             Some(command) => command.effect,
             None => {

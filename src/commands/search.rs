@@ -7,12 +7,12 @@ use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
 use crate::output::{self, SearchResult};
-use crate::search::SearchIndex;
 
 pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
     let query = query.join(" ");
-    let hits = SearchIndex::build(&catalog.packs).search(&query, limit);
+    let hits = loaded.index().search(&query, limit);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = crate::sandbox::probe();

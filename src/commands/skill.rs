@@ -9,8 +9,9 @@ use crate::error::Failure;
 use crate::output;
 
 pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
-    let catalog = load_catalog(ctx);
-    let pack = find_pack(&catalog, id)?;
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
+    let pack = find_pack(catalog, id)?;
     let reference = output::skill_reference(pack);
     Ok(Reply {
         data: Some(json!({

@@ -73,6 +73,7 @@ impl Server {
         base.read_only = options.read_only;
         let outputs = Arc::new(OutputStore::default());
         base.outputs = Some(outputs.clone());
+        base.catalog_cache = Some(Arc::new(crate::catalog::CatalogCache::default()));
         Self {
             base,
             options,
@@ -540,10 +541,12 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     use rmcp::ServiceExt as _;
-    let running = server
-        .serve(transport)
-        .await
-        .map_err(|error| format!("the MCP session did not start: {error}"))?;
+    let running = match server.serve(transport).await {
+        Ok(running) => running,
+        // The client went away before saying anything: end of input is a clean exit.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(error) => return Err(format!("the MCP session did not start: {error}")),
+    };
     running
         .waiting()
         .await

@@ -576,6 +576,14 @@ fn child_process_2026_discover_flow() {
 }
 
 #[test]
+fn end_of_input_before_initialize_is_a_clean_exit() {
+    let env = TestEnv::new();
+    let server = Process::start(&env);
+    let (code, stderr) = server.close();
+    assert_eq!((code, stderr.as_str()), (0, ""));
+}
+
+#[test]
 fn rss_at_rest_is_small() {
     let env = TestEnv::new();
     let mut server = Process::start(&env);
