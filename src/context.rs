@@ -52,6 +52,9 @@ pub enum Answer {
     No,
     /// The person dismissed the question (MCP cancel).
     Cancelled,
+    /// The question goes to the host's user in the result, and the call comes back
+    /// with the answer (MCP 2026-07-28 `InputRequiredResult`).
+    Later,
 }
 
 /// Someone who is certainly a person and can confirm: the terminal's user (never

@@ -242,6 +242,11 @@ async fn confirm(
                         Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
                             .data(plan_json.clone()))
                     }
+                    Answer::Later => Err(Failure::new(
+                        Reason::NeedsConfirmation,
+                        "the host's user is asked to confirm; nothing ran yet",
+                    )
+                    .data(plan_json.clone())),
                 };
             }
             let failure = if human_only {

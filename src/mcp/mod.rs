@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, JsonObject, ListResourceTemplatesResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, JsonObject, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
     ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -36,6 +37,8 @@ pub const VIEW_STDERR: usize = 8 * 1024;
 pub const MAX_RESULT: usize = 9 * 1024 * 1024 + 512 * 1024;
 /// How long a person has to answer a confirmation through the host.
 const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a sealed confirmation state (2026-07-28) stays valid.
+const STATE_TTL: Duration = Duration::from_secs(600);
 
 /// The server's settings.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +67,53 @@ pub struct Server {
     base: Context,
     options: Options,
     outputs: Arc<OutputStore>,
+    /// Seals confirmation state with a key only this process holds.
+    seal: Option<Arc<rmcp::model::RequestStateCodec>>,
+    /// Nonces of sealed states already used, with when they expire.
+    used: Arc<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>>,
+    nonces: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// A fresh 32-byte key, or `None` when the system gives no randomness (then the
+/// server falls back to `needs_confirmation` and `confirm: true`).
+fn fresh_key() -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut key = vec![0_u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut key))
+        .ok()?;
+    Some(key)
+}
+
+/// What a sealed confirmation state carries.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Sealed {
+    nonce: String,
+}
+
+/// Defers the question into an `InputRequiredResult` (2026-07-28).
+#[derive(Default)]
+struct Deferred {
+    asked: std::sync::Mutex<Option<String>>,
+}
+
+impl Human for Deferred {
+    fn confirm<'a>(&'a self, question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        if let Ok(mut asked) = self.asked.lock() {
+            *asked = Some(question.to_owned());
+        }
+        Box::pin(async { Answer::Later })
+    }
+}
+
+/// The host's user's answer, already given and verified.
+struct Answered(Answer);
+
+impl Human for Answered {
+    fn confirm<'a>(&'a self, _question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        let answer = self.0;
+        Box::pin(async move { answer })
+    }
 }
 
 impl Server {
@@ -74,10 +124,16 @@ impl Server {
         let outputs = Arc::new(OutputStore::default());
         base.outputs = Some(outputs.clone());
         base.catalog_cache = Some(Arc::new(crate::catalog::CatalogCache::default()));
+        let seal = fresh_key()
+            .and_then(|key| rmcp::model::RequestStateCodec::try_new(key).ok())
+            .map(Arc::new);
         Self {
             base,
             options,
             outputs,
+            seal,
+            used: Arc::default(),
+            nonces: Arc::default(),
         }
     }
 
@@ -213,6 +269,16 @@ impl Human for Elicitation {
     }
 }
 
+/// A yes: accepted, with `confirm` true.
+fn accepted(result: &ElicitResult) -> bool {
+    result.action == ElicitationAction::Accept
+        && result
+            .content
+            .as_ref()
+            .and_then(|content| content["confirm"].as_bool())
+            == Some(true)
+}
+
 /// Applies the result view limits (SPEC §8): a head and a tail of each stream, the
 /// whole capture kept in the store and its id in the envelope.
 fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
@@ -302,28 +368,110 @@ fn cap_result(envelope: &mut Envelope, text: &mut String) {
 }
 
 impl Server {
-    /// Runs one tool call in process.
+    /// What a sealed state is bound to: the argv, the working directory and the
+    /// policy in force (the contents of both policy files).
+    fn binding(&self, argv: &[String]) -> Vec<u8> {
+        let read = |path: Option<std::path::PathBuf>| {
+            path.and_then(|path| std::fs::read(path).ok()).unwrap_or_default()
+        };
+        let mut bound = argv.join("\0").into_bytes();
+        bound.push(0);
+        bound.extend(self.base.cwd.display().to_string().into_bytes());
+        bound.push(0);
+        bound.extend(read(Some(self.base.user_policy_path())));
+        bound.push(0);
+        bound.extend(read(self.base.project_policy_path()));
+        bound
+    }
+
+    fn seal_state(&self, argv: &[String]) -> Option<String> {
+        let codec = self.seal.as_ref()?;
+        let nonce = self
+            .nonces
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_string();
+        let bound = self.binding(argv);
+        let options = rmcp::model::SealOptions::new()
+            .associated_data(&bound)
+            .ttl(STATE_TTL);
+        codec.seal_json_with(&Sealed { nonce }, &options).ok()
+    }
+
+    /// Opens a sealed state for this very argv, once. Any failure is one answer.
+    fn open_state(&self, state: &str, argv: &[String]) -> bool {
+        let Some(codec) = self.seal.as_ref() else {
+            return false;
+        };
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &self.binding(argv)) else {
+            return false;
+        };
+        let Ok(mut used) = self.used.lock() else {
+            return false;
+        };
+        used.retain(|_, expires| *expires > std::time::Instant::now());
+        used.insert(sealed.nonce, std::time::Instant::now() + STATE_TTL)
+            .is_none()
+    }
+
+    /// Runs one tool call in process. `resume` is the client's answer to an earlier
+    /// `InputRequiredResult`: its input responses and the sealed state.
     pub async fn call(
         &self,
         arguments: &JsonObject,
+        resume: Option<(&InputResponses, &str)>,
         ctx: Option<&RequestContext<RoleServer>>,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let input = match args::parse(arguments) {
             Ok(input) => input,
-            Err(failure) => return self.refusal(failure),
+            Err(failure) => return self.refusal(failure).into(),
         };
         let mut call = self.base.clone();
         call.confirmed = input.confirm;
+        let mut deferred = None;
         if let Some(request) = ctx {
             call.cancel = request.ct.child_token();
-            let legacy = request
+            let modern = request
                 .protocol_version()
-                .is_none_or(|version| version <= ProtocolVersion::V_2025_11_25);
-            if legacy
-                && request
-                    .peer
-                    .supported_elicitation_modes()
-                    .contains(&ElicitationMode::Form)
+                .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+            if modern {
+                let elicits = request
+                    .client_capabilities()
+                    .is_some_and(|caps| caps.elicitation.is_some());
+                if elicits && self.seal.is_some() {
+                    match resume {
+                        Some((responses, state)) => {
+                            if !self.open_state(state, &input.argv) {
+                                return self
+                                    .refusal(Failure::new(
+                                        crate::error::Reason::NeedsConfirmation,
+                                        "that confirmation is expired, altered, for another command or already used; \
+                                         nothing ran",
+                                    ).next("call again without inputResponses to be asked anew"))
+                                    .into();
+                            }
+                            let answer = responses
+                                .get("confirm")
+                                .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok());
+                            let answer = match answer {
+                                Some(result) if accepted(&result) => Answer::Yes,
+                                Some(result) if result.action == ElicitationAction::Cancel => {
+                                    Answer::Cancelled
+                                }
+                                _ => Answer::No,
+                            };
+                            call.human = Some(Arc::new(Answered(answer)));
+                        }
+                        None => {
+                            let asker = Arc::new(Deferred::default());
+                            call.human = Some(asker.clone());
+                            deferred = Some(asker);
+                        }
+                    }
+                }
+            } else if request
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
             {
                 call.human = Some(Arc::new(Elicitation {
                     peer: request.peer.clone(),
@@ -347,7 +495,7 @@ impl Server {
                 }));
             }
         }
-        let mut argv = input.argv;
+        let mut argv = input.argv.clone();
         if !argv
             .iter()
             .take_while(|word| *word != "--")
@@ -356,11 +504,38 @@ impl Server {
             argv.insert(0, "--json".to_owned());
         }
         let executed = crate::execute(argv, &call).await;
+        let question = deferred.and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()));
+        if let Some(question) = question
+            && let (Some(state), Ok(schema)) = (
+                self.seal_state(&input.argv),
+                ElicitationSchema::builder().required_bool("confirm").build(),
+            )
+        {
+            let plan = executed
+                .envelope
+                .data
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: format!(
+                    "{question}\nPlan: {plan}\nhcpx asks you, the person using this host, to confirm."
+                ),
+                requested_schema: schema,
+            };
+            let mut requests = InputRequests::new();
+            requests.insert(
+                "confirm".to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            );
+            return InputRequiredResult::new(Some(requests), Some(state)).into();
+        }
         let mut envelope = executed.envelope;
         apply_view(&mut envelope, &self.options, &self.outputs);
         let mut text = text_for(&envelope, &executed.text);
         cap_result(&mut envelope, &mut text);
-        result(envelope, text)
+        result(envelope, text).into()
     }
 
     fn refusal(&self, failure: Failure) -> CallToolResult {
@@ -485,7 +660,11 @@ impl ServerHandler for Server {
             return Err(McpError::invalid_params("this server has one tool, `hcp`", None));
         }
         let arguments = request.arguments.clone().unwrap_or_default();
-        Ok(self.call(&arguments, Some(&ctx)).await.into())
+        let resume = request
+            .input_responses
+            .as_ref()
+            .zip(request.request_state.as_deref());
+        Ok(self.call(&arguments, resume, Some(&ctx)).await)
     }
 
     async fn list_resources(

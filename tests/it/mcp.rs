@@ -605,3 +605,113 @@ fn rss_at_rest_is_small() {
     assert_eq!(server.close().0, 0);
     let _ = BIN;
 }
+
+async fn connect_modern(env: &TestEnv, client: Client) -> RunningService<RoleClient, Client> {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
+    let ctx = context(env);
+    let options = hcpx::mcp::Options::from_context(&ctx, false);
+    let server = hcpx::mcp::Server::new(ctx, options);
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move { hcpx::mcp::serve(server, server_io).await });
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    client.serve_with_lifecycle(client_io, lifecycle).await.unwrap()
+}
+
+fn params(argv: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new("hcp").with_arguments(json!({ "argv": argv }).as_object().unwrap().clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sealed_state_confirmation_on_2026_07_28() {
+    use rmcp::model::CallToolResponse;
+    let env = probe_env();
+    // The SDK's driver answers the InputRequiredResult through the client handler.
+    let accepting = connect_modern(&env, Client { elicit: Some(true) }).await;
+    let result = accepting
+        .call_tool(params(json!(["exec", "probe", "wipe"])))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(envelope(&result)["stdout"], json!("wiped\n"));
+    let declining = connect_modern(&env, Client { elicit: Some(false) }).await;
+    let result = declining
+        .call_tool(params(json!(["exec", "probe", "wipe"])))
+        .await
+        .unwrap();
+    assert_eq!(envelope(&result)["error"]["reason"], json!("declined"));
+
+    // One round by hand: the state is sealed, single use and bound to the argv.
+    let CallToolResponse::InputRequired(asked) = accepting
+        .call_tool_once(params(json!(["exec", "probe", "wipe"])))
+        .await
+        .unwrap()
+    else {
+        panic!("expected an InputRequiredResult");
+    };
+    let state = asked.request_state.clone().unwrap();
+    assert!(asked.input_requests.as_ref().unwrap().contains_key("confirm"));
+    let yes: rmcp::model::InputResponses = [(
+        "confirm".to_owned(),
+        json!({ "action": "accept", "content": { "confirm": true } }),
+    )]
+    .into();
+    let retry = |argv: Value, state: String| {
+        let mut request = params(argv);
+        request.input_responses = Some(yes.clone());
+        request.request_state = Some(state);
+        request
+    };
+    let complete = |response: CallToolResponse| match response {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a result, got {other:?}"),
+    };
+    // Altered: one character changed.
+    let mut altered = state.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    let result = complete(
+        accepting
+            .call_tool_once(retry(json!(["exec", "probe", "wipe"]), altered))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        envelope(&result)["error"]["reason"],
+        json!("needs_confirmation"),
+        "{}",
+        text(&result)
+    );
+    // Another command with this state.
+    let result = complete(
+        accepting
+            .call_tool_once(retry(
+                json!(["exec", "probe", "write", "--", "target=x"]),
+                state.clone(),
+            ))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(envelope(&result)["error"]["reason"], json!("needs_confirmation"));
+    assert!(!env.work().join("x").exists());
+    // The genuine answer runs it, once.
+    let result = complete(
+        accepting
+            .call_tool_once(retry(json!(["exec", "probe", "wipe"]), state.clone()))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let result = complete(
+        accepting
+            .call_tool_once(retry(json!(["exec", "probe", "wipe"]), state))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        envelope(&result)["error"]["reason"],
+        json!("needs_confirmation"),
+        "a replay is refused"
+    );
+}
