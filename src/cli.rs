@@ -78,6 +78,27 @@ pub enum Command {
         #[arg(last = true, value_name = "KEY=VALUE")]
         params: Vec<String>,
     },
+    /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in id.
+    #[command(
+        after_help = "Examples:\n  hcpx install ./my-pack\n  hcpx install npm:hcp-weather@1.2.0\n  \
+                            hcpx install transit\n\nOnly hcp.json, SKILL.md and the pack's CLI file are taken; nothing \
+                            from the package runs. The same version again changes nothing."
+    )]
+    Install {
+        /// npm:NAME[@VERSION], a folder, or a built-in id.
+        source: String,
+        /// Confirm (the default policy asks before installing).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove an installed pack (a built-in one with the same id is used again).
+    Uninstall {
+        /// The pack id.
+        pack: String,
+        /// Confirm (the default policy asks before uninstalling).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Store a credential for one pack: read from the terminal without echo, or from stdin (a person's command).
     #[command(after_help = "Examples:\n  hcpx bind weather WEATHER_API_KEY\n  \
                             printf %s \"$KEY\" | hcpx bind weather WEATHER_API_KEY\n  \

@@ -43,6 +43,8 @@ pub async fn dispatch(
         }
         Command::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
         Command::Bindings => commands::bind::list(ctx),
+        Command::Install { source, yes } => commands::install::install(ctx, &source, yes, argv).await,
+        Command::Uninstall { pack, yes } => commands::install::uninstall(ctx, &pack, yes, argv).await,
         Command::Policy(PolicyCommand::Set { matcher, decision }) => {
             commands::policy::set(ctx, &matcher, &decision, argv)
         }

@@ -16,6 +16,7 @@ pub mod commands;
 pub mod context;
 pub mod dispatch;
 pub mod error;
+pub mod install;
 pub mod invocation;
 pub mod manifest;
 pub mod mcp;

@@ -15,7 +15,7 @@ use crate::audit;
 use crate::availability::resolve_program;
 use crate::binding::{Secret, Store};
 use crate::catalog::{Catalog, Origin, Pack};
-use crate::context::{Answer, Context, env_vars};
+use crate::context::{Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::invocation::{self, InvocationError};
 use crate::manifest::{Command, MAX_TIMEOUT_MS};
@@ -210,66 +210,6 @@ fn plan(ctx: &Context, pack: &Pack, args: Vec<String>) -> Result<Plan, Failure> 
     })
 }
 
-/// Step 2's confirmation: `Ok` to go on, or the refusal.
-async fn confirm(
-    ctx: &Context,
-    request: &Request,
-    evaluation: &Evaluation,
-    plan_json: &Value,
-) -> Result<(), Failure> {
-    let pack = &request.pack;
-    let command = &request.command;
-    let same = format!("hcpx exec {pack} {command} --yes -- …");
-    let question = format!("Run {pack} {command}? ({})", evaluation.decision.as_str());
-    match evaluation.decision {
-        Decision::Allow => Ok(()),
-        Decision::Confirm if ctx.confirmed => Ok(()),
-        Decision::Deny => Err(
-            Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule))
-                .next("hcpx policy show")
-                .data(plan_json.clone()),
-        ),
-        Decision::Confirm if request.yes => Ok(()),
-        Decision::Confirm | Decision::ConfirmHuman => {
-            let human_only = evaluation.decision == Decision::ConfirmHuman;
-            // Only someone who is certainly a person is asked: `main.rs` hands in the
-            // terminal only for a terminal caller (an agent's shell may drive a
-            // terminal), the MCP server hands in the host's elicitation.
-            if let Some(human) = &ctx.human {
-                return match human.confirm(&question).await {
-                    Answer::Yes => Ok(()),
-                    Answer::No | Answer::Cancelled => {
-                        Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
-                            .data(plan_json.clone()))
-                    }
-                    Answer::Later => Err(Failure::new(
-                        Reason::NeedsConfirmation,
-                        "the host's user is asked to confirm; nothing ran yet",
-                    )
-                    .data(plan_json.clone())),
-                };
-            }
-            let failure = if human_only {
-                let message = if request.yes {
-                    "only a person can confirm this command, at a terminal prompt; --yes is not enough"
-                } else {
-                    "only a person can confirm this command, at a terminal prompt"
-                };
-                Failure::new(Reason::NeedsConfirmation, message).next(format!(
-                    "a person runs, at a terminal and without HCP_AGENT=1: hcpx exec {pack} {command} -- …"
-                ))
-            } else {
-                Failure::new(
-                    Reason::NeedsConfirmation,
-                    "this command needs confirmation; nothing ran",
-                )
-                .next(same)
-            };
-            Err(failure.data(plan_json.clone()))
-        }
-    }
-}
-
 /// Step 3: the pack's bindings, every required one present.
 fn bindings(ctx: &Context, pack: &Pack) -> Result<Vec<(String, Secret)>, Failure> {
     let id = &pack.manifest.id;
@@ -388,7 +328,18 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
         Err(_) => json!({ "decision": evaluation.decision, "rule": to_json(&evaluation.rule) }),
     };
     if !request.dry_run
-        && let Err(failure) = confirm(ctx, &request, &evaluation, &plan_json).await
+        && let Err(failure) = super::confirm(
+            ctx,
+            &super::Asked {
+                what: format!("Run {} {}?", request.pack, request.command),
+                yes: request.yes,
+                retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
+                by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
+            },
+            &evaluation,
+            &plan_json,
+        )
+        .await
     {
         let decision = match failure.reason {
             Reason::DeniedByPolicy => "denied",

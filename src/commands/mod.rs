@@ -5,6 +5,7 @@ pub mod availability;
 pub mod bind;
 pub mod doctor;
 pub mod exec;
+pub mod install;
 pub mod output;
 pub mod pack;
 pub mod policy;
@@ -96,4 +97,74 @@ pub(crate) fn flags(
 
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}
+
+/// What a confirmation is about.
+pub(crate) struct Asked {
+    /// The question: `Run git commit?`.
+    pub what: String,
+    /// The caller passed `--yes`.
+    pub yes: bool,
+    /// The same command with `--yes`, for `next`.
+    pub retry: String,
+    /// The command a person runs themselves.
+    pub by_hand: String,
+}
+
+/// The policy step's confirmation, shared by exec, install and uninstall: `Ok` to go
+/// on, or the refusal (`denied_by_policy`, `needs_confirmation`, `declined`).
+pub(crate) async fn confirm(
+    ctx: &Context,
+    asked: &Asked,
+    evaluation: &crate::policy::Evaluation,
+    plan: &serde_json::Value,
+) -> Result<(), Failure> {
+    use crate::context::Answer;
+    use crate::policy::Decision;
+    match evaluation.decision {
+        Decision::Allow => Ok(()),
+        Decision::Confirm if ctx.confirmed || asked.yes => Ok(()),
+        Decision::Deny => Err(
+            Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule))
+                .next("hcpx policy show")
+                .data(plan.clone()),
+        ),
+        Decision::Confirm | Decision::ConfirmHuman => {
+            // Only someone who is certainly a person is asked: `main.rs` hands in the
+            // terminal only for a terminal caller (an agent's shell may drive a
+            // terminal), the MCP server hands in the host's elicitation.
+            if let Some(human) = &ctx.human {
+                let question = format!("{} ({})", asked.what, evaluation.decision.as_str());
+                return match human.confirm(&question).await {
+                    Answer::Yes => Ok(()),
+                    Answer::No | Answer::Cancelled => {
+                        Err(Failure::new(Reason::Declined, "not confirmed; nothing ran").data(plan.clone()))
+                    }
+                    Answer::Later => Err(Failure::new(
+                        Reason::NeedsConfirmation,
+                        "the host's user is asked to confirm; nothing ran yet",
+                    )
+                    .data(plan.clone())),
+                };
+            }
+            let failure = if evaluation.decision == Decision::ConfirmHuman {
+                let message = if asked.yes || ctx.confirmed {
+                    "only a person can confirm this command, at a terminal prompt; --yes is not enough"
+                } else {
+                    "only a person can confirm this command, at a terminal prompt"
+                };
+                Failure::new(Reason::NeedsConfirmation, message).next(format!(
+                    "a person runs, at a terminal and without HCP_AGENT=1: {}",
+                    asked.by_hand
+                ))
+            } else {
+                Failure::new(
+                    Reason::NeedsConfirmation,
+                    "this command needs confirmation; nothing ran",
+                )
+                .next(&asked.retry)
+            };
+            Err(failure.data(plan.clone()))
+        }
+    }
 }

@@ -532,6 +532,23 @@ impl Server {
             return InputRequiredResult::new(Some(requests), Some(state)).into();
         }
         let mut envelope = executed.envelope;
+        // An install or uninstall changed the skills there are: tell the client.
+        let changes_packs = input
+            .argv
+            .iter()
+            .find(|word| !word.starts_with('-'))
+            .is_some_and(|word| word == "install" || word == "uninstall");
+        let changed = envelope
+            .data
+            .as_ref()
+            .is_some_and(|data| data["changed"] == json!(true) || data["removed"] == json!(true));
+        if changes_packs
+            && envelope.ok
+            && changed
+            && let Some(request) = ctx
+        {
+            let _ = request.peer.notify_resource_list_changed().await;
+        }
         apply_view(&mut envelope, &self.options, &self.outputs);
         let mut text = text_for(&envelope, &executed.text);
         cap_result(&mut envelope, &mut text);

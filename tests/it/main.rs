@@ -13,6 +13,7 @@ mod common;
 
 mod catalog;
 mod exec;
+mod install;
 mod mcp;
 mod pack;
 mod policy;

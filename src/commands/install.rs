@@ -1,0 +1,285 @@
+//! `hcpx install SOURCE [--yes]` and `hcpx uninstall PACK [--yes]`: write commands of
+//! the pseudo-pack `hcp` (SPEC §5, §7), through the same policy and confirmation as
+//! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or a built-in id.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Asked, confirm, load_policies, to_json};
+use crate::Reply;
+use crate::audit;
+use crate::availability::resolve_program;
+use crate::catalog::builtin_files;
+use crate::context::{Context, env_vars};
+use crate::error::{Failure, Reason};
+use crate::install::{self, Files, InstallError, Outcome};
+use crate::manifest::Effect;
+use crate::policy::{self, Subject};
+use crate::runtime;
+use crate::sandbox::Spawn;
+
+/// `npm pack` gets this long.
+const NPM_TIMEOUT: Duration = Duration::from_secs(180);
+
+fn failure(error: InstallError) -> Failure {
+    match error {
+        InstallError::Invalid(problems) => Failure::new(
+            Reason::InvalidArguments,
+            format!(
+                "the pack is invalid ({} problems); nothing was installed",
+                problems.len()
+            ),
+        )
+        .details(problems.iter().map(ToString::to_string).collect())
+        .data(json!({ "problems": problems })),
+        InstallError::Refused(message) => Failure::new(
+            Reason::InvalidArguments,
+            format!("{message}; nothing was installed"),
+        ),
+        other => Failure::new(Reason::InvalidArguments, other.to_string()),
+    }
+}
+
+fn record(
+    ctx: &Context,
+    argv: &[String],
+    command: &str,
+    decision: &str,
+    started: std::time::Instant,
+) -> String {
+    let entry = audit::Entry {
+        ts: audit::now(),
+        principal: ctx.principal,
+        argv,
+        pack: super::policy::PSEUDO_PACK,
+        command,
+        decision,
+        exit_code: None,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        output_bytes: 0,
+    };
+    match audit::append(&ctx.home, &entry) {
+        Ok(()) => String::new(),
+        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+    }
+}
+
+/// The policy step for `hcp.install` / `hcp.uninstall`.
+async fn permitted(
+    ctx: &Context,
+    command: &str,
+    target: &str,
+    yes: bool,
+    argv: &[String],
+) -> Result<(), Failure> {
+    let started = std::time::Instant::now();
+    let evaluation = match ctx.read_only.then(|| policy::read_only(Effect::Write)).flatten() {
+        Some(denied) => denied,
+        None => policy::evaluate(
+            &Subject {
+                principal: ctx.principal,
+                pack: super::policy::PSEUDO_PACK,
+                command,
+                effect: Effect::Write,
+            },
+            &load_policies(ctx),
+        ),
+    };
+    let plan = json!({
+        "pack": super::policy::PSEUDO_PACK, "command": command, "target": target,
+        "decision": evaluation.decision, "rule": to_json(&evaluation.rule),
+    });
+    let asked = Asked {
+        what: format!("{command} {target}?"),
+        yes,
+        retry: format!("hcpx {command} {target} --yes"),
+        by_hand: format!("hcpx {command} {target}"),
+    };
+    confirm(ctx, &asked, &evaluation, &plan)
+        .await
+        .inspect_err(|refusal| {
+            let decision = match refusal.reason {
+                Reason::DeniedByPolicy => "denied",
+                Reason::Declined => "declined",
+                _ => "needs_confirmation",
+            };
+            let _ = record(ctx, argv, command, decision, started);
+        })
+}
+
+/// Fetches `npm:NAME[@VERSION]` with the machine's own npm, scripts off.
+async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure> {
+    let npm = resolve_program("npm", ctx.var(env_vars::PATH)).ok_or_else(|| {
+        Failure::new(
+            Reason::NotRunnable,
+            "npm is not on PATH, so npm: sources cannot be fetched",
+        )
+        .next("install Node.js and npm")
+    })?;
+    let dir = tempfile::Builder::new()
+        .prefix("hcpx-npm-")
+        .tempdir_in(&ctx.temp_dir)
+        .map_err(|error| {
+            Failure::new(
+                Reason::NotRunnable,
+                format!("cannot create a temporary folder: {error}"),
+            )
+        })?;
+    // The user's own environment: their registry, credentials and proxy apply.
+    let spawn = Spawn {
+        program: npm,
+        args: vec![
+            "pack".into(),
+            spec.into(),
+            "--ignore-scripts".into(),
+            "--json".into(),
+            "--pack-destination".into(),
+            dir.path().display().to_string(),
+        ],
+        env: ctx
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        cwd: dir.path().to_path_buf(),
+        confinement: None,
+    };
+    let finished = runtime::run(&spawn, NPM_TIMEOUT, runtime::MAX_OUTPUT, &ctx.cancel, None)
+        .await
+        .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
+    if finished.exit_code != 0 || finished.ending != runtime::Ending::Exited {
+        let stderr = String::from_utf8_lossy(&finished.stderr);
+        let first = stderr
+            .lines()
+            .find(|line| line.contains("ERR"))
+            .unwrap_or("npm failed")
+            .to_owned();
+        return Err(Failure::new(
+            Reason::UnknownPack,
+            "npm could not fetch that package; nothing was installed",
+        )
+        .details(vec![first])
+        .next("npm view NAME versions   (check the name and version)"));
+    }
+    let packed: serde_json::Value = serde_json::from_slice(&finished.stdout).unwrap_or_default();
+    let filename = packed[0]["filename"]
+        .as_str()
+        .unwrap_or_default()
+        .replace('/', "-")
+        .replace('@', "");
+    let tarball = std::fs::read_dir(dir.path())
+        .ok()
+        .and_then(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.path())
+                .find(|path| path.extension().is_some_and(|e| e == "tgz"))
+        })
+        .or_else(|| Some(dir.path().join(&filename)).filter(|path| path.exists()))
+        .ok_or_else(|| {
+            Failure::new(
+                Reason::UnknownPack,
+                "npm pack produced no tarball; nothing was installed",
+            )
+        })?;
+    let bytes =
+        std::fs::read(&tarball).map_err(|error| Failure::new(Reason::InvalidArguments, error.to_string()))?;
+    let files = install::read_tarball(&bytes).map_err(failure)?;
+    let version = packed[0]["version"].as_str().unwrap_or_default();
+    let name = packed[0]["name"].as_str().unwrap_or_default();
+    Ok((files, format!("npm:{name}@{version}")))
+}
+
+pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
+    let started = std::time::Instant::now();
+    permitted(ctx, "install", source, yes, argv).await?;
+    let (files, recorded) = if let Some(spec) = source.strip_prefix("npm:") {
+        if spec.is_empty() || spec.starts_with('-') {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                "npm: takes a package name, as npm:NAME or npm:NAME@VERSION",
+            ));
+        }
+        fetch_npm(ctx, spec).await?
+    } else if ctx.cwd.join(source).is_dir() {
+        let dir = ctx.cwd.join(source);
+        let absolute = dir.canonicalize().unwrap_or(dir);
+        (
+            install::read_folder(&absolute).map_err(failure)?,
+            absolute.display().to_string(),
+        )
+    } else if let Some(files) = builtin_files(source) {
+        let files: Files = files
+            .into_iter()
+            .map(|(name, bytes)| (name, bytes.to_vec()))
+            .collect();
+        (files, format!("builtin:{source}"))
+    } else {
+        return Err(Failure::new(
+            Reason::InvalidArguments,
+            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id",
+        )
+        .next("hcpx install ./my-pack"));
+    };
+    let manifest = install::validate(&files).map_err(failure)?;
+    let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now()).map_err(failure)?;
+    let (id, version) = (&manifest.id, manifest.version.to_string());
+    let (text, changed) = match &outcome {
+        Outcome::Unchanged => (
+            format!("{id} {version} is already installed; nothing changed\n"),
+            false,
+        ),
+        Outcome::Installed { replaced: Some(old) } => (
+            format!("installed {id} {version} (replacing {old}) from {recorded}\n"),
+            true,
+        ),
+        Outcome::Installed { replaced: None } => {
+            (format!("installed {id} {version} from {recorded}\n"), true)
+        }
+    };
+    let warning = record(
+        ctx,
+        argv,
+        "install",
+        if changed { "installed" } else { "unchanged" },
+        started,
+    );
+    Ok(Reply {
+        text: format!("{text}next: hcpx skill {id}\n"),
+        data: Some(json!({
+            "id": id, "version": version, "source": recorded, "changed": changed,
+            "replaced": match outcome { Outcome::Installed { replaced } => replaced, Outcome::Unchanged => None },
+            "integrity": install::integrity(&files),
+        })),
+        warnings: warning,
+        run: None,
+    })
+}
+
+pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
+    let started = std::time::Instant::now();
+    if !ctx.packs_dir().join(id).is_dir() {
+        let message = if builtin_files(id).is_some() {
+            "that pack is built in, not installed; built-in packs stay"
+        } else {
+            "no installed pack by that name"
+        };
+        return Err(Failure::new(Reason::UnknownPack, message).next("hcpx search"));
+    }
+    permitted(ctx, "uninstall", id, yes, argv).await?;
+    let removed = install::remove(&ctx.home, id).map_err(failure)?;
+    let warning = record(ctx, argv, "uninstall", "uninstalled", started);
+    let builtin = builtin_files(id).is_some();
+    let text = match (removed, builtin) {
+        (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
+        (true, false) => format!("uninstalled {id}\n"),
+        (false, _) => format!("{id} was not installed\n"),
+    };
+    Ok(Reply {
+        text,
+        data: Some(json!({ "id": id, "removed": removed })),
+        warnings: warning,
+        run: None,
+    })
+}

@@ -1,0 +1,464 @@
+//! Installing packs (SPEC §7): from a local folder, a built-in id, or an npm tarball
+//! fetched by the machine's own `npm pack` (the spawning is the exec command's
+//! business; this module reads what it fetched). Only the pack's three files are
+//! taken; a path that escapes, a link, a device file or a file over 16 MiB refuses
+//! the whole install; the manifest is validated before anything is placed; the pack
+//! is staged beside its place and swapped in, so a failure leaves the previous one.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha512};
+
+use crate::catalog::{MANIFEST_FILE, SKILL_FILE, parse_pack};
+use crate::manifest::{Manifest, Problem};
+use crate::state;
+
+/// Largest file a pack may carry.
+pub const MAX_FILE: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("the pack is invalid: {} problems", .0.len())]
+    Invalid(Vec<Problem>),
+    #[error("{0}")]
+    State(#[from] state::StateError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> InstallError {
+    let what = what.into();
+    move |source| InstallError::Io { what, source }
+}
+
+/// The pack's files, by name, as read from the source.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+/// The names a pack may hold: hcp.json, SKILL.md and the `./FILE` its `bin` names.
+fn wanted(manifest_text: &[u8]) -> Vec<String> {
+    let mut names = vec![MANIFEST_FILE.to_owned(), SKILL_FILE.to_owned()];
+    let value: serde_json::Value = serde_json::from_slice(manifest_text).unwrap_or_default();
+    if let Some(file) = value["bin"][0].as_str().and_then(|bin| bin.strip_prefix("./"))
+        && !file.contains('/')
+        && !file.is_empty()
+    {
+        names.push(file.to_owned());
+    }
+    names
+}
+
+/// Reads a pack's files from a folder: regular files only, no links, none too large.
+pub fn read_folder(dir: &Path) -> Result<Files, InstallError> {
+    let read = |name: &str| -> Result<Vec<u8>, InstallError> {
+        let path = dir.join(name);
+        let meta = std::fs::symlink_metadata(&path)
+            .map_err(|_| InstallError::Refused(format!("the folder has no {name}")))?;
+        if meta.file_type().is_symlink() {
+            return Err(InstallError::Refused(format!(
+                "{name} is a link; packs carry regular files only"
+            )));
+        }
+        if !meta.is_file() {
+            return Err(InstallError::Refused(format!(
+                "{name} is not a regular file (a device or a folder)"
+            )));
+        }
+        if meta.len() > MAX_FILE {
+            return Err(InstallError::Refused(format!("{name} is larger than 16 MiB")));
+        }
+        std::fs::read(&path).map_err(io(format!("cannot read {name}")))
+    };
+    let manifest = read(MANIFEST_FILE)?;
+    let mut files = Files::new();
+    for name in wanted(&manifest) {
+        let bytes = if name == MANIFEST_FILE {
+            manifest.clone()
+        } else {
+            read(&name)?
+        };
+        files.insert(name, bytes);
+    }
+    Ok(files)
+}
+
+/// Reads a pack's files from an npm tarball (`package/...`). Every entry is checked,
+/// taken or not: one that escapes, is a link or a device, or is too large refuses all.
+pub fn read_tarball(bytes: &[u8]) -> Result<Files, InstallError> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut all = Files::new();
+    for entry in archive
+        .entries()
+        .map_err(io("the package is not a gzipped tarball"))?
+    {
+        let entry = entry.map_err(io("the package tarball is damaged"))?;
+        let path = entry
+            .path()
+            .map_err(io("an entry has an unreadable name"))?
+            .into_owned();
+        let escapes = path.components().any(|part| {
+            matches!(
+                part,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        });
+        if escapes {
+            return Err(InstallError::Refused(
+                "the package has a path that escapes it".to_owned(),
+            ));
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_symlink() || kind.is_hard_link() {
+            return Err(InstallError::Refused(
+                "the package holds a link; packs carry regular files only".to_owned(),
+            ));
+        }
+        if kind.is_dir() {
+            continue;
+        }
+        if !kind.is_file() {
+            return Err(InstallError::Refused(
+                "the package holds a device or special file".to_owned(),
+            ));
+        }
+        if entry.size() > MAX_FILE {
+            return Err(InstallError::Refused(
+                "the package holds a file larger than 16 MiB".to_owned(),
+            ));
+        }
+        // npm puts everything under `package/`.
+        let name = path
+            .strip_prefix("package")
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        let mut content = Vec::new();
+        entry
+            .take(MAX_FILE + 1)
+            .read_to_end(&mut content)
+            .map_err(io("the package tarball is damaged"))?;
+        all.insert(name, content);
+    }
+    let manifest = all
+        .get(MANIFEST_FILE)
+        .ok_or_else(|| InstallError::Refused("the package has no hcp.json at its top".to_owned()))?
+        .clone();
+    let mut files = Files::new();
+    for name in wanted(&manifest) {
+        let bytes = all
+            .remove(&name)
+            .ok_or_else(|| InstallError::Refused(format!("the package has no {name}")))?;
+        files.insert(name, bytes);
+    }
+    Ok(files)
+}
+
+/// Validates the files as a pack.
+pub fn validate(files: &Files) -> Result<Manifest, InstallError> {
+    let text = |name: &str| files.get(name).and_then(|bytes| std::str::from_utf8(bytes).ok());
+    let manifest_text =
+        text(MANIFEST_FILE).ok_or_else(|| InstallError::Refused("hcp.json is not UTF-8 text".to_owned()))?;
+    parse_pack(manifest_text, text(SKILL_FILE), |file| {
+        (!files.contains_key(file)).then(|| format!("./{file} is not in the pack"))
+    })
+    .map(|(manifest, _)| manifest)
+    .map_err(InstallError::Invalid)
+}
+
+/// `sha512-<base64>` of the files, in name order, each name and length included.
+pub fn integrity(files: &Files) -> String {
+    let mut hasher = Sha512::new();
+    for (name, bytes) in files {
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    format!(
+        "sha512-{}",
+        base64::engine::general_purpose::STANDARD.encode(hasher.finalize())
+    )
+}
+
+/// One entry of `packs.lock.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Locked {
+    pub id: String,
+    pub version: String,
+    pub source: String,
+    pub integrity: String,
+    pub installed_at: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockFile {
+    pub version: u32,
+    pub packs: BTreeMap<String, Locked>,
+}
+
+impl LockFile {
+    pub fn load(path: &Path) -> Result<Self, InstallError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|error| {
+                InstallError::Refused(format!(
+                    "{} cannot be parsed (line {}); fix or remove it, it is never overwritten",
+                    path.display(),
+                    error.line()
+                ))
+            }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                version: 1,
+                packs: BTreeMap::new(),
+            }),
+            Err(source) => Err(InstallError::Io {
+                what: format!("cannot read {}", path.display()),
+                source,
+            }),
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), InstallError> {
+        let mut text = serde_json::to_vec_pretty(self).unwrap_or_default();
+        text.push(b'\n');
+        Ok(state::write_atomic(path, &text, 0o600)?)
+    }
+}
+
+/// What an install did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Installed { replaced: Option<String> },
+    Unchanged,
+}
+
+fn unique(dir: &Path, prefix: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    dir.join(format!(".{prefix}-{}-{nanos}", std::process::id()))
+}
+
+/// Places the pack under `$HCP_HOME/packs/<id>/` and records it, under the lock.
+pub fn place(
+    home: &Path,
+    files: &Files,
+    manifest: &Manifest,
+    source: &str,
+    now: String,
+) -> Result<Outcome, InstallError> {
+    let _lock = state::Lock::acquire(home)?;
+    let packs = home.join("packs");
+    std::fs::create_dir_all(&packs).map_err(io("cannot create HCP_HOME/packs"))?;
+    let lock_path = home.join("packs.lock.json");
+    let mut lock = LockFile::load(&lock_path)?;
+    let sum = integrity(files);
+    let target = packs.join(&manifest.id);
+    if let Some(existing) = lock.packs.get(&manifest.id)
+        && existing.version == manifest.version.to_string()
+        && existing.integrity == sum
+        && target.is_dir()
+    {
+        return Ok(Outcome::Unchanged);
+    }
+    let staged = unique(&packs, &format!("tmp-{}", manifest.id));
+    std::fs::create_dir(&staged).map_err(io("cannot stage the pack"))?;
+    let stage = || -> Result<(), InstallError> {
+        for (name, bytes) in files {
+            let mode = if manifest.bin_file() == Some(name.as_str()) {
+                0o755
+            } else {
+                0o644
+            };
+            state::write_atomic(&staged.join(name), bytes, mode)?;
+        }
+        Ok(())
+    };
+    if let Err(error) = stage() {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(error);
+    }
+    let replaced = lock.packs.get(&manifest.id).map(|old| old.version.clone());
+    if target.exists() {
+        // Swap old and new in one step where the kernel can; else two renames.
+        let old = unique(&packs, &format!("old-{}", manifest.id));
+        std::fs::rename(&target, &old).map_err(io("cannot move the previous version aside"))?;
+        if let Err(source) = std::fs::rename(&staged, &target) {
+            let _ = std::fs::rename(&old, &target);
+            let _ = std::fs::remove_dir_all(&staged);
+            return Err(InstallError::Io {
+                what: "cannot put the pack in place".to_owned(),
+                source,
+            });
+        }
+        let _ = std::fs::remove_dir_all(&old);
+    } else {
+        std::fs::rename(&staged, &target).map_err(io("cannot put the pack in place"))?;
+    }
+    lock.version = 1;
+    lock.packs.insert(
+        manifest.id.clone(),
+        Locked {
+            id: manifest.id.clone(),
+            version: manifest.version.to_string(),
+            source: source.to_owned(),
+            integrity: sum,
+            installed_at: now,
+        },
+    );
+    lock.save(&lock_path)?;
+    Ok(Outcome::Installed { replaced })
+}
+
+/// Removes an installed pack and its lock entry, under the lock.
+pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
+    let _lock = state::Lock::acquire(home)?;
+    let lock_path = home.join("packs.lock.json");
+    let mut lock = LockFile::load(&lock_path)?;
+    let target = home.join("packs").join(id);
+    let existed = target.is_dir();
+    if existed {
+        let gone = unique(&home.join("packs"), &format!("old-{id}"));
+        std::fs::rename(&target, &gone).map_err(io("cannot remove the pack"))?;
+        let _ = std::fs::remove_dir_all(&gone);
+    }
+    let locked = lock.packs.remove(id).is_some();
+    if locked {
+        lock.save(&lock_path)?;
+    }
+    Ok(existed || locked)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(version: &str) -> Files {
+        let manifest = format!(
+            r#"{{"hcp":1,"id":"demo","version":"{version}","description":"d","bin":["./demo"],
+            "commands":{{"go":{{"summary":"s","effect":"read","argv":[]}}}}}}"#
+        );
+        [
+            (MANIFEST_FILE.to_owned(), manifest.into_bytes()),
+            (
+                SKILL_FILE.to_owned(),
+                b"---\nname: demo\ndescription: d\n---\n".to_vec(),
+            ),
+            ("demo".to_owned(), b"#!/bin/sh\necho hi\n".to_vec()),
+        ]
+        .into()
+    }
+
+    #[test]
+    fn place_same_version_is_unchanged_and_another_replaces() {
+        let home = tempfile::tempdir().unwrap();
+        let v1 = files("1.0.0");
+        let manifest = validate(&v1).unwrap();
+        assert_eq!(
+            place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
+            Outcome::Installed { replaced: None }
+        );
+        assert_eq!(
+            place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
+            Outcome::Unchanged
+        );
+        let v2 = files("2.0.0");
+        let manifest = validate(&v2).unwrap();
+        assert_eq!(
+            place(home.path(), &v2, &manifest, "./demo", "t".into()).unwrap(),
+            Outcome::Installed {
+                replaced: Some("1.0.0".into())
+            }
+        );
+        let lock = LockFile::load(&home.path().join("packs.lock.json")).unwrap();
+        assert_eq!(lock.packs["demo"].version, "2.0.0");
+        assert!(lock.packs["demo"].integrity.starts_with("sha512-"));
+        let names: Vec<_> = std::fs::read_dir(home.path().join("packs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("demo")],
+            "no staging left behind"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(home.path().join("packs/demo/demo"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o755);
+        }
+        assert!(remove(home.path(), "demo").unwrap());
+        assert!(!remove(home.path(), "demo").unwrap());
+    }
+
+    #[test]
+    fn integrity_depends_on_every_byte_and_name() {
+        let a = files("1.0.0");
+        let mut b = a.clone();
+        b.insert("demo".into(), b"#!/bin/sh\necho ho\n".to_vec());
+        assert_ne!(integrity(&a), integrity(&b));
+    }
+
+    fn tarball(entries: &[(&str, &[u8], tar::EntryType)]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for (name, bytes, kind) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            if kind.is_symlink() {
+                header.set_link_name("/etc/passwd").unwrap();
+                header.set_size(0);
+            }
+            // Write the raw name so `..` survives (set_path refuses it).
+            let raw = &mut header.as_old_mut().name;
+            raw[..name.len()].copy_from_slice(name.as_bytes());
+            header.set_cksum();
+            builder.append(&header, *bytes).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn tarballs_take_only_the_three_files_and_refuse_the_dangerous() {
+        let good = files("1.0.0");
+        let regular = tar::EntryType::Regular;
+        let mut entries: Vec<(String, Vec<u8>, tar::EntryType)> = good
+            .iter()
+            .map(|(name, bytes)| (format!("package/{name}"), bytes.clone(), regular))
+            .collect();
+        entries.push(("package/README.md".into(), b"extra".to_vec(), regular));
+        let view: Vec<(&str, &[u8], tar::EntryType)> = entries
+            .iter()
+            .map(|(n, b, k)| (n.as_str(), b.as_slice(), *k))
+            .collect();
+        assert_eq!(read_tarball(&tarball(&view)).unwrap(), good);
+        for (bad, message) in [
+            (("package/../evil", b"x".as_slice(), regular), "escapes"),
+            (("package/link", b"".as_slice(), tar::EntryType::Symlink), "link"),
+            (("package/dev", b"".as_slice(), tar::EntryType::Char), "device"),
+        ] {
+            let mut with = view.clone();
+            with.push(bad);
+            let error = read_tarball(&tarball(&with)).unwrap_err().to_string();
+            assert!(error.contains(message), "{error}");
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! install and uninstall from folders and built-in ids: the lock file, refusals that
+//! leave the previous version intact, concurrent installs.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::common::{TestEnv, copy_dir, fixture};
+
+/// A copy of the probe fixture in the working directory, at a given version.
+fn source(env: &TestEnv, name: &str, version: &str) -> PathBuf {
+    let dir = env.work().join(name);
+    copy_dir(&fixture("probe"), &dir);
+    let manifest = std::fs::read_to_string(dir.join("hcp.json"))
+        .unwrap()
+        .replace("0.1.0", version);
+    std::fs::write(dir.join("hcp.json"), manifest).unwrap();
+    dir
+}
+
+fn lock(env: &TestEnv) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(env.home().join("packs.lock.json")).unwrap()).unwrap()
+}
+
+fn installed_version(env: &TestEnv) -> String {
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.home().join("packs/probe/hcp.json")).unwrap())
+            .unwrap();
+    manifest["version"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn folder_install_records_the_lock_and_same_version_changes_nothing() {
+    let env = TestEnv::new();
+    source(&env, "src1", "1.0.0");
+    std::fs::write(env.work().join("src1/README.md"), "not part of a pack").unwrap();
+    let (code, envelope) = env.json(&["install", "src1", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["changed"], json!(true));
+    let mut names: Vec<String> = std::fs::read_dir(env.home().join("packs/probe"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["SKILL.md", "hcp.json", "probe"],
+        "only the three pack files"
+    );
+    let entry = &lock(&env)["packs"]["probe"];
+    assert_eq!(entry["version"], json!("1.0.0"));
+    assert!(entry["integrity"].as_str().unwrap().starts_with("sha512-"));
+    assert!(entry["installedAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(
+        entry["source"],
+        json!(
+            env.work()
+                .join("src1")
+                .canonicalize()
+                .unwrap()
+                .display()
+                .to_string()
+        )
+    );
+    // The installed pack runs.
+    let (code, _) = env.json(&["exec", "probe", "args", "--", "count=1"]);
+    assert_eq!(code, 0);
+    let before = std::fs::read_to_string(env.home().join("packs.lock.json")).unwrap();
+    let output = env.run(&["install", "src1", "--yes"]);
+    assert_eq!(
+        output.stdout,
+        "probe 1.0.0 is already installed; nothing changed\nnext: hcpx skill probe\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.home().join("packs.lock.json")).unwrap(),
+        before
+    );
+    // Another version replaces it.
+    source(&env, "src2", "2.0.0");
+    let (_, envelope) = env.json(&["install", "src2", "--yes"]);
+    assert_eq!(envelope["data"]["replaced"], json!("1.0.0"));
+    assert_eq!(installed_version(&env), "2.0.0");
+}
+
+#[test]
+fn each_refusal_leaves_the_previous_version() {
+    let env = TestEnv::new();
+    source(&env, "good", "1.0.0");
+    assert_eq!(env.json(&["install", "good", "--yes"]).0, 0);
+    let refused = |dir: &Path, expect: &str| {
+        let (code, envelope) = env.json(&["install", dir.to_str().unwrap(), "--yes"]);
+        assert_eq!(code, 2, "{envelope}");
+        let message = envelope["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expect), "{message}");
+        assert_eq!(installed_version(&env), "1.0.0");
+        assert_eq!(lock(&env)["packs"]["probe"]["version"], json!("1.0.0"));
+    };
+    // A link.
+    let linked = source(&env, "linked", "2.0.0");
+    std::fs::remove_file(linked.join("probe")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("/bin/sh", linked.join("probe")).unwrap();
+    refused(&linked, "is a link");
+    // A device file in place of the CLI (needs mknod rights: root here).
+    let device = source(&env, "device", "2.0.0");
+    std::fs::remove_file(device.join("probe")).unwrap();
+    let made = std::process::Command::new("mknod")
+        .arg(device.join("probe"))
+        .args(["c", "1", "3"])
+        .status();
+    if made.is_ok_and(|status| status.success()) {
+        refused(&device, "not a regular file");
+    } else {
+        eprintln!(
+            "note: mknod is not allowed here; the device-file case is covered by the tarball unit test"
+        );
+    }
+    // A file over 16 MiB (sparse: no disk used).
+    let big = source(&env, "big", "2.0.0");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(big.join("SKILL.md"))
+        .unwrap()
+        .set_len(17 * 1024 * 1024)
+        .unwrap();
+    refused(&big, "larger than 16 MiB");
+    // An invalid manifest.
+    let invalid = source(&env, "invalid", "2.0.0");
+    let manifest = std::fs::read_to_string(invalid.join("hcp.json"))
+        .unwrap()
+        .replace("\"effect\": \"read\"", "\"effect\": \"run\"");
+    std::fs::write(invalid.join("hcp.json"), manifest).unwrap();
+    refused(&invalid, "the pack is invalid");
+    // No staging folder is left behind by any of them.
+    let leftovers: Vec<String> = std::fs::read_dir(env.home().join("packs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(leftovers, ["probe"]);
+}
+
+#[test]
+fn two_concurrent_installs_leave_a_consistent_lock() {
+    let env = TestEnv::new();
+    source(&env, "a", "1.0.0");
+    source(&env, "b", "2.0.0");
+    let locked = env.work().join("locked");
+    copy_dir(&fixture("locked"), &locked);
+    let children: Vec<_> = ["a", "b", "locked", "a", "b", "locked"]
+        .iter()
+        .map(|dir| {
+            env.command(&["install", dir, "--yes"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let lock = lock(&env);
+    let ids: Vec<&String> = lock["packs"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["locked", "probe"]);
+    let version = lock["packs"]["probe"]["version"].as_str().unwrap();
+    assert_eq!(
+        version,
+        installed_version(&env),
+        "the lock says what is installed"
+    );
+}
+
+#[test]
+fn builtin_install_and_uninstall() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["install", "transit", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(lock(&env)["packs"]["transit"]["source"], json!("builtin:transit"));
+    let (_, search) = env.json(&["search", "transit"]);
+    assert_eq!(search["data"]["results"][0]["source"], json!("installed"));
+    let output = env.run(&["uninstall", "transit", "--yes"]);
+    assert_eq!(
+        output.stdout,
+        "uninstalled transit; the built-in transit is in use again\n"
+    );
+    assert!(lock(&env)["packs"].as_object().unwrap().is_empty());
+    let (code, envelope) = env.json(&["uninstall", "transit", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("that pack is built in, not installed; built-in packs stay")
+    );
+}
+
+#[test]
+fn installs_go_through_the_policy() {
+    let env = TestEnv::new().env("HCP_AGENT", "1");
+    let (code, envelope) = env.json(&["install", "transit"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(envelope["next"], json!("hcpx install transit --yes"));
+    assert!(!env.home().join("packs/transit").exists());
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"hcp.install","decision":"deny"}]}"#,
+    );
+    let (_, envelope) = env.json(&["install", "transit", "--yes"]);
+    assert_eq!(envelope["error"]["reason"], json!("denied_by_policy"));
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    let decisions: Vec<String> = audit
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["decision"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(decisions, ["needs_confirmation", "denied"]);
+}
+
+#[test]
+fn unknown_sources_say_what_is_accepted() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["install", "no-such-thing", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id")
+    );
+}
