@@ -137,6 +137,29 @@ pub enum Command {
         #[arg(long, default_value_t = 32 * 1024, value_parser = clap::value_parser!(u64).range(1..=8 * 1024 * 1024))]
         limit: u64,
     },
+    /// Plug hcpx into a host's configuration: show the change, or write it with --write.
+    #[command(
+        after_help = "Hosts: mcp (.hcp/mcp.json), claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, \
+                            gemini, opencode, copilot-cli.\n\nExamples:\n  hcpx adopt cursor            (show the diff)\n  \
+                            hcpx adopt cursor --write --yes\n  hcpx adopt codex --remove --write --yes\n\n\
+                            Comments, order and every other setting are kept; the old file stays as NAME.bak."
+    )]
+    Adopt {
+        /// The host: mcp, claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, gemini, opencode, copilot-cli.
+        host: String,
+        /// Write the change (otherwise only show it).
+        #[arg(long)]
+        write: bool,
+        /// Take hcpx's entry out instead.
+        #[arg(long)]
+        remove: bool,
+        /// Which of the host's files: project or user.
+        #[arg(long, value_parser = ["project", "user"])]
+        scope: Option<String>,
+        /// Confirm the write (the default policy asks).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Serve hcpx to MCP hosts over stdio: one tool, `hcp`, taking the same argv.
     #[command(after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.")]
     Mcp {

@@ -93,6 +93,8 @@ pub struct Context {
     pub confirmed: bool,
     /// Every command that is not a read is denied (`hcpx mcp --read-only`).
     pub read_only: bool,
+    /// This very binary, for host configurations when `hcpx` is not on PATH.
+    pub self_exe: Option<PathBuf>,
     /// The catalog and index a long-lived server keeps between calls.
     pub catalog_cache: Option<Arc<crate::catalog::CatalogCache>>,
     /// Where full captures are kept for `output ID` (the MCP server's store).
@@ -164,6 +166,7 @@ impl Context {
             secret_input: None,
             confirmed: false,
             read_only: false,
+            self_exe: None,
             catalog_cache: None,
             outputs: None,
             progress: None,

@@ -43,6 +43,22 @@ pub async fn dispatch(
         }
         Command::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
         Command::Bindings => commands::bind::list(ctx),
+        Command::Adopt {
+            host,
+            write,
+            remove,
+            scope,
+            yes,
+        } => {
+            let request = commands::adopt::Request {
+                host: &host,
+                write,
+                remove,
+                scope: scope.as_deref(),
+                yes,
+            };
+            commands::adopt::run(ctx, &request, argv).await
+        }
         Command::Install { source, yes } => commands::install::install(ctx, &source, yes, argv).await,
         Command::Uninstall { pack, yes } => commands::install::uninstall(ctx, &pack, yes, argv).await,
         Command::Policy(PolicyCommand::Set { matcher, decision }) => {

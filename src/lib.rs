@@ -7,6 +7,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod adopt;
 pub mod audit;
 pub mod availability;
 pub mod binding;

@@ -89,7 +89,11 @@ fn main() -> ExitCode {
     };
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let ctx = match hcpx::Context::new(env, cwd, interactive) {
-        Ok(ctx) => ctx.with_temp_dir(std::env::temp_dir()),
+        Ok(ctx) => {
+            let mut ctx = ctx.with_temp_dir(std::env::temp_dir());
+            ctx.self_exe = std::env::current_exe().ok();
+            ctx
+        }
         Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
     };
     // Only a person at a terminal is asked to confirm: never an agent's shell.

@@ -1,6 +1,7 @@
 //! One thin handler per command. Each takes the resolved [`Context`], calls the
 //! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
 
+pub mod adopt;
 pub mod availability;
 pub mod bind;
 pub mod doctor;

@@ -11,6 +11,7 @@
 
 mod common;
 
+mod adopt;
 mod catalog;
 mod exec;
 mod install;

@@ -1,0 +1,502 @@
+//! `adopt` (SPEC §9): the host data files under `adopt/` (embedded), where each host
+//! keeps its configuration, and in-place edits of those files. JSON and JSONC go
+//! through a concrete syntax tree and TOML through `toml_edit`, so comments, order,
+//! trailing commas and every other setting stay as they were; only hcpx's own entry
+//! is added, changed or removed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use serde::Deserialize;
+use serde_json::Value;
+
+static HOSTS_DIR: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/adopt");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Json,
+    Jsonc,
+    Toml,
+}
+
+/// One host, as its data file describes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Host {
+    pub host: String,
+    pub name: String,
+    pub format: Format,
+    pub servers_path: Vec<String>,
+    pub key: String,
+    pub entry: Value,
+    pub default_scope: String,
+    /// scope -> OS (`linux`, `macos`, `windows` or `any`) -> path.
+    pub scopes: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    pub native: Option<Native>,
+}
+
+/// Where a shell agent reads skills and instructions, and how to set its env.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Native {
+    #[serde(default)]
+    pub skills: BTreeMap<String, String>,
+    #[serde(default)]
+    pub instructions: BTreeMap<String, String>,
+    #[serde(default)]
+    pub agent_env: Option<AgentEnv>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentEnv {
+    pub format: Format,
+    pub path: BTreeMap<String, String>,
+    pub env_path: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    #[error("{0}")]
+    Unparsable(String),
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// Every host hcpx knows, by id.
+pub fn hosts() -> BTreeMap<String, Host> {
+    HOSTS_DIR
+        .files()
+        .filter_map(|file| serde_json::from_slice::<Host>(file.contents()).ok())
+        .map(|host| (host.host.clone(), host))
+        .collect()
+}
+
+/// This build's OS, as host files name it.
+pub fn current_os() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "macos"
+    } else if cfg!(windows) {
+        "windows"
+    } else {
+        "linux"
+    }
+}
+
+/// Expands `~`, `{config}`, `{codex}` and `%APPDATA%` in a host path; relative
+/// paths are under the working directory.
+pub fn expand(path: &str, env: &BTreeMap<String, String>, cwd: &Path) -> Option<PathBuf> {
+    let home = env.get("HOME").filter(|home| !home.is_empty());
+    let config = env
+        .get("XDG_CONFIG_HOME")
+        .filter(|dir| dir.starts_with('/'))
+        .cloned()
+        .or_else(|| home.map(|h| format!("{h}/.config")));
+    let codex = env
+        .get("CODEX_HOME")
+        .filter(|dir| !dir.is_empty())
+        .cloned()
+        .or_else(|| home.map(|h| format!("{h}/.codex")));
+    let mut expanded = path.to_owned();
+    if let Some(rest) = expanded.strip_prefix("~/") {
+        expanded = format!("{}/{rest}", home?);
+    }
+    if expanded.contains("{config}") {
+        expanded = expanded.replace("{config}", &config?);
+    }
+    if expanded.contains("{codex}") {
+        expanded = expanded.replace("{codex}", &codex?);
+    }
+    if expanded.contains("%APPDATA%") {
+        expanded = expanded.replace("%APPDATA%", env.get("APPDATA")?);
+    }
+    let expanded = PathBuf::from(expanded);
+    Some(if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    })
+}
+
+/// The path of a scope's file on this OS.
+pub fn scope_path(
+    paths: &BTreeMap<String, String>,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Option<PathBuf> {
+    let path = paths.get(current_os()).or_else(|| paths.get("any"))?;
+    expand(path, env, cwd)
+}
+
+/// The host's entry with the command and, when given, the environment filled in.
+pub fn entry(host: &Host, command: &str, env: Option<&BTreeMap<String, String>>) -> Value {
+    fn fill(value: &Value, command: &str, env: Option<&BTreeMap<String, String>>) -> Option<Value> {
+        match value {
+            Value::String(text) if text == "{command}" => Some(Value::String(command.to_owned())),
+            Value::String(text) if text == "{env}" => {
+                env.map(|env| serde_json::to_value(env).unwrap_or_default())
+            }
+            Value::Array(items) => Some(Value::Array(
+                items.iter().filter_map(|item| fill(item, command, env)).collect(),
+            )),
+            Value::Object(map) => Some(Value::Object(
+                map.iter()
+                    .filter_map(|(key, item)| fill(item, command, env).map(|item| (key.clone(), item)))
+                    .collect(),
+            )),
+            other => Some(other.clone()),
+        }
+    }
+    fill(&host.entry, command, env).unwrap_or(Value::Null)
+}
+
+fn to_input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(flag) => CstInputValue::Bool(*flag),
+        Value::Number(number) => CstInputValue::Number(number.to_string()),
+        Value::String(text) => CstInputValue::String(text.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(to_input).collect()),
+        Value::Object(map) => CstInputValue::Object(
+            map.iter()
+                .map(|(key, item)| (key.clone(), to_input(item)))
+                .collect(),
+        ),
+    }
+}
+
+/// Sets (`Some`) or removes (`None`) `key` under `path` in JSON or JSONC text.
+/// Containers on the path are created when needed, and dropped again when a
+/// removal leaves them empty.
+fn edit_json(text: &str, path: &[String], key: &str, value: Option<&Value>) -> Result<String, AdoptError> {
+    let source = if text.trim().is_empty() { "{}\n" } else { text };
+    let root = CstRootNode::parse(source, &jsonc_parser::ParseOptions::default())
+        .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+    let top = match root.value() {
+        None => root.object_value_or_set(),
+        Some(_) => root
+            .object_value()
+            .ok_or_else(|| AdoptError::Shape("the file is not a JSON object".to_owned()))?,
+    };
+    match value {
+        Some(value) => {
+            let mut container = top;
+            for segment in path {
+                container = container
+                    .object_value_or_create(segment)
+                    .ok_or_else(|| AdoptError::Shape(format!("`{segment}` in the file is not an object")))?;
+            }
+            match container.get(key) {
+                Some(prop) if prop.value().and_then(|node| node.to_serde_value()).as_ref() == Some(value) => {
+                    return Ok(text.to_owned());
+                }
+                Some(prop) => prop.set_value(to_input(value)),
+                None => {
+                    container.append(key, to_input(value));
+                }
+            }
+        }
+        None => {
+            let mut chain: Vec<CstObject> = vec![top];
+            for segment in path {
+                let Some(next) = chain.last().and_then(|object| object.object_value(segment)) else {
+                    return Ok(text.to_owned());
+                };
+                chain.push(next);
+            }
+            let Some(prop) = chain.last().and_then(|object| object.get(key)) else {
+                return Ok(text.to_owned());
+            };
+            prop.remove();
+            // Drop the containers the entry left empty, innermost first.
+            for (depth, segment) in path.iter().enumerate().rev() {
+                if chain[depth + 1].properties().is_empty()
+                    && let Some(prop) = chain[depth].get(segment)
+                {
+                    prop.remove();
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(root.to_string())
+}
+
+fn toml_value(value: &Value) -> Option<toml_edit::Value> {
+    Some(match value {
+        Value::Bool(flag) => toml_edit::Value::from(*flag),
+        Value::Number(number) => toml_edit::Value::from(number.as_i64()?),
+        Value::String(text) => toml_edit::Value::from(text.as_str()),
+        Value::Array(items) => toml_edit::Value::Array(items.iter().filter_map(toml_value).collect()),
+        Value::Object(map) => {
+            let mut table = toml_edit::InlineTable::new();
+            for (key, item) in map {
+                table.insert(key, toml_value(item)?);
+            }
+            toml_edit::Value::InlineTable(table)
+        }
+        Value::Null => return None,
+    })
+}
+
+/// Removes `key` under `path`; tables left empty that adopt made (implicit ones)
+/// go too. Returns whether the key was there.
+fn remove_toml(table: &mut toml_edit::Table, path: &[String], key: &str) -> bool {
+    let Some((head, rest)) = path.split_first() else {
+        return table.remove(key).is_some();
+    };
+    let Some(child) = table.get_mut(head).and_then(toml_edit::Item::as_table_mut) else {
+        return false;
+    };
+    let removed = remove_toml(child, rest, key);
+    let prune = removed && child.is_empty() && child.is_implicit();
+    if prune {
+        table.remove(head);
+    }
+    removed
+}
+
+/// Sets or removes `[path.key]` in TOML text.
+fn edit_toml(text: &str, path: &[String], key: &str, value: Option<&Value>) -> Result<String, AdoptError> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+    match value {
+        Some(value) => {
+            let mut table = doc.as_table_mut();
+            for segment in path {
+                let item = table.entry(segment).or_insert_with(|| {
+                    let mut implicit = toml_edit::Table::new();
+                    implicit.set_implicit(true);
+                    toml_edit::Item::Table(implicit)
+                });
+                table = item
+                    .as_table_mut()
+                    .ok_or_else(|| AdoptError::Shape(format!("`{segment}` is not a table")))?;
+            }
+            let Value::Object(fields) = value else {
+                return Err(AdoptError::Shape("the entry is not a table".to_owned()));
+            };
+            let mut entry = toml_edit::Table::new();
+            for (field, item) in fields {
+                if let Some(item) = toml_value(item) {
+                    entry.insert(field, toml_edit::Item::Value(item));
+                }
+            }
+            let same = table
+                .get(key)
+                .and_then(toml_edit::Item::as_table)
+                .is_some_and(|existing| {
+                    existing.len() == entry.len()
+                        && entry.iter().all(|(field, item)| {
+                            existing
+                                .get(field)
+                                .and_then(toml_edit::Item::as_value)
+                                .map(|v| v.to_string().trim().to_owned())
+                                == item.as_value().map(|v| v.to_string().trim().to_owned())
+                        })
+                });
+            if same {
+                return Ok(text.to_owned());
+            }
+            table.insert(key, toml_edit::Item::Table(entry));
+        }
+        None => {
+            if !remove_toml(doc.as_table_mut(), path, key) {
+                return Ok(text.to_owned());
+            }
+        }
+    }
+    Ok(doc.to_string())
+}
+
+/// The file's new text with the entry set (`Some`) or removed (`None`).
+pub fn edit(
+    format: Format,
+    text: &str,
+    path: &[String],
+    key: &str,
+    value: Option<&Value>,
+) -> Result<String, AdoptError> {
+    match format {
+        Format::Json | Format::Jsonc => edit_json(text, path, key, value),
+        Format::Toml => edit_toml(text, path, key, value),
+    }
+}
+
+/// A unified diff of two texts, for `adopt` without `--write`.
+pub fn diff(path: &Path, old: &str, new: &str) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&name, &name)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn path(segments: &[&str]) -> Vec<String> {
+        segments.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn every_host_file_parses_and_names_its_file() {
+        let hosts = hosts();
+        let ids: Vec<&str> = hosts.keys().map(String::as_str).collect();
+        assert_eq!(
+            ids,
+            [
+                "claude-code",
+                "claude-desktop",
+                "codex",
+                "copilot-cli",
+                "cursor",
+                "gemini",
+                "mcp",
+                "opencode",
+                "vscode",
+                "windsurf",
+                "zed"
+            ]
+        );
+        let env: BTreeMap<String, String> = [("HOME".to_owned(), "/h".to_owned())].into();
+        for host in hosts.values() {
+            let paths = &host.scopes[&host.default_scope];
+            assert!(
+                scope_path(paths, &env, Path::new("/w")).is_some(),
+                "{}",
+                host.host
+            );
+        }
+    }
+
+    #[test]
+    fn jsonc_keeps_comments_commas_and_order_and_round_trips() {
+        let original = "{\n  // my servers\n  \"servers\": {\n    \"other\": { \"command\": \"x\" }, // keep\n  },\n  \"theme\": \"dark\",\n}\n";
+        let value = json!({ "type": "stdio", "command": "hcpx", "args": ["mcp"] });
+        let added = edit(Format::Jsonc, original, &path(&["servers"]), "hcpx", Some(&value)).unwrap();
+        assert!(
+            added.contains("// my servers")
+                && added.contains("// keep")
+                && added.contains("\"theme\": \"dark\"")
+        );
+        assert!(added.contains("\"hcpx\""), "{added}");
+        assert_eq!(
+            edit(Format::Jsonc, &added, &path(&["servers"]), "hcpx", Some(&value)).unwrap(),
+            added,
+            "idempotent"
+        );
+        assert_eq!(
+            edit(Format::Jsonc, &added, &path(&["servers"]), "hcpx", None).unwrap(),
+            original,
+            "removal restores"
+        );
+    }
+
+    #[test]
+    fn json_containers_are_made_and_unmade() {
+        let original = "{\n  \"theme\": \"dark\"\n}\n";
+        let value = json!({ "command": "hcpx" });
+        let added = edit(
+            Format::Json,
+            original,
+            &path(&["mcpServers"]),
+            "hcpx",
+            Some(&value),
+        )
+        .unwrap();
+        let parsed: Value = serde_json::from_str(&added).unwrap();
+        assert_eq!(parsed["mcpServers"]["hcpx"], value);
+        assert_eq!(
+            edit(Format::Json, &added, &path(&["mcpServers"]), "hcpx", None).unwrap(),
+            original
+        );
+        let fresh = edit(Format::Json, "", &path(&["mcpServers"]), "hcp", Some(&value)).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&fresh).unwrap(),
+            json!({ "mcpServers": { "hcp": value } })
+        );
+    }
+
+    #[test]
+    fn toml_keeps_everything_else() {
+        let original = "# Codex\nmodel = \"o4\"\n\n[mcp_servers.other]\ncommand = \"x\" # keep\n";
+        let value = json!({ "command": "hcpx", "args": ["mcp"], "env": { "HCP_HOME": "/h" } });
+        let added = edit(
+            Format::Toml,
+            original,
+            &path(&["mcp_servers"]),
+            "hcpx",
+            Some(&value),
+        )
+        .unwrap();
+        assert!(added.starts_with(original), "{added}");
+        assert!(
+            added.contains(
+                "[mcp_servers.hcpx]\ncommand = \"hcpx\"\nargs = [\"mcp\"]\nenv = { HCP_HOME = \"/h\" }\n"
+            ),
+            "{added}"
+        );
+        assert_eq!(
+            edit(
+                Format::Toml,
+                &added,
+                &path(&["mcp_servers"]),
+                "hcpx",
+                Some(&value)
+            )
+            .unwrap(),
+            added
+        );
+        assert_eq!(
+            edit(Format::Toml, &added, &path(&["mcp_servers"]), "hcpx", None).unwrap(),
+            original
+        );
+        let fresh = edit(Format::Toml, "", &path(&["mcp_servers"]), "hcpx", Some(&value)).unwrap();
+        assert_eq!(
+            edit(Format::Toml, &fresh, &path(&["mcp_servers"]), "hcpx", None).unwrap(),
+            ""
+        );
+    }
+
+    #[test]
+    fn unparsable_files_are_errors() {
+        assert!(matches!(
+            edit(Format::Json, "{ \"a\": ", &path(&["x"]), "k", Some(&json!(1))),
+            Err(AdoptError::Unparsable(_))
+        ));
+        assert!(matches!(
+            edit(Format::Toml, "[x", &path(&["x"]), "k", Some(&json!({}))),
+            Err(AdoptError::Unparsable(_))
+        ));
+        assert!(matches!(
+            edit(Format::Json, "[1]", &path(&["x"]), "k", Some(&json!(1))),
+            Err(AdoptError::Shape(_))
+        ));
+    }
+
+    #[test]
+    fn entries_fill_command_and_env_only_when_set() {
+        let hosts = hosts();
+        let opencode = &hosts["opencode"];
+        assert_eq!(
+            entry(opencode, "/bin/hcpx", None),
+            json!({ "type": "local", "command": ["/bin/hcpx", "mcp"], "enabled": true })
+        );
+        let env: BTreeMap<String, String> = [("HCP_HOME".to_owned(), "/h".to_owned())].into();
+        assert_eq!(
+            entry(&hosts["mcp"], "hcpx", Some(&env)),
+            json!({ "command": "hcpx", "args": ["mcp"], "env": { "HCP_HOME": "/h" } })
+        );
+    }
+}
