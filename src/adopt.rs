@@ -244,8 +244,8 @@ fn toml_value(value: &Value) -> Option<toml_edit::Value> {
     })
 }
 
-/// Removes `key` under `path`; tables left empty that adopt made (implicit ones)
-/// go too. Returns whether the key was there.
+/// Removes `key` under `path`; the tables on the path that this removal leaves
+/// empty go too (adopt made them). Returns whether the key was there.
 fn remove_toml(table: &mut toml_edit::Table, path: &[String], key: &str) -> bool {
     let Some((head, rest)) = path.split_first() else {
         return table.remove(key).is_some();
@@ -254,7 +254,7 @@ fn remove_toml(table: &mut toml_edit::Table, path: &[String], key: &str) -> bool
         return false;
     };
     let removed = remove_toml(child, rest, key);
-    let prune = removed && child.is_empty() && child.is_implicit();
+    let prune = removed && child.is_empty();
     if prune {
         table.remove(head);
     }
@@ -280,7 +280,19 @@ fn edit_toml(text: &str, path: &[String], key: &str, value: Option<&Value>) -> R
                     .ok_or_else(|| AdoptError::Shape(format!("`{segment}` is not a table")))?;
             }
             let Value::Object(fields) = value else {
-                return Err(AdoptError::Shape("the entry is not a table".to_owned()));
+                // A plain value, such as `HCP_AGENT = "1"`.
+                let item = toml_value(value)
+                    .ok_or_else(|| AdoptError::Shape("the value has no TOML form".to_owned()))?;
+                let same = table
+                    .get(key)
+                    .and_then(toml_edit::Item::as_value)
+                    .map(|v| v.to_string().trim().to_owned())
+                    == Some(item.to_string().trim().to_owned());
+                if same {
+                    return Ok(text.to_owned());
+                }
+                table.insert(key, toml_edit::Item::Value(item));
+                return Ok(doc.to_string());
             };
             let mut entry = toml_edit::Table::new();
             for (field, item) in fields {
@@ -326,6 +338,39 @@ pub fn edit(
     match format {
         Format::Json | Format::Jsonc => edit_json(text, path, key, value),
         Format::Toml => edit_toml(text, path, key, value),
+    }
+}
+
+/// The marks around hcpx's block in an instructions file.
+pub const BLOCK_BEGIN: &str =
+    "<!-- hcpx:begin (written by `hcpx adopt --native`; a second run replaces it) -->";
+pub const BLOCK_END: &str = "<!-- hcpx:end -->";
+
+/// Puts `block` between the marks, replacing an earlier one (`Some`), or takes the
+/// marked block out (`None`).
+pub fn edit_block(text: &str, block: Option<&str>) -> String {
+    let found = text.find(BLOCK_BEGIN).and_then(|start| {
+        text[start..]
+            .find(BLOCK_END)
+            .map(|end| (start, start + end + BLOCK_END.len()))
+    });
+    let marked = block.map(|body| format!("{BLOCK_BEGIN}\n{}\n{BLOCK_END}", body.trim_end()));
+    match (found, marked) {
+        (Some((start, end)), Some(marked)) => format!("{}{marked}{}", &text[..start], &text[end..]),
+        (Some((start, end)), None) => {
+            // Also the newline after the block and the blank line adopt put before it.
+            let after = text[end..].strip_prefix('\n').unwrap_or(&text[end..]);
+            let before = text[..start]
+                .strip_suffix("\n\n")
+                .map_or(&text[..start], |b| &text[..b.len() + 1]);
+            format!("{before}{after}")
+        }
+        (None, Some(marked)) if text.trim().is_empty() => format!("{marked}\n"),
+        (None, Some(marked)) => {
+            let separator = if text.ends_with('\n') { "\n" } else { "\n\n" };
+            format!("{text}{separator}{marked}\n")
+        }
+        (None, None) => text.to_owned(),
     }
 }
 
@@ -466,6 +511,60 @@ mod tests {
         assert_eq!(
             edit(Format::Toml, &fresh, &path(&["mcp_servers"]), "hcpx", None).unwrap(),
             ""
+        );
+    }
+
+    #[test]
+    fn marked_blocks_are_replaced_not_repeated_and_removable() {
+        let original = "# Project rules\n\nUse tabs.\n";
+        let added = edit_block(original, Some("first"));
+        assert!(added.starts_with(original) && added.contains("first"));
+        let again = edit_block(&added, Some("second"));
+        assert_eq!(again.matches(BLOCK_BEGIN).count(), 1);
+        assert!(again.contains("second") && !again.contains("first"));
+        assert_eq!(edit_block(&again, None), original);
+        assert_eq!(
+            edit_block("", Some("x")),
+            format!("{BLOCK_BEGIN}\nx\n{BLOCK_END}\n")
+        );
+    }
+
+    #[test]
+    fn toml_plain_values_in_nested_tables() {
+        let original = "model = \"o4\"\n";
+        let added = edit(
+            Format::Toml,
+            original,
+            &path(&["shell_environment_policy", "set"]),
+            "HCP_AGENT",
+            Some(&json!("1")),
+        )
+        .unwrap();
+        assert_eq!(
+            added,
+            "model = \"o4\"\n\n[shell_environment_policy.set]\nHCP_AGENT = \"1\"\n"
+        );
+        assert_eq!(
+            edit(
+                Format::Toml,
+                &added,
+                &path(&["shell_environment_policy", "set"]),
+                "HCP_AGENT",
+                Some(&json!("1"))
+            )
+            .unwrap(),
+            added
+        );
+        assert_eq!(
+            edit(
+                Format::Toml,
+                &added,
+                &path(&["shell_environment_policy", "set"]),
+                "HCP_AGENT",
+                None
+            )
+            .unwrap(),
+            original
         );
     }
 

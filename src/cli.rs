@@ -156,6 +156,9 @@ pub enum Command {
         /// Which of the host's files: project or user.
         #[arg(long, value_parser = ["project", "user"])]
         scope: Option<String>,
+        /// For a shell agent: install the hcpx skill, an instructions block and HCP_AGENT=1 instead.
+        #[arg(long)]
+        native: bool,
         /// Confirm the write (the default policy asks).
         #[arg(long)]
         yes: bool,

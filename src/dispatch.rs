@@ -48,6 +48,7 @@ pub async fn dispatch(
             write,
             remove,
             scope,
+            native,
             yes,
         } => {
             let request = commands::adopt::Request {
@@ -55,6 +56,7 @@ pub async fn dispatch(
                 write,
                 remove,
                 scope: scope.as_deref(),
+                native,
                 yes,
             };
             commands::adopt::run(ctx, &request, argv).await

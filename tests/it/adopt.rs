@@ -227,3 +227,102 @@ fn agents_need_confirmation_to_adopt() {
     assert_eq!(code, 2);
     assert_eq!(envelope["data"]["hosts"].as_array().unwrap().len(), 11);
 }
+
+#[test]
+fn native_installs_skill_block_and_agent_env_for_every_shell_agent() {
+    // (host, skill file, instructions file, settings file with HCP_AGENT, how to read it)
+    let cases = [
+        (
+            "claude-code",
+            "work/.claude/skills/hcpx/SKILL.md",
+            "work/CLAUDE.md",
+            Some("work/.claude/settings.json"),
+        ),
+        (
+            "codex",
+            "user/.agents/skills/hcpx/SKILL.md",
+            "user/.codex/AGENTS.md",
+            Some("user/.codex/config.toml"),
+        ),
+        (
+            "cursor",
+            "work/.cursor/skills/hcpx/SKILL.md",
+            "work/AGENTS.md",
+            None,
+        ),
+        (
+            "gemini",
+            "work/.gemini/skills/hcpx/SKILL.md",
+            "work/GEMINI.md",
+            None,
+        ),
+        (
+            "opencode",
+            "work/.opencode/skills/hcpx/SKILL.md",
+            "work/AGENTS.md",
+            None,
+        ),
+        (
+            "copilot-cli",
+            "user/.copilot/skills/hcpx/SKILL.md",
+            "work/AGENTS.md",
+            None,
+        ),
+    ];
+    for (host, skill, instructions, settings) in cases {
+        let env = TestEnv::new();
+        let rules = "# Team rules\n\nRun the tests before committing.\n";
+        let instructions_path = env.write(instructions, rules);
+        let settings_original = match settings {
+            Some(file) if file.ends_with(".toml") => Some(env.write(file, "model = \"o4\"\n")),
+            Some(file) => Some(env.write(file, "{\n  \"permissions\": { \"allow\": [\"Bash(ls:*)\"] }\n}\n")),
+            None => None,
+        };
+        let (code, envelope) = env.json(&["adopt", host, "--native", "--write", "--yes"]);
+        assert_eq!(code, 0, "{host}: {envelope}");
+        let written = std::fs::read_to_string(env.root.path().join(skill))
+            .unwrap_or_else(|_| panic!("{host}: no skill"));
+        assert!(written.starts_with("---\nname: hcpx\ndescription: "), "{host}");
+        let block = std::fs::read_to_string(&instructions_path).unwrap();
+        assert!(block.starts_with(rules), "{host}: the instructions are kept");
+        assert_eq!(block.matches("<!-- hcpx:begin").count(), 1, "{host}");
+        if let Some(path) = &settings_original {
+            let text = std::fs::read_to_string(path).unwrap();
+            if host == "codex" {
+                assert!(
+                    text.contains("[shell_environment_policy.set]\nHCP_AGENT = \"1\""),
+                    "{host}: {text}"
+                );
+            } else {
+                let value: Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(value["env"]["HCP_AGENT"], json!("1"), "{host}");
+                assert_eq!(value["permissions"]["allow"][0], json!("Bash(ls:*)"), "{host}");
+            }
+        }
+        // A second run replaces rather than repeats: nothing changes.
+        let (_, envelope) = env.json(&["adopt", host, "--native", "--write", "--yes"]);
+        assert_eq!(envelope["data"]["changed"], json!(false), "{host}: {envelope}");
+        // --remove takes out only what adopt put there.
+        let (code, _) = env.json(&["adopt", host, "--native", "--remove", "--write", "--yes"]);
+        assert_eq!(code, 0, "{host}");
+        assert_eq!(
+            std::fs::read_to_string(&instructions_path).unwrap(),
+            rules,
+            "{host}"
+        );
+        assert!(!env.root.path().join(skill).exists(), "{host}");
+        if let Some(path) = &settings_original {
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(!text.contains("HCP_AGENT"), "{host}: {text}");
+        }
+    }
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["adopt", "zed", "--native"]);
+    assert_eq!(code, 2);
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Zed has no shell agent; --native is for")
+    );
+}
