@@ -16,6 +16,7 @@ mod catalog;
 mod exec;
 mod install;
 mod mcp;
+mod npm;
 mod pack;
 mod policy;
 mod transit;
