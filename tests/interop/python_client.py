@@ -81,8 +81,32 @@ async def session(mode, home, work):
         )
 
 
+async def adopted(root):
+    """`hcpx adopt mcp --write` in a fresh folder; the SDK starts what it wrote."""
+    import subprocess
+
+    folder = os.path.join(root, "fresh")
+    os.makedirs(folder)
+    env = {"HCP_HOME": os.path.join(root, "home"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    done = subprocess.run([HCPX, "adopt", "mcp", "--write", "--yes"], cwd=folder, env=env, capture_output=True)
+    check("adopt mcp --write", done.returncode == 0, done.stderr)
+    with open(os.path.join(folder, ".hcp", "mcp.json")) as handle:
+        server = json.load(handle)["mcpServers"]["hcp"]
+    check("the entry starts hcpx mcp", server["args"] == ["mcp"], server)
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], env={**server.get("env", {}), "PATH": env["PATH"]}, cwd=folder
+    )
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        check("the adopted configuration serves the hcp tool", [t.name for t in tools] == ["hcp"], tools)
+
+
 async def main():
     with tempfile.TemporaryDirectory() as root:
+        try:
+            await adopted(root)
+        except Exception as error:  # a crash is a failure, reported, not hidden
+            check("adopted configuration ran", False, repr(error))
         home = os.path.join(root, "home")
         work = os.path.join(root, "work")
         os.makedirs(work)
