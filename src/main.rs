@@ -29,7 +29,7 @@ fn fail(message: &str, code: u8) -> ExitCode {
 
 /// Runs the MCP server on stdio until the client closes stdin. `--help` and bad
 /// arguments go through the command tree like any other command.
-fn serve_mcp(argv: &[String], ctx: hcpx::Context) -> ExitCode {
+fn serve_mcp(argv: &[String], ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     use clap::Parser as _;
     let read_only = match hcpx::cli::Cli::try_parse_from(
         std::iter::once("hcpx").chain(argv.iter().map(String::as_str)),
@@ -39,22 +39,8 @@ fn serve_mcp(argv: &[String], ctx: hcpx::Context) -> ExitCode {
             ..
         }) => read_only,
         _ => {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
-                return fail("cannot start the runtime", hcpx::error::EXIT_FAILED);
-            };
             let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams));
             return ExitCode::from(outcome.exit_code);
-        }
-    };
-    // One thread: every call's waiting is asynchronous (children, pipes, timers), and
-    // hopping between worker threads cost more per call than it ever saved.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return fail(
-                &format!("cannot start the runtime: {error}"),
-                hcpx::error::EXIT_FAILED,
-            );
         }
     };
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
@@ -101,10 +87,9 @@ fn main() -> ExitCode {
     let human: Option<Arc<dyn Human>> = (ctx.principal == hcpx::Principal::Terminal && interactive)
         .then(|| terminal.clone() as Arc<dyn Human>);
     let ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
-    // `hcpx mcp`: the server owns stdin and stdout from here on.
-    if argv.iter().find(|arg| !arg.starts_with('-')).map(String::as_str) == Some("mcp") {
-        return serve_mcp(&argv, ctx);
-    }
+    // One thread, for the CLI and for the MCP server alike: every wait is
+    // asynchronous (children, pipes, timers), and hopping between worker threads cost
+    // the server more per call than it ever saved.
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -114,6 +99,10 @@ fn main() -> ExitCode {
             );
         }
     };
+    // `hcpx mcp`: the server owns stdin and stdout from here on.
+    if argv.iter().find(|arg| !arg.starts_with('-')).map(String::as_str) == Some("mcp") {
+        return serve_mcp(&argv, ctx, &runtime);
+    }
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.
         let cancel = ctx.cancel.clone();

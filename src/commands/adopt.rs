@@ -7,15 +7,12 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Asked, confirm, load_policies, to_json};
+use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::adopt::{self, AdoptError, Host};
-use crate::audit;
 use crate::availability::resolve_program;
 use crate::context::{Context, env_vars};
 use crate::error::{Failure, Reason};
-use crate::manifest::Effect;
-use crate::policy::{self, Subject};
 use crate::state;
 
 /// What to do.
@@ -255,18 +252,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         });
     }
     // Writing is `hcp.adopt`, through the policy like install.
-    let evaluation = match ctx.read_only.then(|| policy::read_only(Effect::Write)).flatten() {
-        Some(denied) => denied,
-        None => policy::evaluate(
-            &Subject {
-                principal: ctx.principal,
-                pack: super::policy::PSEUDO_PACK,
-                command: "adopt",
-                effect: Effect::Write,
-            },
-            &load_policies(ctx),
-        ),
-    };
+    let evaluation = super::pseudo_evaluation(ctx, "adopt");
     let plan = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
     let asked = Asked {
         what: format!("Change {} file(s) for {}?", changed.len(), host.name),
@@ -321,25 +307,19 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         }
         lines.push_str(&format!("  {}\n", change.path.display()));
     }
-    let entry_log = audit::Entry {
-        ts: audit::now(),
-        principal: ctx.principal,
+    let decision = if request.remove {
+        "adopt-removed"
+    } else {
+        "adopted"
+    };
+    let warnings = super::record(
+        ctx,
         argv,
-        pack: super::policy::PSEUDO_PACK,
-        command: "adopt",
-        decision: if request.remove {
-            "adopt-removed"
-        } else {
-            "adopted"
-        },
-        exit_code: None,
-        duration_ms: 0,
-        output_bytes: 0,
-    };
-    let warnings = match audit::append(&ctx.home, &entry_log) {
-        Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
-    };
+        super::policy::PSEUDO_PACK,
+        "adopt",
+        decision,
+        std::time::Instant::now(),
+    );
     data["written"] = json!(true);
     data["backups"] = json!(backups);
     let what = if request.remove {

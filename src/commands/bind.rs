@@ -5,7 +5,6 @@ use serde_json::json;
 
 use super::{find_pack, load_catalog, refuse_agents, to_json};
 use crate::Reply;
-use crate::audit;
 use crate::binding::{Bound, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
@@ -17,24 +16,6 @@ fn state_failure(error: &impl std::fmt::Display) -> Failure {
         format!("the binding store cannot be changed: {error}"),
     )
     .next("hcpx doctor")
-}
-
-fn record(ctx: &Context, argv: &[String], pack: &str, what: &str) -> String {
-    let entry = audit::Entry {
-        ts: audit::now(),
-        principal: ctx.principal,
-        argv,
-        pack,
-        command: what,
-        decision: what,
-        exit_code: None,
-        duration_ms: 0,
-        output_bytes: 0,
-    };
-    match audit::append(&ctx.home, &entry) {
-        Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
-    }
 }
 
 /// Loads, changes and writes the store under the lock. An unparsable store is
@@ -127,7 +108,7 @@ pub fn bind(
             .insert(key.to_owned(), bound);
         true
     })?;
-    let warning = record(ctx, argv, pack_id, "bind");
+    let warning = super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now());
     Ok(Reply {
         text: format!("bound {pack_id} {key} {how}\n"),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
@@ -154,7 +135,7 @@ pub fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Resul
         removed
     })?;
     let warning = if removed {
-        record(ctx, argv, pack_id, "unbind")
+        super::record(ctx, argv, pack_id, "unbind", "unbind", std::time::Instant::now())
     } else {
         String::new()
     };

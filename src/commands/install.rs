@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Asked, confirm, load_policies, to_json};
+use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
 use crate::availability::resolve_program;
@@ -14,8 +14,6 @@ use crate::catalog::builtin_files;
 use crate::context::{Context, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, Outcome};
-use crate::manifest::Effect;
-use crate::policy::{self, Subject};
 use crate::runtime;
 use crate::sandbox::Spawn;
 
@@ -41,30 +39,6 @@ fn failure(error: InstallError) -> Failure {
     }
 }
 
-fn record(
-    ctx: &Context,
-    argv: &[String],
-    command: &str,
-    decision: &str,
-    started: std::time::Instant,
-) -> String {
-    let entry = audit::Entry {
-        ts: audit::now(),
-        principal: ctx.principal,
-        argv,
-        pack: super::policy::PSEUDO_PACK,
-        command,
-        decision,
-        exit_code: None,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        output_bytes: 0,
-    };
-    match audit::append(&ctx.home, &entry) {
-        Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
-    }
-}
-
 /// The policy step for `hcp.install` / `hcp.uninstall`.
 async fn permitted(
     ctx: &Context,
@@ -74,18 +48,7 @@ async fn permitted(
     argv: &[String],
 ) -> Result<(), Failure> {
     let started = std::time::Instant::now();
-    let evaluation = match ctx.read_only.then(|| policy::read_only(Effect::Write)).flatten() {
-        Some(denied) => denied,
-        None => policy::evaluate(
-            &Subject {
-                principal: ctx.principal,
-                pack: super::policy::PSEUDO_PACK,
-                command,
-                effect: Effect::Write,
-            },
-            &load_policies(ctx),
-        ),
-    };
+    let evaluation = super::pseudo_evaluation(ctx, command);
     let plan = json!({
         "pack": super::policy::PSEUDO_PACK, "command": command, "target": target,
         "decision": evaluation.decision, "rule": to_json(&evaluation.rule),
@@ -104,7 +67,7 @@ async fn permitted(
                 Reason::Declined => "declined",
                 _ => "needs_confirmation",
             };
-            let _ = record(ctx, argv, command, decision, started);
+            let _ = super::record(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
 }
 
@@ -238,9 +201,10 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
             (format!("installed {id} {version} from {recorded}\n"), true)
         }
     };
-    let warning = record(
+    let warning = super::record(
         ctx,
         argv,
+        super::policy::PSEUDO_PACK,
         "install",
         if changed { "installed" } else { "unchanged" },
         started,
@@ -269,7 +233,14 @@ pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> R
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
     let removed = install::remove(&ctx.home, id).map_err(failure)?;
-    let warning = record(ctx, argv, "uninstall", "uninstalled", started);
+    let warning = super::record(
+        ctx,
+        argv,
+        super::policy::PSEUDO_PACK,
+        "uninstall",
+        "uninstalled",
+        started,
+    );
     let builtin = builtin_files(id).is_some();
     let text = match (removed, builtin) {
         (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),

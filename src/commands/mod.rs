@@ -100,6 +100,55 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
+/// Appends an audit line for a decision other than an exec (SPEC §10); returns a
+/// warning for people when it could not be written, never failing the call.
+pub(crate) fn record(
+    ctx: &Context,
+    argv: &[String],
+    pack: &str,
+    command: &str,
+    decision: &str,
+    started: std::time::Instant,
+) -> String {
+    let entry = crate::audit::Entry {
+        ts: crate::audit::now(),
+        principal: ctx.principal,
+        argv,
+        pack,
+        command,
+        decision,
+        exit_code: None,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        output_bytes: 0,
+    };
+    match crate::audit::append(&ctx.home, &entry) {
+        Ok(()) => String::new(),
+        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+    }
+}
+
+/// The decision for one of hcpx's own write commands (`hcp.install`,
+/// `hcp.uninstall`, `hcp.adopt`): denied on a read-only server, else the policy's.
+pub(crate) fn pseudo_evaluation(ctx: &Context, command: &str) -> crate::policy::Evaluation {
+    use crate::manifest::Effect;
+    match ctx
+        .read_only
+        .then(|| crate::policy::read_only(Effect::Write))
+        .flatten()
+    {
+        Some(denied) => denied,
+        None => crate::policy::evaluate(
+            &crate::policy::Subject {
+                principal: ctx.principal,
+                pack: policy::PSEUDO_PACK,
+                command,
+                effect: Effect::Write,
+            },
+            &load_policies(ctx),
+        ),
+    }
+}
+
 /// What a confirmation is about.
 pub(crate) struct Asked {
     /// The question: `Run git commit?`.

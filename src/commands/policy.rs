@@ -9,7 +9,7 @@ use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
 use crate::output;
 use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
-use crate::{audit, state};
+use crate::state;
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (SPEC §5).
 pub const PSEUDO_PACK: &str = "hcp";
@@ -158,21 +158,14 @@ pub fn set(ctx: &Context, matcher: &str, decision: &str, argv: &[String]) -> Res
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
     bytes.push(b'\n');
     state::write_atomic(&path, &bytes, 0o600).map_err(|error| failure(error.to_string()))?;
-    let entry = audit::Entry {
-        ts: audit::now(),
-        principal: ctx.principal,
+    let warnings = super::record(
+        ctx,
         argv,
-        pack: PSEUDO_PACK,
-        command: "policy-set",
-        decision: "policy-set",
-        exit_code: None,
-        duration_ms: 0,
-        output_bytes: 0,
-    };
-    let warnings = match audit::append(&ctx.home, &entry) {
-        Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
-    };
+        PSEUDO_PACK,
+        "policy-set",
+        "policy-set",
+        std::time::Instant::now(),
+    );
     Ok(Reply {
         text: format!("{text}: {} (in {})\n", decision.as_str(), path.display()),
         data: Some(json!({ "match": text, "decision": decision, "file": path })),
