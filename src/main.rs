@@ -9,15 +9,32 @@ use std::sync::Arc;
 use hcpx::context::{Human, SecretInput};
 
 /// Writes straight to the process's streams, ignoring a closed pipe (`hcpx … | head`).
-struct StdStreams;
+/// A progress line shown meanwhile is cleared before the first output.
+#[derive(Default)]
+struct StdStreams {
+    progress_shown: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StdStreams {
+    fn clear_progress(&self) {
+        if self
+            .progress_shown
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            let _ = std::io::stderr().write_all(b"\r\x1b[K");
+        }
+    }
+}
 
 impl hcpx::Sink for StdStreams {
     fn stdout(&mut self, text: &str) {
+        self.clear_progress();
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     }
 
     fn stderr(&mut self, text: &str) {
+        self.clear_progress();
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
 }
@@ -39,7 +56,7 @@ fn serve_mcp(argv: &[String], ctx: hcpx::Context, runtime: &tokio::runtime::Runt
             ..
         }) => read_only,
         _ => {
-            let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams));
+            let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams::default()));
             return ExitCode::from(outcome.exit_code);
         }
     };
@@ -86,7 +103,21 @@ fn main() -> ExitCode {
     let terminal = Arc::new(hcpx::terminal::Terminal);
     let human: Option<Arc<dyn Human>> = (ctx.principal == hcpx::Principal::Terminal && interactive)
         .then(|| terminal.clone() as Arc<dyn Human>);
-    let ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
+    let mut ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
+    // Long work (an npm fetch, a slow command) says it is still going, on a person's
+    // terminal only; the line is cleared before the result is printed.
+    let progress_shown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if interactive && ctx.principal == hcpx::Principal::Terminal {
+        let shown = progress_shown.clone();
+        ctx.progress = Some(Arc::new(move |progress: hcpx::runtime::Progress| {
+            shown.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = write!(
+                std::io::stderr(),
+                "\rhcpx: still working, {} s",
+                progress.elapsed.as_secs()
+            );
+        }));
+    }
     // One thread, for the CLI and for the MCP server alike: every wait is
     // asynchronous (children, pipes, timers), and hopping between worker threads cost
     // the server more per call than it ever saved.
@@ -124,7 +155,7 @@ fn main() -> ExitCode {
                 }
             }
         });
-        hcpx::run(argv, &ctx, &mut StdStreams).await
+        hcpx::run(argv, &ctx, &mut StdStreams { progress_shown }).await
     });
     ExitCode::from(outcome.exit_code)
 }

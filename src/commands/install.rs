@@ -108,9 +108,15 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         cwd: dir.path().to_path_buf(),
         confinement: None,
     };
-    let finished = runtime::run(&spawn, NPM_TIMEOUT, runtime::MAX_OUTPUT, &ctx.cancel, None)
-        .await
-        .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
+    let finished = runtime::run(
+        &spawn,
+        NPM_TIMEOUT,
+        runtime::MAX_OUTPUT,
+        &ctx.cancel,
+        ctx.progress.as_deref(),
+    )
+    .await
+    .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
     if finished.exit_code != 0 || finished.ending != runtime::Ending::Exited {
         let stderr = String::from_utf8_lossy(&finished.stderr);
         let first = stderr
