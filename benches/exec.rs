@@ -18,42 +18,14 @@
     reason = "benchmarks start processes, print, and stop loudly on failure"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::{copy_dir, measure, ms};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 const RUNS: usize = 200;
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
-}
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
-
-fn measure(mut run: impl FnMut()) -> (Duration, Duration) {
-    for _ in 0..10 {
-        run();
-    }
-    let mut samples: Vec<Duration> = (0..RUNS)
-        .map(|_| {
-            let started = Instant::now();
-            run();
-            started.elapsed()
-        })
-        .collect();
-    (percentile(&mut samples, 0.5), percentile(&mut samples, 0.99))
-}
 
 fn main() {
     let root = tempfile::tempdir().unwrap();
@@ -82,7 +54,7 @@ fn main() {
     let bin = env!("CARGO_BIN_EXE_hcpx");
     let path = "/usr/local/bin:/usr/bin:/bin";
 
-    let direct = measure(|| {
+    let direct = measure(RUNS, || {
         let status = Command::new(&script)
             .args(["args", "--text=hello", "--"])
             .current_dir(&work)
@@ -109,7 +81,7 @@ fn main() {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-    let in_process = measure(|| {
+    let in_process = measure(RUNS, || {
         let mut sink = hcpx::BufferSink::default();
         let outcome = runtime.block_on(hcpx::run(argv.clone(), &ctx, &mut sink));
         assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
@@ -134,8 +106,8 @@ fn main() {
             );
         }
     };
-    let through_cli = measure(cli("probe"));
-    let without_netns = measure(cli("netprobe"));
+    let through_cli = measure(RUNS, cli("probe"));
+    let without_netns = measure(RUNS, cli("netprobe"));
 
     println!("exec overhead, {RUNS} runs each (p50 / p99):");
     println!(

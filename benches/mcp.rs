@@ -18,11 +18,14 @@
     reason = "benchmarks start processes, print, and stop loudly on failure"
 )]
 
+mod common;
+
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{copy_dir, measure, ms, percentile};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
@@ -106,37 +109,6 @@ impl Server {
             .and_then(|line| line.split_whitespace().nth(1))
             .and_then(|kib| kib.parse().ok())
             .unwrap_or(0)
-    }
-}
-
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
-
-fn measure(runs: usize, mut run: impl FnMut()) -> (Duration, Duration) {
-    for _ in 0..(runs / 20).max(3) {
-        run();
-    }
-    let mut samples: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let started = Instant::now();
-            run();
-            started.elapsed()
-        })
-        .collect();
-    (percentile(&mut samples, 0.5), percentile(&mut samples, 0.99))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
 

@@ -12,10 +12,13 @@
     reason = "tests and benchmarks start processes, print, and stop loudly on failure"
 )]
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{ms, percentile};
 use hcpx::catalog::{Catalog, Origin, Pack, parse_pack};
 use hcpx::search::SearchIndex;
 
@@ -70,12 +73,6 @@ fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
     (id, manifest, skill)
 }
 
-fn percentile(samples: &mut [Duration], p: f64) -> Duration {
-    samples.sort();
-    let rank = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[rank]
-}
-
 fn report(label: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p99 = percentile(samples, 0.99);
@@ -85,10 +82,6 @@ fn report(label: &str, samples: &mut [Duration]) {
         ms(p99),
         samples.len()
     );
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
 }
 
 fn write_home(home: &Path, packs: &[(String, String, String)]) {

@@ -163,3 +163,17 @@ pub(crate) fn stable(mut value: serde_json::Value, root: &Path) -> serde_json::V
     walk(&mut value, &root.display().to_string());
     value
 }
+
+/// The processes whose command line contains `pattern`, as `pid: cmdline`.
+pub(crate) fn pids_of(pattern: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(pattern) {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}

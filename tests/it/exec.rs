@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, stable};
+use crate::common::{TestEnv, pids_of, stable};
 
 fn probe_env() -> TestEnv {
     let env = TestEnv::new();
@@ -202,19 +202,6 @@ fn parameter_refusals_name_what_is_known() {
     assert_eq!(envelope["error"]["reason"], json!("unknown_command"));
     let (_, envelope) = env.json(&["exec", "nosuch", "x"]);
     assert_eq!(envelope["error"]["reason"], json!("unknown_pack"));
-}
-
-fn pids_of(pattern: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(pattern) {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 #[test]

@@ -14,7 +14,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
-use crate::common::{BIN, TestEnv};
+use crate::common::{BIN, TestEnv, pids_of};
 
 /// A client that answers elicitation, or a plain one that declares none.
 #[derive(Clone, Default)]
@@ -388,20 +388,6 @@ async fn fifty_concurrent_calls_and_a_slow_exec_never_blocks_a_search() {
     assert_eq!(slow.await.unwrap().unwrap().is_error, Some(false));
 }
 
-fn pids_of(pattern: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|entry| {
-            std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
-                String::from_utf8_lossy(&cmdline)
-                    .replace('\0', " ")
-                    .contains(pattern)
-            })
-        })
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_kills_the_running_child() {
     let env = probe_env();
@@ -420,16 +406,20 @@ async fn cancellation_kills_the_running_child() {
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while pids_of("sleep 53") == 0 && Instant::now() < deadline {
+    while pids_of("sleep 53").is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(pids_of("sleep 53") > 0, "the child started");
+    assert!(!pids_of("sleep 53").is_empty(), "the child started");
     handle.cancel(Some("test".into())).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(4);
-    while pids_of("sleep 53") > 0 && Instant::now() < deadline {
+    while !pids_of("sleep 53").is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(pids_of("sleep 53"), 0, "the child and its grandchild are gone");
+    assert_eq!(
+        pids_of("sleep 53"),
+        Vec::<String>::new(),
+        "the child and its grandchild are gone"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
