@@ -598,3 +598,78 @@ fn concurrent_execs_each_leave_one_whole_audit_line() {
         assert!(entry["outputBytes"].as_u64().unwrap() > 0);
     }
 }
+
+/// Most people are not root: as an unprivileged user the network namespace comes
+/// through a user namespace (with uid/gid maps), and Landlock needs no privilege.
+/// Runs when the tests run as root (as CI does) and can drop to `nobody`.
+#[test]
+fn an_unprivileged_user_gets_the_same_sandbox() {
+    let root_here = std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"))
+    });
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists());
+    let Some(setpriv) = setpriv.filter(|_| root_here) else {
+        eprintln!("note: not root or no setpriv; the unprivileged sandbox is not tested here");
+        return;
+    };
+    // A tree `nobody` owns, with its own copy of the binary.
+    let dir = tempfile::Builder::new().prefix("hcpx-unpriv-").tempdir().unwrap();
+    let base = dir.path();
+    for sub in ["home/packs", "work", "user"] {
+        std::fs::create_dir_all(base.join(sub)).unwrap();
+    }
+    crate::common::copy_dir(&crate::common::fixture("probe"), &base.join("home/packs/probe"));
+    std::fs::copy(crate::common::BIN, base.join("hcpx")).unwrap();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(base)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(base.join("hcpx"))
+            .args(args)
+            .current_dir(base.join("work"))
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", base.join("user"))
+            .env("HCP_HOME", base.join("home"))
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["exec", "probe", "args", "--", "count=3"]);
+    assert_eq!((code, stdout.as_str()), (0, "[--count=3]\n[--]\n"), "{stderr}");
+    let (code, stdout, stderr) = run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("Network is unreachable"), "{stderr}");
+    // `nobody` owns this folder, so only Landlock can refuse the write.
+    let (code, _, stderr) = run(&[
+        "exec",
+        "probe",
+        "write",
+        "--yes",
+        "--",
+        &format!("target={}", base.join("escape.txt").display()),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(!base.join("escape.txt").exists());
+}
