@@ -35,8 +35,6 @@ pub mod terminal;
 
 use std::time::Instant;
 
-use clap::Parser as _;
-
 pub use crate::context::{Context, Principal};
 use crate::error::{Failure, Reason};
 pub use crate::output::Envelope;
@@ -134,6 +132,20 @@ fn wants_json(argv: &[String]) -> bool {
         .any(|arg| arg == "--json")
 }
 
+/// Parses an argv with a command tree built once per thread: building clap's tree
+/// was a fifth of what a call cost the MCP server.
+fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    thread_local! {
+        static TREE: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(cli::Cli::command());
+    }
+    let words = std::iter::once("hcpx".to_owned()).chain(argv.iter().cloned());
+    TREE.with(|tree| {
+        let matches = tree.borrow_mut().try_get_matches_from_mut(words)?;
+        cli::Cli::from_arg_matches(&matches)
+    })
+}
+
 /// One call's result, for in-process callers such as the MCP server.
 #[derive(Debug, Clone)]
 pub struct Executed {
@@ -150,7 +162,7 @@ pub struct Executed {
 /// the human rendering. Prints nothing.
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
-    let parsed = cli::Cli::try_parse_from(std::iter::once("hcpx".to_owned()).chain(argv.iter().cloned()));
+    let parsed = parse(&argv);
     let result = match parsed {
         Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
