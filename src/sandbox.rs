@@ -62,10 +62,14 @@ pub struct LayerReport {
 /// Probes the kernel: Landlock by creating (not applying) a ruleset; the network
 /// namespace from the credentials and the kernel's user-namespace switches.
 pub fn probe() -> Machine {
-    Machine {
-        landlock: probe_landlock(),
-        network_namespace: probe_netns(),
-    }
+    // The kernel's answer cannot change while this process lives.
+    static MACHINE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();
+    MACHINE
+        .get_or_init(|| Machine {
+            landlock: probe_landlock(),
+            network_namespace: probe_netns(),
+        })
+        .clone()
 }
 
 #[cfg(target_os = "linux")]
