@@ -18,38 +18,31 @@ struct Report<'a> {
 pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
-    let report = match catalog.get(id) {
-        Ok(pack) => {
-            let bindings = load_bindings(ctx);
+    // A broken install is a pack that is there but not installed properly: report
+    // it rather than pretend the id is unknown.
+    let report = match (catalog.broken(id), catalog.get(id)) {
+        (Some(broken), Err(CatalogError::Unknown { .. })) => Availability {
+            installed: false,
+            runnable: false,
+            bound: false,
+            permitted: false,
+            ready: false,
+            problems: vec![Problem {
+                flag: Flag::Installed,
+                reason: format!("the installed manifest has {} problems", broken.problems.len()),
+                fix: format!("hcpx pack check {}", broken.dir.display()),
+            }],
+        },
+        _ => {
+            let pack = super::find_pack(catalog, id)?;
             flags(
                 ctx,
                 pack,
                 &load_policies(ctx),
-                &bindings,
+                &load_bindings(ctx),
                 &crate::sandbox::probe(),
             )
         }
-        // A broken install is a pack that is there but not installed properly:
-        // report it rather than pretend the id is unknown.
-        Err(CatalogError::Unknown { .. }) if catalog.broken(id).is_some() => {
-            let broken = catalog
-                .broken(id)
-                .map(|b| (b.problems.len(), b.dir.display().to_string()))
-                .unwrap_or_default();
-            Availability {
-                installed: false,
-                runnable: false,
-                bound: false,
-                permitted: false,
-                ready: false,
-                problems: vec![Problem {
-                    flag: Flag::Installed,
-                    reason: format!("the installed manifest has {} problems", broken.0),
-                    fix: format!("hcpx pack check {}", broken.1),
-                }],
-            }
-        }
-        Err(CatalogError::Unknown { .. }) => return super::find_pack(catalog, id).map(|_| Reply::default()),
     };
     let data = to_json(&Report { id, flags: &report });
     Ok(Reply {
