@@ -18,38 +18,75 @@ const MAX_HOLD: usize = 64 * 1024;
 /// The lazy DFA cache of each token shape.
 const DFA_CACHE: usize = 256 * 1024;
 
-/// Token shapes worth hiding even when nobody bound them.
-fn token_shapes() -> &'static [(Regex, &'static str)] {
-    static SHAPES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
-    SHAPES.get_or_init(|| {
-        [
-            (
-                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-                "private-key",
-            ),
-            (r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b", "github-token"),
-            (r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b", "github-token"),
-            (r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", "api-key"),
-            (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "aws-key"),
-            (
-                r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
-                "jwt",
-            ),
-            (r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b", "slack-token"),
-        ]
-        .into_iter()
-        .filter_map(|(pattern, label)| {
-            // A small DFA cache each: scanning an 8 MiB capture must not cost 2 MiB a
-            // shape of memory.
-            RegexBuilder::new(pattern)
-                .dfa_size_limit(DFA_CACHE)
-                .build()
-                .ok()
-                .map(|regex| (regex, label))
-        })
-        .collect()
-    })
+/// A token shape worth hiding even when nobody bound it. Its regex is compiled only
+/// when one of its literal hints appears: most output has none, and compiling every
+/// shape cost a tenth of a CLI exec.
+struct Shape {
+    hints: &'static [&'static str],
+    pattern: &'static str,
+    label: &'static str,
+    regex: OnceLock<Option<Regex>>,
 }
+
+impl Shape {
+    const fn new(hints: &'static [&'static str], pattern: &'static str, label: &'static str) -> Self {
+        Self {
+            hints,
+            pattern,
+            label,
+            regex: OnceLock::new(),
+        }
+    }
+
+    fn regex(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| {
+                // A small DFA cache each: scanning an 8 MiB capture must not cost 2 MiB a
+                // shape of memory.
+                RegexBuilder::new(self.pattern)
+                    .dfa_size_limit(DFA_CACHE)
+                    .build()
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    fn may_match(&self, text: &[u8]) -> bool {
+        self.hints
+            .iter()
+            .any(|hint| memchr::memmem::find(text, hint.as_bytes()).is_some())
+    }
+}
+
+static SHAPES: [Shape; 7] = [
+    Shape::new(
+        &["PRIVATE KEY-----"],
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        "private-key",
+    ),
+    Shape::new(
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        r"\bgh[pousr]_[A-Za-z0-9]{36,255}\b",
+        "github-token",
+    ),
+    Shape::new(
+        &["github_pat_"],
+        r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b",
+        "github-token",
+    ),
+    Shape::new(&["sk-"], r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}\b", "api-key"),
+    Shape::new(&["AKIA", "ASIA"], r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "aws-key"),
+    Shape::new(
+        &["eyJ"],
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
+        "jwt",
+    ),
+    Shape::new(
+        &["xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"],
+        r"\bxox[baprs]-[A-Za-z0-9-]{10,}\b",
+        "slack-token",
+    ),
+];
 
 #[derive(Debug, Clone)]
 pub struct Redactor {
@@ -94,10 +131,15 @@ impl Redactor {
                 out = replace_all(&out, value, replacement);
             }
         }
-        for (shape, label) in token_shapes() {
-            if shape.is_match(&out) {
-                let replacement = format!("[REDACTED:{label}]");
-                out = shape.replace_all(&out, replacement.as_bytes()).into_owned();
+        for shape in &SHAPES {
+            if !shape.may_match(&out) {
+                continue;
+            }
+            if let Some(regex) = shape.regex()
+                && regex.is_match(&out)
+            {
+                let replacement = format!("[REDACTED:{}]", shape.label);
+                out = regex.replace_all(&out, replacement.as_bytes()).into_owned();
             }
         }
         out
@@ -143,13 +185,11 @@ impl Redactor {
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|window| window == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .rposition(|window| window == needle)
+    memchr::memmem::rfind(haystack, needle)
 }
 
 fn replace_all(text: &[u8], value: &[u8], replacement: &[u8]) -> Vec<u8> {
@@ -221,6 +261,18 @@ mod tests {
             released.len()
         );
         assert!(r.pending.len() <= 256);
+    }
+
+    #[test]
+    fn every_shape_compiles_and_is_found_by_its_hints() {
+        for shape in &SHAPES {
+            assert!(shape.regex().is_some(), "{}", shape.pattern);
+        }
+        assert!(
+            SHAPES
+                .iter()
+                .all(|shape| !shape.may_match(b"plain output, nothing secret"))
+        );
     }
 
     #[test]

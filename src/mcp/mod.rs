@@ -428,6 +428,7 @@ impl Server {
         let mut call = self.base.clone();
         call.confirmed = input.confirm;
         let mut deferred = None;
+        let mut forwarder = None;
         if let Some(request) = ctx {
             call.cancel = request.ct.child_token();
             let modern = request
@@ -481,7 +482,7 @@ impl Server {
                 let peer = request.peer.clone();
                 let (sender, mut receiver) =
                     tokio::sync::mpsc::unbounded_channel::<crate::runtime::Progress>();
-                tokio::spawn(async move {
+                forwarder = Some(tokio::spawn(async move {
                     while let Some(progress) = receiver.recv().await {
                         let seconds = progress.elapsed.as_secs_f64();
                         let param = ProgressNotificationParam::new(token.clone(), seconds).with_message(
@@ -489,7 +490,7 @@ impl Server {
                         );
                         let _ = peer.notify_progress(param).await;
                     }
-                });
+                }));
                 call.progress = Some(Arc::new(move |progress| {
                     let _ = sender.send(progress);
                 }));
@@ -504,6 +505,12 @@ impl Server {
             argv.insert(0, "--json".to_owned());
         }
         let executed = crate::execute(argv, &call).await;
+        // Every progress notification goes out before the result: close the channel
+        // (the callback owns its sender) and let the forwarder drain it.
+        drop(call);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
         let question = deferred.and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()));
         if let Some(question) = question
             && let (Some(state), Ok(schema)) = (

@@ -525,7 +525,7 @@ impl Process {
         drop(self.stdin.take());
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();
-        assert!(rest.trim().is_empty(), "nothing but protocol on stdout: {rest}");
+        assert!(rest.trim().is_empty(), "nothing after the last response: {rest}");
         let status = self.child.wait().unwrap();
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
