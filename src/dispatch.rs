@@ -17,7 +17,8 @@ pub async fn dispatch(
         Command::Pack(PackCommand::New { .. }) if ctx.read_only => Err(Failure::new(
             crate::error::Reason::DeniedByPolicy,
             "this server is read-only: only commands that read are allowed",
-        )),
+        )
+        .next("hcpx pack new ID   (at a terminal)")),
         Command::Exec {
             pack,
             command,
@@ -92,6 +93,7 @@ pub async fn dispatch(
         Command::Mcp { .. } => Err(Failure::new(
             crate::error::Reason::AccessRefused,
             "`mcp` starts a server; it cannot run inside one, nor from an agent's call",
-        )),
+        )
+        .next("hcpx adopt mcp   (to configure a host that starts it)")),
     }
 }

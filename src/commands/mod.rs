@@ -62,7 +62,8 @@ pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
         _ => Err(Failure::new(
             Reason::AccessRefused,
             "an agent cannot change bindings or policy; a person runs this command at a terminal",
-        )),
+        )
+        .next("ask the person you work for to run it at their terminal")),
     }
 }
 
@@ -188,7 +189,9 @@ pub(crate) async fn confirm(
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
                     Answer::No | Answer::Cancelled => {
-                        Err(Failure::new(Reason::Declined, "not confirmed; nothing ran").data(plan.clone()))
+                        Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
+                            .next("ask the person what to do instead; do not retry the same command")
+                            .data(plan.clone()))
                     }
                     Answer::Later => Err(Failure::new(
                         Reason::NeedsConfirmation,

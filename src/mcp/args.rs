@@ -35,7 +35,8 @@ pub fn split(args: &str) -> Result<Vec<String>, Failure> {
         return Err(Failure::new(
             Reason::TooLarge,
             format!("`args` is larger than {MAX_ARGS_BYTES} bytes"),
-        ));
+        )
+        .next("pass large values in a file the pack reads, not in the call"));
     }
     let mut word_start = true;
     for (position, c) in args.chars().enumerate() {
@@ -52,10 +53,10 @@ pub fn split(args: &str) -> Result<Vec<String>, Failure> {
             .next("pass `argv`, an array of words, instead")
     })?;
     if words.len() > MAX_WORDS {
-        return Err(Failure::new(
-            Reason::TooLarge,
-            format!("more than {MAX_WORDS} words"),
-        ));
+        return Err(
+            Failure::new(Reason::TooLarge, format!("more than {MAX_WORDS} words"))
+                .next("split the work into several calls"),
+        );
     }
     Ok(words)
 }
@@ -90,7 +91,8 @@ pub fn parse(arguments: &Map<String, Value>) -> Result<Input, Failure> {
                 return Err(Failure::new(
                     Reason::TooLarge,
                     format!("`argv` has more than {MAX_WORDS} words"),
-                ));
+                )
+                .next("split the work into several calls"));
             }
             items
                 .iter()

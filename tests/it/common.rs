@@ -177,3 +177,17 @@ pub(crate) fn pids_of(pattern: &str) -> Vec<String> {
     }
     found
 }
+
+/// The `decision` of every line of `$HCP_HOME/audit.log`, in order.
+pub(crate) fn audit_decisions(env: &TestEnv) -> Vec<String> {
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    audit
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["decision"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}

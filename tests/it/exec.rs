@@ -398,17 +398,10 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
     assert_eq!(envelope["next"], json!("hcpx exec probe write --yes -- …"));
     assert_eq!(envelope["data"]["child"][1], json!("write"));
     assert!(!env.work().join("out.txt").exists());
-    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
-    let decisions: Vec<String> = audit
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["decision"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(decisions, ["needs_confirmation", "needs_confirmation"]);
+    assert_eq!(
+        crate::common::audit_decisions(&env),
+        ["needs_confirmation", "needs_confirmation"]
+    );
 }
 
 #[test]

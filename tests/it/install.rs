@@ -206,17 +206,10 @@ fn installs_go_through_the_policy() {
     );
     let (_, envelope) = env.json(&["install", "transit", "--yes"]);
     assert_eq!(envelope["error"]["reason"], json!("denied_by_policy"));
-    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
-    let decisions: Vec<String> = audit
-        .lines()
-        .map(|line| {
-            serde_json::from_str::<Value>(line).unwrap()["decision"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(decisions, ["needs_confirmation", "denied"]);
+    assert_eq!(
+        crate::common::audit_decisions(&env),
+        ["needs_confirmation", "denied"]
+    );
 }
 
 #[test]

@@ -189,6 +189,12 @@ async fn every_refusal_reason_is_reachable() {
             text(&result)
         );
         assert!(
+            envelope(&result)["next"]
+                .as_str()
+                .is_some_and(|next| !next.is_empty()),
+            "{reason}: every refusal says what to do next"
+        );
+        assert!(
             text(&result).starts_with(&format!("error ({reason}):")),
             "{}",
             text(&result)
