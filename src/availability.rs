@@ -141,8 +141,11 @@ pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
     }
     let layers = sandbox::layers(
         here.machine,
-        pack.manifest.sandbox.network,
-        &pack.manifest.sandbox.write,
+        sandbox::Needs {
+            network: pack.manifest.sandbox.network,
+            writes: &pack.manifest.sandbox.write,
+            confined_reads: false,
+        },
     );
     let missing: Vec<&str> = sandbox::missing(&layers)
         .iter()
@@ -155,7 +158,7 @@ pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
                 "this machine cannot enforce the sandbox it needs: {}",
                 missing.join(", ")
             ),
-            fix: "hcpx doctor (or set HCP_SANDBOX=best-effort to run with the layers that are enforced)"
+            fix: "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort"
                 .to_owned(),
         });
     }
@@ -211,16 +214,12 @@ mod tests {
 
     use crate::catalog::Catalog;
     use crate::policy::Layer;
-    use crate::sandbox::Support;
 
     fn machine(enforced: bool) -> Machine {
-        let support = Support {
-            enforced,
-            detail: "not here".to_owned(),
-        };
-        Machine {
-            landlock: support.clone(),
-            network_namespace: support,
+        if enforced {
+            Machine::all_enforced()
+        } else {
+            Machine::without_kernel_layers("not here")
         }
     }
 
@@ -246,14 +245,12 @@ mod tests {
     #[test]
     fn a_missing_sandbox_layer_makes_a_pack_not_runnable_in_strict_mode() {
         let flags = flags_for("transit", &machine(false), Mode::Strict);
-        if cfg!(target_os = "linux") {
-            assert!(!flags.runnable && !flags.ready);
-            assert_eq!(flags.problems[0].flag, Flag::Runnable);
-            assert_eq!(
-                flags.problems[0].reason,
-                "this machine cannot enforce the sandbox it needs: landlock, network-namespace"
-            );
-        }
+        assert!(!flags.runnable && !flags.ready);
+        assert_eq!(flags.problems[0].flag, Flag::Runnable);
+        assert_eq!(
+            flags.problems[0].reason,
+            "this machine cannot enforce the sandbox it needs: descriptors, containment, privileges, filesystem, process-isolation, network, syscall-filter"
+        );
         assert!(flags_for("transit", &machine(false), Mode::BestEffort).runnable);
         assert!(flags_for("transit", &machine(true), Mode::Strict).ready);
     }

@@ -32,9 +32,71 @@ pub struct Pack {
     pub origin: Origin,
 }
 
+/// Why a pack's CLI cannot be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    #[error("the built-in pack's CLI is missing from this build")]
+    MissingBuiltin,
+    #[error("the pack's CLI `{name}` is not on PATH")]
+    NotOnPath { name: String },
+    #[error("cannot write the built-in CLI to HCP_HOME: {0}")]
+    Materialize(String),
+}
+
+/// A short FNV-1a digest, to name the folder a built-in CLI is written to.
+fn digest(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
+
 impl Pack {
     pub fn id(&self) -> &str {
         &self.manifest.id
+    }
+
+    /// Where the pack's CLI runs from: its file in the pack folder, a built-in's
+    /// file under `$HCP_HOME/.builtin/` (see [`Pack::materialize`]), or the program
+    /// `bin` names, found on `path_var`.
+    pub fn program(&self, home: &Path, path_var: Option<&str>) -> Result<PathBuf, ProgramError> {
+        let manifest = &self.manifest;
+        match (manifest.bin_file(), &self.origin) {
+            (Some(file), Origin::Installed { dir }) => Ok(dir.join(file)),
+            (Some(file), Origin::Builtin { bin: Some(bytes) }) => Ok(home
+                .join(".builtin")
+                .join(format!(
+                    "{}-{}-{}",
+                    manifest.id,
+                    manifest.version,
+                    &digest(bytes)[..8]
+                ))
+                .join(file)),
+            (Some(_), Origin::Builtin { bin: None }) => Err(ProgramError::MissingBuiltin),
+            (None, _) => {
+                let name = manifest.bin.first().map(String::as_str).unwrap_or_default();
+                crate::availability::resolve_program(name, path_var).ok_or_else(|| ProgramError::NotOnPath {
+                    name: name.to_owned(),
+                })
+            }
+        }
+    }
+
+    /// Writes a built-in pack's CLI to `program` (from [`Pack::program`]) once, so it
+    /// can run; nothing for other packs.
+    pub fn materialize(&self, home: &Path, program: &Path) -> Result<(), ProgramError> {
+        let Origin::Builtin { bin: Some(bytes) } = &self.origin else {
+            return Ok(());
+        };
+        if std::fs::read(program).is_ok_and(|existing| existing == *bytes) {
+            return Ok(());
+        }
+        let failed = |error: &dyn std::fmt::Display| ProgramError::Materialize(error.to_string());
+        crate::state::ensure_home(home).map_err(|error| failed(&error))?;
+        let dir = program.parent().unwrap_or(home);
+        std::fs::create_dir_all(dir).map_err(|error| failed(&error))?;
+        let _lock = crate::state::Lock::acquire(home).map_err(|error| failed(&error))?;
+        crate::state::write_atomic(program, bytes, 0o755).map_err(|error| failed(&error))
     }
 
     pub fn source_label(&self) -> &'static str {

@@ -99,6 +99,9 @@ pub struct Context {
     pub catalog_cache: Option<Arc<crate::catalog::CatalogCache>>,
     /// Where full captures are kept for `output ID` (the MCP server's store).
     pub outputs: Option<Arc<crate::outputs::OutputStore>>,
+    /// What the sandbox keeps between calls (the probe, cached Landlock layers and
+    /// seccomp programs); the MCP server shares one across its calls.
+    pub sandbox: Arc<crate::sandbox::Cache>,
     /// Called about once a second while a child runs (MCP progress).
     pub progress: Option<Arc<dyn Fn(crate::runtime::Progress) + Send + Sync>>,
 }
@@ -169,6 +172,7 @@ impl Context {
             self_exe: None,
             catalog_cache: None,
             outputs: None,
+            sandbox: Arc::new(crate::sandbox::Cache::default()),
             progress: None,
         })
     }

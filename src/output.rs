@@ -134,6 +134,41 @@ pub fn failure_text(failure: &Failure) -> String {
     text
 }
 
+/// The `--dry-run` plan as a person reads it.
+pub struct PlanText<'a> {
+    pub decision: &'a str,
+    pub rule: String,
+    pub child: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a [String],
+    pub layers: &'a [crate::sandbox::LayerReport],
+}
+
+/// Renders the plan: the decision and the rule behind it, the exact child argv
+/// (quoted as a shell would need it), the working directory, the names of the
+/// environment variables, and every sandbox layer with whether it is on here.
+pub fn plan_text(plan: &PlanText<'_>) -> String {
+    let child: Vec<std::borrow::Cow<'_, str>> =
+        plan.child.iter().map(|arg| shell_words::quote(arg)).collect();
+    let mut text = format!(
+        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nsandbox:\n",
+        plan.decision,
+        plan.rule,
+        child.join(" "),
+        plan.cwd.display(),
+        plan.env.join(", "),
+    );
+    for layer in plan.layers {
+        let state = match (layer.enforced, layer.needed) {
+            (true, _) => "on",
+            (false, true) => "MISSING",
+            (false, false) => "off",
+        };
+        let _ = writeln!(text, "  {:<18} {state:<8} {}", layer.layer, layer.detail);
+    }
+    text
+}
+
 /// One search result as shown.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchResult {

@@ -1,9 +1,11 @@
-//! The one module that starts processes. It runs a [`Spawn`] with stdin closed, in a
-//! process group of its own, capturing stdout and stderr up to a byte cap, and ends
-//! the whole group (TERM, then KILL after a grace period) on timeout, output
-//! overflow or cancellation. When the child exits, whatever it left running in its
-//! group is killed, and pipes still held open by escaped grandchildren are drained
-//! only for a short while, so no call can hang on them.
+//! The one module that starts processes. It runs a [`Spawn`] with stdin closed,
+//! capturing stdout and stderr up to a byte cap, and ends the call (TERM to the
+//! child's process group, then KILL after a grace period) on timeout, output overflow
+//! or cancellation. With a keeper (see [`crate::sandbox`]) TERM is a byte on the
+//! control pipe and KILL is closing it: the keeper then kills every process of the
+//! call, wherever it went, and so it does when the child exits or hcpx dies. Pipes
+//! still held open by a process that escaped are drained only for a short while, so
+//! no call can hang on them.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::Spawn;
+use crate::sandbox::{Control, Spawn};
 
 /// Largest capture per call, both streams together (SPEC §8).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
@@ -125,6 +127,37 @@ fn signal_group(pid: Option<u32>, kill: bool) {
     let _ = (pid, kill);
 }
 
+/// How a running call is stopped: through its keeper, or by signalling the child's
+/// process group.
+struct Stopper {
+    control: Option<Control>,
+    pid: Option<u32>,
+}
+
+impl Stopper {
+    fn terminate(&self) {
+        match &self.control {
+            Some(control) => control.terminate(),
+            None => signal_group(self.pid, false),
+        }
+    }
+
+    /// Closing the control pipe makes the keeper kill everything.
+    fn kill(&mut self) {
+        if self.control.take().is_none() {
+            signal_group(self.pid, true);
+        }
+    }
+
+    /// The child exited: a keeper has already killed and reaped what it left; without
+    /// one, whatever is left in its group goes with it.
+    fn exited(&mut self) {
+        if self.control.take().is_none() {
+            signal_group(self.pid, true);
+        }
+    }
+}
+
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     #[cfg(unix)]
     {
@@ -138,7 +171,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Runs a process to its end under the limits.
 pub async fn run(
-    spawn: &Spawn,
+    spawn: Spawn,
     timeout: Duration,
     cap: usize,
     cancel: &CancellationToken,
@@ -158,29 +191,40 @@ pub async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        // A keeper is stopped by dropping its control pipe, which kills the whole
+        // call; killing the keeper itself would leave the call's processes behind.
+        .kill_on_drop(spawn.control.is_none());
     #[cfg(unix)]
-    command.process_group(0);
-    #[cfg(unix)]
-    if let Some(confinement) = spawn.confinement.as_ref() {
-        let confinement = ConfinementRef(std::ptr::from_ref(confinement));
+    {
+        let confinement = ConfinementRef(std::ptr::from_ref(&spawn.confinement));
         #[expect(
             unsafe_code,
             reason = "the sandbox's layers are applied between fork and exec"
         )]
         // SAFETY: the closure runs in the forked child before exec. `Confinement::enter`
         // only makes async-signal-safe system calls on data prepared by the parent, and
-        // the pointer stays valid: `spawn` outlives this function, which waits for the
-        // spawn to finish before returning.
+        // the pointer stays valid: `spawn` is dropped only after `command`, once the
+        // spawn has finished.
         unsafe {
             command.pre_exec(move || confinement.enter());
         }
     }
-    let mut child = command.spawn().map_err(|source| RuntimeError::Spawn {
-        program: spawn.program.display().to_string(),
+    let spawned = command.spawn();
+    drop(command);
+    let Spawn {
+        program,
+        confinement,
+        control,
+        ..
+    } = spawn;
+    // The parent's copies of the keeper's pipe end and the rulesets close here.
+    drop(confinement);
+    let mut child = spawned.map_err(|source| RuntimeError::Spawn {
+        program: program.display().to_string(),
         source,
     })?;
     let pid = child.id();
+    let mut stopper = Stopper { control, pid };
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let mut capture = Capture {
@@ -215,7 +259,7 @@ pub async fn run(
                     Some(n) if n > 0 => {
                         if !capture.take(true, &out_chunk[..n]) && ending == Ending::Exited && status.is_none() {
                             ending = Ending::Overflow;
-                            signal_group(pid, false);
+                            stopper.terminate();
                             kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
                         }
                     }
@@ -227,7 +271,7 @@ pub async fn run(
                     Some(n) if n > 0 => {
                         if !capture.take(false, &err_chunk[..n]) && ending == Ending::Exited && status.is_none() {
                             ending = Ending::Overflow;
-                            signal_group(pid, false);
+                            stopper.terminate();
                             kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
                         }
                     }
@@ -236,22 +280,21 @@ pub async fn run(
             }
             waited = child.wait(), if status.is_none() => {
                 status = Some(waited.map(exit_code).unwrap_or(SIGNAL_BASE));
-                // Whatever the child left behind in its group goes with it.
-                signal_group(pid, true);
+                stopper.exited();
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
             }
             () = &mut deadline, if ending == Ending::Exited && status.is_none() => {
                 ending = Ending::TimedOut;
-                signal_group(pid, false);
+                stopper.terminate();
                 kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
             }
             () = cancel.cancelled(), if ending == Ending::Exited && status.is_none() => {
                 ending = Ending::Cancelled;
-                signal_group(pid, false);
+                stopper.terminate();
                 kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
             }
             () = tokio::time::sleep_until(kill_time), if kill_at.is_some() && status.is_none() => {
-                signal_group(pid, true);
+                stopper.kill();
                 kill_at = None;
             }
             () = tokio::time::sleep_until(drain_until), if stop_reading_at.is_some() => {
@@ -277,7 +320,7 @@ pub async fn run(
 }
 
 /// A pointer to the spawn's confinement, for the `pre_exec` closure, which must be
-/// `'static`. The confinement lives in the [`Spawn`] borrowed for the whole call.
+/// `'static`. The confinement lives in the [`Spawn`] until the spawn has finished.
 #[cfg(unix)]
 struct ConfinementRef(*const crate::sandbox::Confinement);
 
@@ -290,8 +333,8 @@ impl ConfinementRef {
     }
 }
 
-// SAFETY: the pointee is only read, in the forked child, while the parent's borrow of
-// the `Spawn` is alive (see `run`).
+// SAFETY: the pointee is only read, in the forked child, while the `Spawn` that owns
+// it is alive (see `run`).
 #[cfg(unix)]
 #[expect(unsafe_code, reason = "a read-only pointer handed to the pre_exec closure")]
 unsafe impl Send for ConfinementRef {}
@@ -310,13 +353,14 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: std::env::temp_dir(),
-            confinement: None,
+            confinement: crate::sandbox::Confinement::default(),
+            control: None,
         }
     }
 
     async fn go(script: &str, timeout_ms: u64, cap: usize) -> Finished {
         run(
-            &sh(script),
+            sh(script),
             Duration::from_millis(timeout_ms),
             cap,
             &CancellationToken::new(),
@@ -407,15 +451,9 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             trigger.cancel();
         });
-        let done = run(
-            &sh("sleep 30"),
-            Duration::from_secs(30),
-            MAX_OUTPUT,
-            &cancel,
-            None,
-        )
-        .await
-        .unwrap();
+        let done = run(sh("sleep 30"), Duration::from_secs(30), MAX_OUTPUT, &cancel, None)
+            .await
+            .unwrap();
         assert_eq!(done.ending, Ending::Cancelled);
     }
 
@@ -424,7 +462,7 @@ mod tests {
         let mut spawn = sh("");
         spawn.program = "/nonexistent/program".into();
         let error = run(
-            &spawn,
+            spawn,
             Duration::from_secs(1),
             MAX_OUTPUT,
             &CancellationToken::new(),

@@ -40,7 +40,7 @@ pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 pack,
                 &load_policies(ctx),
                 &load_bindings(ctx),
-                &crate::sandbox::probe(),
+                ctx.sandbox.machine(),
             )
         }
     };

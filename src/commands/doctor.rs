@@ -42,9 +42,15 @@ pub fn run(ctx: &Context) -> Result<Reply, Failure> {
     let (user_text, user_json) = layer_status(&policies.user);
     let (project_text, project_json) = layer_status(&policies.project);
     let bindings = load_bindings(ctx);
-    let machine = crate::sandbox::probe();
     // A pack with no network and no write paths needs every layer there is.
-    let layers = crate::sandbox::layers(&machine, false, &[]);
+    let layers = crate::sandbox::layers(
+        ctx.sandbox.machine(),
+        crate::sandbox::Needs {
+            network: false,
+            writes: &[],
+            confined_reads: false,
+        },
+    );
     let mut text = String::new();
     let _ = writeln!(
         text,

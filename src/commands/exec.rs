@@ -1,8 +1,9 @@
 //! `hcpx exec PACK COMMAND [--dry-run] [--yes] [--timeout-ms N] -- KEY=VALUE...`
 //!
-//! The six steps of SPEC §4, in order, each able to refuse before anything is
-//! spawned: validate, policy (with confirmation), binding, sandbox, spawn, result
-//! (redacted, audited).
+//! The six steps of SPEC §4, in order, each a function that returns what the next
+//! one needs or the refusal that stops the call before anything is spawned:
+//! [`validate`] → [`decide`] → [`bind`] → [`confine`] → [`spawn`] → [`report`].
+//! One [`Audit`] records the call's decision on every way out.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,19 +13,17 @@ use serde_json::{Value, json};
 use super::{find_pack, load_policies, to_json};
 use crate::Reply;
 use crate::audit;
-use crate::availability::resolve_program;
 use crate::binding::{Secret, Store};
-use crate::catalog::{Catalog, Origin, Pack};
+use crate::catalog::{Catalog, Origin, Pack, ProgramError};
 use crate::context::{Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::invocation::{self, InvocationError};
-use crate::manifest::{Command, MAX_TIMEOUT_MS};
-use crate::output::{RunInfo, StreamTruncation, Truncation};
+use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS, ScalarType};
+use crate::output::{PlanText, RunInfo, StreamTruncation, Truncation};
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
-use crate::runtime::{self, Ending};
-use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
-use crate::state;
+use crate::runtime::{self, Ending, Finished};
+use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
 
 /// One exec request, as parsed.
 #[derive(Debug, Clone)]
@@ -38,6 +37,76 @@ pub struct Request {
     pub json: bool,
     /// The hcpx argv, for the audit line.
     pub argv: Vec<String>,
+}
+
+impl Request {
+    fn timeout(&self, pack: &Pack) -> Duration {
+        Duration::from_millis(
+            self.timeout_ms
+                .unwrap_or(pack.manifest.sandbox.timeout_ms)
+                .min(MAX_TIMEOUT_MS),
+        )
+    }
+}
+
+pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
+    let mut audit = Audit::new(ctx, &request);
+    let result = steps(ctx, &request, &mut audit).await;
+    audit.finish(result)
+}
+
+async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
+    let catalog = Catalog::load_one(&ctx.packs_dir(), &request.pack);
+    let target = validate(&catalog, ctx, request)?;
+    let plan = decide(ctx, request, &target, audit).await?;
+    let bound = bind(ctx, target.pack)?;
+    audit.redactor = Redactor::new(&bound);
+    let program = runnable(ctx, &target, &plan)?;
+    if request.dry_run {
+        return Ok(dry_run(ctx, &plan));
+    }
+    let (spawn, tmpdir) = confine(ctx, &target, &plan, program, &bound)?;
+    let finished = runtime::run(
+        spawn,
+        request.timeout(target.pack),
+        runtime::MAX_OUTPUT,
+        &ctx.cancel,
+        ctx.progress.as_deref(),
+    )
+    .await
+    .map_err(|error| sandbox_failure(error.to_string()))?;
+    drop(tmpdir);
+    audit.ran(&finished);
+    report(request, &target, &plan, finished, &audit.redactor)
+}
+
+/// Step 1's result: the pack, its command and the pack CLI's arguments.
+struct Target<'c> {
+    pack: &'c Pack,
+    command: &'c Command,
+    args: Vec<String>,
+}
+
+/// Step 1: the pack and command exist; every parameter is declared and valid.
+fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Result<Target<'c>, Failure> {
+    let pack = find_pack(catalog, &request.pack)?;
+    let Some(command) = pack.manifest.command(&request.command) else {
+        let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
+        return Err(Failure::new(
+            Reason::UnknownCommand,
+            format!("the pack has no such command; its commands: {}", names.join(", ")),
+        )
+        .next(format!("hcpx skill {}", request.pack))
+        .data(json!({ "commands": names })));
+    };
+    let values = invocation::parse(command, &request.params, &ctx.cwd)
+        .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?;
+    let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
+    args.extend(invocation::render(command, &values));
+    if request.json {
+        args.extend(command.json.iter().cloned());
+    }
+    Ok(Target { pack, command, args })
 }
 
 fn invocation_failure(error: &InvocationError, pack: &str, command: &str) -> Failure {
@@ -54,145 +123,51 @@ fn invocation_failure(error: &InvocationError, pack: &str, command: &str) -> Fai
     failure
 }
 
-/// The child argv, env names and sandbox as they would be: the `--dry-run` plan.
+/// The decision and what would run: the `--dry-run` plan, also shown with a
+/// confirmation or a refusal.
 struct Plan {
-    program: PathBuf,
+    evaluation: Evaluation,
+    program: Result<PathBuf, ProgramError>,
     args: Vec<String>,
-    writes: Vec<PathBuf>,
+    /// Write grants: the manifest's, for commands that are not reads.
+    writes: Vec<String>,
+    confined_reads: bool,
     layers: Vec<LayerReport>,
     env_names: Vec<String>,
+    json: Value,
 }
 
 impl Plan {
     fn child(&self) -> Vec<String> {
-        std::iter::once(self.program.display().to_string())
+        let program = match &self.program {
+            Ok(program) => program.display().to_string(),
+            Err(_) => String::new(),
+        };
+        std::iter::once(program)
             .chain(self.args.iter().cloned())
             .collect()
     }
-
-    fn to_json(
-        &self,
-        request: &Request,
-        pack: &Pack,
-        command: &Command,
-        evaluation: &Evaluation,
-        ctx: &Context,
-    ) -> Value {
-        let sandbox = &pack.manifest.sandbox;
-        json!({
-            "pack": pack.manifest.id,
-            "command": command.name,
-            "effect": command.effect,
-            "principal": ctx.principal,
-            "decision": evaluation.decision,
-            "rule": to_json(&evaluation.rule),
-            "child": self.child(),
-            "cwd": ctx.cwd,
-            "env": self.env_names,
-            "timeoutMs": timeout_ms(request, pack),
-            "sandbox": {
-                "mode": ctx.sandbox_mode,
-                "network": sandbox.network,
-                "write": sandbox.write,
-                "layers": to_json(&self.layers),
-            },
-        })
-    }
 }
 
-fn timeout_ms(request: &Request, pack: &Pack) -> u64 {
-    request
-        .timeout_ms
-        .unwrap_or(pack.manifest.sandbox.timeout_ms)
-        .min(MAX_TIMEOUT_MS)
-}
-
-/// A short FNV-1a digest, to name the folder a built-in CLI is written to.
-fn digest(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{hash:016x}")
-}
-
-/// Where the pack's CLI is, or why it cannot be found.
-fn locate_program(ctx: &Context, pack: &Pack) -> Result<PathBuf, Failure> {
-    let manifest = &pack.manifest;
-    let not_runnable = |message: String, next: String| Failure::new(Reason::NotRunnable, message).next(next);
-    match (manifest.bin_file(), &pack.origin) {
-        (Some(file), Origin::Installed { dir }) => Ok(dir.join(file)),
-        (Some(file), Origin::Builtin { bin: Some(bytes) }) => Ok(ctx
-            .home
-            .join(".builtin")
-            .join(format!(
-                "{}-{}-{}",
-                manifest.id,
-                manifest.version,
-                &digest(bytes)[..8]
-            ))
-            .join(file)),
-        (Some(_), Origin::Builtin { bin: None }) => Err(not_runnable(
-            "the built-in pack's CLI is missing from this build".into(),
-            "hcpx doctor".into(),
-        )),
-        (None, _) => {
-            let name = manifest.bin.first().map(String::as_str).unwrap_or_default();
-            resolve_program(name, ctx.var(env_vars::PATH)).ok_or_else(|| {
-                not_runnable(
-                    format!("the pack's CLI `{name}` is not on PATH"),
-                    format!("install `{name}`, then run hcpx availability {}", manifest.id),
-                )
-            })
-        }
-    }
-}
-
-/// Writes a built-in pack's CLI to `$HCP_HOME/.builtin/…` once, so it can run.
-fn materialize(ctx: &Context, pack: &Pack, program: &Path) -> Result<(), Failure> {
-    let Origin::Builtin { bin: Some(bytes) } = &pack.origin else {
-        return Ok(());
+fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evaluation) -> Plan {
+    let manifest = &target.pack.manifest;
+    let command = target.command;
+    let program = target.pack.program(&ctx.home, ctx.var(env_vars::PATH));
+    // A read needs no write grant, so it runs in any folder, `$HOME` included.
+    let writes = if command.effect == Effect::Read {
+        Vec::new()
+    } else {
+        manifest.sandbox.write.clone()
     };
-    if std::fs::read(program).is_ok_and(|existing| existing == *bytes) {
-        return Ok(());
-    }
-    let failure = |error: String| {
-        Failure::new(
-            Reason::NotRunnable,
-            format!("cannot write the built-in CLI to HCP_HOME: {error}"),
-        )
-        .next("hcpx doctor")
-    };
-    state::ensure_home(&ctx.home).map_err(|error| failure(error.to_string()))?;
-    let dir = program.parent().unwrap_or(&ctx.home);
-    std::fs::create_dir_all(dir).map_err(|error| failure(error.to_string()))?;
-    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| failure(error.to_string()))?;
-    state::write_atomic(program, bytes, 0o755).map_err(|error| failure(error.to_string()))
-}
-
-fn plan(ctx: &Context, pack: &Pack, args: Vec<String>) -> Result<Plan, Failure> {
-    let manifest = &pack.manifest;
-    let program = locate_program(ctx, pack)?;
-    let mut full_args: Vec<String> = manifest.bin.iter().skip(1).cloned().collect();
-    full_args.extend(args);
-    let machine = sandbox::probe();
-    let layers = sandbox::layers(&machine, manifest.sandbox.network, &manifest.sandbox.write);
-    let writes: Vec<PathBuf> = manifest
-        .sandbox
-        .write
-        .iter()
-        .map(|path| invocation::absolute_under(&ctx.cwd, path))
-        .collect();
-    let home = ctx.home.canonicalize().unwrap_or_else(|_| ctx.home.clone());
-    for write in &writes {
-        let write = write.canonicalize().unwrap_or_else(|_| write.clone());
-        if home.starts_with(&write) || write.starts_with(&home) {
-            return Err(Failure::new(
-                Reason::NotRunnable,
-                "the pack may write to the working directory, which holds HCP_HOME; hcpx never lets a pack write there",
-            )
-            .next("run it from another folder"));
-        }
-    }
+    let confined_reads = command.params.iter().any(|param| param.ty == ScalarType::Path);
+    let layers = sandbox::layers(
+        ctx.sandbox.machine(),
+        Needs {
+            network: manifest.sandbox.network,
+            writes: &writes,
+            confined_reads,
+        },
+    );
     let mut env_names: Vec<String> = sandbox::PASSED_ENV
         .iter()
         .filter(|name| **name == "PATH" || ctx.var(name).is_some())
@@ -201,17 +176,93 @@ fn plan(ctx: &Context, pack: &Pack, args: Vec<String>) -> Result<Plan, Failure> 
     env_names.push("TMPDIR".to_owned());
     env_names.extend(manifest.bindings.iter().map(|(key, _)| key.clone()));
     env_names.sort();
-    Ok(Plan {
+    let mut plan = Plan {
+        evaluation,
         program,
-        args: full_args,
+        args: target.args.clone(),
         writes,
+        confined_reads,
         layers,
         env_names,
-    })
+        json: Value::Null,
+    };
+    plan.json = json!({
+        "pack": manifest.id,
+        "command": command.name,
+        "effect": command.effect,
+        "principal": ctx.principal,
+        "decision": plan.evaluation.decision,
+        "rule": to_json(&plan.evaluation.rule),
+        "child": plan.child(),
+        "cwd": ctx.cwd,
+        "env": plan.env_names,
+        "timeoutMs": u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
+        "sandbox": {
+            "mode": ctx.sandbox_mode,
+            "network": manifest.sandbox.network,
+            "write": plan.writes,
+            "reads": if confined_reads { "confined" } else { "everywhere" },
+            "layers": to_json(&plan.layers),
+        },
+    });
+    plan
+}
+
+/// Step 2: the policy's decision for this caller, confirmed when it asks for it.
+async fn decide(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    audit: &mut Audit<'_>,
+) -> Result<Plan, Failure> {
+    let policies = load_policies(ctx);
+    let subject = Subject {
+        principal: ctx.principal,
+        pack: &target.pack.manifest.id,
+        command: &target.command.name,
+        effect: target.command.effect,
+    };
+    let evaluation = match ctx
+        .read_only
+        .then(|| policy::read_only(target.command.effect))
+        .flatten()
+    {
+        Some(denied) => denied,
+        None => policy::evaluate(&subject, &policies),
+    };
+    let plan = plan(ctx, request, target, evaluation);
+    if request.dry_run {
+        if plan.evaluation.decision == Decision::Deny {
+            return Err(Failure::new(
+                Reason::DeniedByPolicy,
+                format!("denied by {}", plan.evaluation.rule),
+            )
+            .next("hcpx policy show")
+            .data(plan.json));
+        }
+        return Ok(plan);
+    }
+    let asked = super::Asked {
+        what: format!("Run {} {}?", request.pack, request.command),
+        yes: request.yes,
+        retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
+        by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
+    };
+    if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
+        audit.decision = Some(match failure.reason {
+            Reason::DeniedByPolicy => "denied",
+            Reason::Declined => "declined",
+            _ => "needs_confirmation",
+        });
+        return Err(failure);
+    }
+    // From here on, a call that does not run was refused.
+    audit.decision = Some("refused");
+    Ok(plan)
 }
 
 /// Step 3: the pack's bindings, every required one present.
-fn bindings(ctx: &Context, pack: &Pack) -> Result<Vec<(String, Secret)>, Failure> {
+fn bind(ctx: &Context, pack: &Pack) -> Result<Vec<(String, Secret)>, Failure> {
     let id = &pack.manifest.id;
     if pack.manifest.bindings.is_empty() {
         return Ok(Vec::new());
@@ -240,38 +291,147 @@ fn bindings(ctx: &Context, pack: &Pack) -> Result<Vec<(String, Secret)>, Failure
     Ok(found)
 }
 
-fn audit(
-    ctx: &Context,
-    request: &Request,
-    decision: &str,
-    exit_code: Option<i32>,
-    duration: Duration,
-    bytes: u64,
-    redactor: &Redactor,
-) -> String {
-    let argv: Vec<String> = request.argv.iter().map(|arg| redactor.redact_str(arg)).collect();
-    let entry = audit::Entry {
-        ts: audit::now(),
-        principal: ctx.principal,
-        argv: &argv,
-        pack: &request.pack,
-        command: &request.command,
-        decision,
-        exit_code,
-        duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-        output_bytes: bytes,
+fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
+    let next = match error {
+        ProgramError::NotOnPath { name } => {
+            format!(
+                "install `{name}`, then run hcpx availability {}",
+                pack.manifest.id
+            )
+        }
+        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => "hcpx doctor".to_owned(),
     };
-    match audit::append(&ctx.home, &entry) {
-        Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
-    }
+    Failure::new(Reason::NotRunnable, error.to_string()).next(next)
 }
 
-fn with_warning(failure: Failure, warning: &str) -> Failure {
-    if warning.is_empty() {
-        failure
-    } else {
-        failure.details(vec![warning.trim_end().to_owned()])
+fn sandbox_failure(error: String) -> Failure {
+    Failure::new(
+        Reason::NotRunnable,
+        "the sandbox could not be set up; nothing of the pack ran",
+    )
+    .details(vec![error])
+    .next("hcpx doctor")
+}
+
+/// Folders a command with confined reads may still read besides the working
+/// directory and the system's: the pack's CLI's own, and those on PATH.
+fn extra_reads(ctx: &Context, program: &Path, pack: &Pack) -> Vec<PathBuf> {
+    let mut reads: Vec<PathBuf> = program.parent().map(Path::to_path_buf).into_iter().collect();
+    if let Origin::Installed { dir } = &pack.origin {
+        reads.push(dir.clone());
+    }
+    if let Some(path) = ctx.var(env_vars::PATH) {
+        reads.extend(std::env::split_paths(path).filter(|dir| dir.is_absolute()));
+    }
+    reads
+}
+
+/// Step 4, first half (also for `--dry-run`): the pack's CLI is found, and the
+/// sandbox it needs can be enforced here (in strict mode).
+fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'p PathBuf, Failure> {
+    let program = plan
+        .program
+        .as_ref()
+        .map_err(|error| program_failure(error, target.pack))?;
+    let missing: Vec<&LayerReport> = sandbox::missing(&plan.layers);
+    if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
+        let names: Vec<&str> = missing.iter().map(|layer| layer.layer).collect();
+        return Err(Failure::new(
+            Reason::NotRunnable,
+            format!(
+                "this machine cannot enforce what the pack needs: {}",
+                names.join(", ")
+            ),
+        )
+        .details(
+            missing
+                .iter()
+                .map(|layer| format!("{}: {}", layer.layer, layer.detail))
+                .collect(),
+        )
+        .next("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
+        .data(plan.json.clone()));
+    }
+    if !ctx.sandbox.machine().landlock.enforced {
+        // Without Landlock nothing else keeps a write grant away from HCP_HOME.
+        let home = ctx.home.canonicalize().unwrap_or_else(|_| ctx.home.clone());
+        for write in &plan.writes {
+            let write = invocation::absolute_under(&ctx.cwd, write);
+            let write = write.canonicalize().unwrap_or(write);
+            if home.starts_with(&write) || write.starts_with(&home) {
+                return Err(Failure::new(
+                    Reason::NotRunnable,
+                    "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there",
+                )
+                .next("run it from another folder"));
+            }
+        }
+    }
+    Ok(program)
+}
+
+/// Step 4: the sandbox: the child's CLI on disk, a private temporary folder, the
+/// cleared environment and the layers, prepared.
+fn confine(
+    ctx: &Context,
+    target: &Target<'_>,
+    plan: &Plan,
+    program: &Path,
+    bound: &[(String, Secret)],
+) -> Result<(sandbox::Spawn, tempfile::TempDir), Failure> {
+    target
+        .pack
+        .materialize(&ctx.home, program)
+        .map_err(|error| program_failure(&error, target.pack))?;
+    let tmpdir = tempfile::Builder::new()
+        .prefix("hcpx-")
+        .tempdir_in(&ctx.temp_dir)
+        .map_err(|error| {
+            Failure::new(
+                Reason::NotRunnable,
+                format!("cannot create the private temporary folder: {error}"),
+            )
+            .next("hcpx doctor")
+        })?;
+    let child_plan = ChildPlan {
+        program: program.to_path_buf(),
+        args: plan.args.clone(),
+        cwd: ctx.cwd.clone(),
+        env: sandbox::child_env(&ctx.env, tmpdir.path(), bound),
+        tmpdir: tmpdir.path().to_path_buf(),
+        writes: plan.writes.clone(),
+        home: ctx.home.clone(),
+        reads: if plan.confined_reads {
+            Reads::Confined(extra_reads(ctx, program, target.pack))
+        } else {
+            Reads::Everywhere
+        },
+        network: target.pack.manifest.sandbox.network,
+    };
+    let spawn = sandbox::transform(child_plan, &ctx.sandbox).map_err(|error| match error {
+        sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
+            .next(
+                "remove the link, or run the pack where its write path is a folder of the working directory",
+            ),
+        error => sandbox_failure(error.to_string()),
+    })?;
+    Ok((spawn, tmpdir))
+}
+
+fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
+    let child = plan.child();
+    let text = crate::output::plan_text(&PlanText {
+        decision: plan.evaluation.decision.as_str(),
+        rule: plan.evaluation.rule.to_string(),
+        child: &child,
+        cwd: &ctx.cwd,
+        env: &plan.env_names,
+        layers: &plan.layers,
+    });
+    Reply {
+        data: Some(plan.json.clone()),
+        text,
+        ..Reply::default()
     }
 }
 
@@ -288,189 +448,15 @@ fn parse_json(stdout: &[u8]) -> Result<Value, String> {
     }
 }
 
-pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
-    let started = Instant::now();
-    // 1. validate
-    let catalog = Catalog::load_one(&ctx.packs_dir(), &request.pack);
-    let pack = find_pack(&catalog, &request.pack)?;
-    let Some(command) = pack.manifest.command(&request.command) else {
-        let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
-        return Err(Failure::new(
-            Reason::UnknownCommand,
-            format!("the pack has no such command; its commands: {}", names.join(", ")),
-        )
-        .next(format!("hcpx skill {}", request.pack))
-        .data(json!({ "commands": names })));
-    };
-    let values = invocation::parse(command, &request.params, &ctx.cwd)
-        .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?;
-    let mut args = invocation::render(command, &values);
-    if request.json {
-        args.extend(command.json.iter().cloned());
-    }
-    let nothing = Redactor::new(&[]);
-
-    // 2. policy (the plan is built first only to show it; nothing is touched yet)
-    let policies = load_policies(ctx);
-    let subject = Subject {
-        principal: ctx.principal,
-        pack: &pack.manifest.id,
-        command: &command.name,
-        effect: command.effect,
-    };
-    let evaluation = match ctx.read_only.then(|| policy::read_only(command.effect)).flatten() {
-        Some(denied) => denied,
-        None => policy::evaluate(&subject, &policies),
-    };
-    let plan = plan(ctx, pack, args);
-    let plan_json = match &plan {
-        Ok(plan) => plan.to_json(&request, pack, command, &evaluation, ctx),
-        Err(_) => json!({ "decision": evaluation.decision, "rule": to_json(&evaluation.rule) }),
-    };
-    if !request.dry_run
-        && let Err(failure) = super::confirm(
-            ctx,
-            &super::Asked {
-                what: format!("Run {} {}?", request.pack, request.command),
-                yes: request.yes,
-                retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
-                by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
-            },
-            &evaluation,
-            &plan_json,
-        )
-        .await
-    {
-        let decision = match failure.reason {
-            Reason::DeniedByPolicy => "denied",
-            Reason::Declined => "declined",
-            _ => "needs_confirmation",
-        };
-        let warning = audit(ctx, &request, decision, None, started.elapsed(), 0, &nothing);
-        return Err(with_warning(failure, &warning));
-    }
-    if request.dry_run && evaluation.decision == Decision::Deny {
-        return Err(
-            Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule))
-                .next("hcpx policy show")
-                .data(plan_json),
-        );
-    }
-
-    // 3. binding
-    let bound = match bindings(ctx, pack) {
-        Ok(bound) => bound,
-        Err(failure) => {
-            let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &nothing);
-            return Err(failure);
-        }
-    };
-    let redactor = Redactor::new(&bound);
-
-    // 4. sandbox
-    let plan = plan?;
-    let missing: Vec<&LayerReport> = sandbox::missing(&plan.layers);
-    if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
-        let names: Vec<&str> = missing.iter().map(|layer| layer.layer).collect();
-        let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
-        return Err(Failure::new(
-            Reason::NotRunnable,
-            format!(
-                "this machine cannot enforce what the pack needs: {}",
-                names.join(", ")
-            ),
-        )
-        .details(
-            missing
-                .iter()
-                .map(|layer| format!("{}: {}", layer.layer, layer.detail))
-                .collect(),
-        )
-        .next("hcpx doctor (or set HCP_SANDBOX=best-effort to run with the layers that are enforced)")
-        .data(plan_json));
-    }
-    if request.dry_run {
-        let text = format!(
-            "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nsandbox:  {}\n",
-            evaluation.decision.as_str(),
-            evaluation.rule,
-            plan.child().join(" "),
-            ctx.cwd.display(),
-            plan.env_names.join(", "),
-            plan.layers
-                .iter()
-                .map(|layer| format!("{}={}", layer.layer, if layer.enforced { "on" } else { "off" }))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        return Ok(Reply {
-            data: Some(plan_json),
-            text,
-            ..Reply::default()
-        });
-    }
-    materialize(ctx, pack, &plan.program)?;
-    let tmpdir = tempfile::Builder::new()
-        .prefix("hcpx-")
-        .tempdir_in(&ctx.temp_dir)
-        .map_err(|error| {
-            Failure::new(
-                Reason::NotRunnable,
-                format!("cannot create the private temporary folder: {error}"),
-            )
-            .next("hcpx doctor")
-        })?;
-    let env = sandbox::child_env(&ctx.env, tmpdir.path(), &bound);
-    let child_plan = ChildPlan {
-        program: plan.program.clone(),
-        args: plan.args.clone(),
-        cwd: ctx.cwd.clone(),
-        bindings: bound.clone(),
-        writes: plan.writes.clone(),
-        hide: Some(ctx.home.clone()),
-        reads: match &pack.origin {
-            Origin::Installed { dir } => vec![dir.clone()],
-            Origin::Builtin { .. } => plan.program.parent().map(Path::to_path_buf).into_iter().collect(),
-        },
-        network: pack.manifest.sandbox.network,
-    };
-    let sandbox_failure = |error: String| {
-        Failure::new(
-            Reason::NotRunnable,
-            "the sandbox could not be set up; nothing of the pack ran",
-        )
-        .details(vec![error])
-        .next("hcpx doctor")
-    };
-    let spawn = match sandbox::transform(&child_plan, env, tmpdir.path(), &sandbox::probe()) {
-        Ok(spawn) => spawn,
-        Err(error) => {
-            let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
-            return Err(sandbox_failure(error));
-        }
-    };
-
-    // 5. spawn (the layers are entered between fork and exec; a layer that fails
-    // there fails the spawn, so the pack's CLI never runs without it)
-    let timeout = Duration::from_millis(timeout_ms(&request, pack));
-    let finished = match runtime::run(
-        &spawn,
-        timeout,
-        runtime::MAX_OUTPUT,
-        &ctx.cancel,
-        ctx.progress.as_deref(),
-    )
-    .await
-    {
-        Ok(finished) => finished,
-        Err(error) => {
-            let _ = audit(ctx, &request, "refused", None, started.elapsed(), 0, &redactor);
-            return Err(sandbox_failure(error.to_string()));
-        }
-    };
-    drop(tmpdir);
-
-    // 6. result: the capture moves through redaction into the envelope, uncopied.
+/// Step 6: the capture moves through redaction into the envelope, uncopied; how
+/// the child ended decides the result.
+fn report(
+    request: &Request,
+    target: &Target<'_>,
+    plan: &Plan,
+    finished: Finished,
+    redactor: &Redactor,
+) -> Result<Reply, Failure> {
     let stream = |kept: usize, total: u64| {
         (total > kept as u64).then_some(StreamTruncation {
             shown: kept as u64,
@@ -486,7 +472,6 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
             .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     };
     let (exit_code, ending) = (finished.exit_code, finished.ending);
-    let (stdout_total, stderr_total) = (finished.stdout_total, finished.stderr_total);
     let run = RunInfo {
         child: plan.child(),
         exit_code,
@@ -494,26 +479,18 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
         stderr: text(finished.stderr),
         truncation,
     };
-    let output_bytes = stdout_total + stderr_total;
-    let warning = audit(
-        ctx,
-        &request,
-        "ran",
-        Some(exit_code),
-        started.elapsed(),
-        output_bytes,
-        &redactor,
-    );
-    let timeout_text = timeout.as_millis();
+    let (pack, command) = (&request.pack, &request.command);
     let failure = match ending {
         Ending::TimedOut => Some(
             Failure::new(
                 Reason::Timeout,
-                format!("the command did not finish within {timeout_text} ms and was stopped"),
+                format!(
+                    "the command did not finish within {} ms and was stopped",
+                    request.timeout(target.pack).as_millis()
+                ),
             )
             .next(format!(
-                "hcpx exec {} {} --timeout-ms N -- … (up to {MAX_TIMEOUT_MS})",
-                request.pack, request.command
+                "hcpx exec {pack} {command} --timeout-ms N -- … (up to {MAX_TIMEOUT_MS})"
             )),
         ),
         Ending::Overflow => Some(
@@ -522,7 +499,7 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
                 "the output passed 8 MiB, so the command was stopped",
             )
             .exit_code(EXIT_FAILED)
-            .next(format!("hcpx skill {}   (narrow the request)", request.pack)),
+            .next(format!("hcpx skill {pack}   (narrow the request)")),
         ),
         Ending::Cancelled => Some(Failure::new(
             Reason::Failed,
@@ -533,14 +510,14 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
                 Reason::Failed,
                 format!("the pack's CLI failed with exit code {exit_code}"),
             )
-            .next(format!("hcpx skill {}", request.pack)),
+            .next(format!("hcpx skill {pack}")),
         ),
         Ending::Exited => None,
     };
     if let Some(failure) = failure {
-        return Err(with_warning(failure.run(run), &warning));
+        return Err(failure.run(run));
     }
-    let data = if request.json && !command.json.is_empty() {
+    let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
             Ok(value) => Some(value),
             Err(position) => {
@@ -548,10 +525,7 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
                     Reason::Failed,
                     format!("the pack's output is not valid JSON ({position})"),
                 )
-                .next(format!(
-                    "hcpx exec {} {} -- …   (without --json)",
-                    request.pack, request.command
-                ))
+                .next(format!("hcpx exec {pack} {command} -- …   (without --json)"))
                 .run(run));
             }
         }
@@ -560,10 +534,83 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
     };
     Ok(Reply {
         text: String::new(),
-        warnings: warning,
+        warnings: String::new(),
         data,
         run: Some(run),
     })
+}
+
+/// The call's audit line (SPEC §10): written once, on every way out of [`steps`]
+/// after the policy step, with the decision the steps set; argv redacted with the
+/// call's bindings. A line that cannot be written becomes a warning on the result.
+struct Audit<'a> {
+    ctx: &'a Context,
+    request: &'a Request,
+    started: Instant,
+    /// `None` until the policy step has decided: nothing is recorded.
+    decision: Option<&'static str>,
+    exit_code: Option<i32>,
+    output_bytes: u64,
+    redactor: Redactor,
+}
+
+impl<'a> Audit<'a> {
+    fn new(ctx: &'a Context, request: &'a Request) -> Self {
+        Self {
+            ctx,
+            request,
+            started: Instant::now(),
+            decision: None,
+            exit_code: None,
+            output_bytes: 0,
+            redactor: Redactor::new(&[]),
+        }
+    }
+
+    fn ran(&mut self, finished: &Finished) {
+        self.decision = Some("ran");
+        self.exit_code = Some(finished.exit_code);
+        self.output_bytes = finished.stdout_total + finished.stderr_total;
+    }
+
+    fn finish(self, result: Result<Reply, Failure>) -> Result<Reply, Failure> {
+        let Some(decision) = self.decision.filter(|_| !self.request.dry_run) else {
+            return result;
+        };
+        let argv: Vec<String> = self
+            .request
+            .argv
+            .iter()
+            .map(|arg| self.redactor.redact_str(arg))
+            .collect();
+        let entry = audit::Entry {
+            ts: audit::now(),
+            principal: self.ctx.principal,
+            argv: &argv,
+            pack: &self.request.pack,
+            command: &self.request.command,
+            decision,
+            exit_code: self.exit_code,
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            output_bytes: self.output_bytes,
+        };
+        let Err(error) = audit::append(&self.ctx.home, &entry) else {
+            return result;
+        };
+        let warning = format!("warning: the audit line was not written: {error}");
+        match result {
+            Ok(mut reply) => {
+                reply.warnings.push_str(&warning);
+                reply.warnings.push('\n');
+                Ok(reply)
+            }
+            Err(failure) => {
+                let mut details = failure.details.clone();
+                details.push(warning);
+                Err(failure.details(details))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -576,11 +623,5 @@ mod tests {
         assert_eq!(parse_json(b"1\n2\n"), Ok(json!([1, 2])));
         assert_eq!(parse_json(b"{\"a\":"), Err("line 1, column 5".to_owned()));
         assert_eq!(parse_json(b""), Err("the output is empty".to_owned()));
-    }
-
-    #[test]
-    fn digests_differ_by_content() {
-        assert_ne!(digest(b"a"), digest(b"b"));
-        assert_eq!(digest(b"a").len(), 16);
     }
 }

@@ -106,10 +106,11 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect(),
         cwd: dir.path().to_path_buf(),
-        confinement: None,
+        confinement: crate::sandbox::Confinement::default(),
+        control: None,
     };
     let finished = runtime::run(
-        &spawn,
+        spawn,
         NPM_TIMEOUT,
         runtime::MAX_OUTPUT,
         &ctx.cancel,

@@ -15,12 +15,12 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
     let hits = loaded.index().search(&query, limit);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
-    let machine = crate::sandbox::probe();
+    let machine = ctx.sandbox.machine();
     let results: Vec<SearchResult> = hits
         .iter()
         .map(|hit| {
             let pack = &catalog.packs[hit.index];
-            let report = flags(ctx, pack, &policies, &bindings, &machine);
+            let report = flags(ctx, pack, &policies, &bindings, machine);
             SearchResult {
                 id: pack.manifest.id.clone(),
                 version: pack.manifest.version.to_string(),

@@ -191,3 +191,42 @@ pub(crate) fn audit_decisions(env: &TestEnv) -> Vec<String> {
         })
         .collect()
 }
+
+/// A test that needs something this machine may lack (root, a kernel feature, a
+/// tool) calls this first. Without it the test fails under CI (`.ci/run` sets
+/// `HCP_CI=1`), so a missing feature is never a silent pass there; elsewhere it says
+/// what it skipped and returns false.
+pub(crate) fn require(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        std::env::var_os("HCP_CI").is_none(),
+        "this test needs {what}, which CI must provide"
+    );
+    eprintln!("note: skipped, this machine lacks {what}");
+    false
+}
+
+/// Whether the tests run as root.
+pub(crate) fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+        status
+            .lines()
+            .any(|line| line.starts_with("Uid:") && line.split_whitespace().nth(1) == Some("0"))
+    })
+}
+
+/// Polls `done` every 20 ms until it holds or `limit` passes; returns whether it held.
+pub(crate) fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

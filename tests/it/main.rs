@@ -19,4 +19,5 @@ mod mcp;
 mod npm;
 mod pack;
 mod policy;
+mod sandbox;
 mod transit;

@@ -481,14 +481,14 @@ async fn resources_catalog_help_skills_and_template() {
 }
 
 /// `hcpx mcp` as a real child process, driven with raw JSON-RPC lines.
-struct Process {
-    child: Child,
+pub(crate) struct Process {
+    pub(crate) child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
 }
 
 impl Process {
-    fn start(env: &TestEnv) -> Self {
+    pub(crate) fn start(env: &TestEnv) -> Self {
         let mut child = env
             .command(&["mcp"])
             .stdin(Stdio::piped())
@@ -501,14 +501,14 @@ impl Process {
         Self { child, stdin, stdout }
     }
 
-    fn send(&mut self, message: &Value) {
+    pub(crate) fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
     }
 
     /// Every line read until the response to `id`; each must be JSON-RPC.
-    fn until(&mut self, id: u64) -> Vec<Value> {
+    pub(crate) fn until(&mut self, id: u64) -> Vec<Value> {
         let mut lines = Vec::new();
         loop {
             let mut line = String::new();
@@ -527,7 +527,7 @@ impl Process {
         }
     }
 
-    fn close(mut self) -> (i32, String) {
+    pub(crate) fn close(mut self) -> (i32, String) {
         drop(self.stdin.take());
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut self.stdout, &mut rest).unwrap();

@@ -1,0 +1,618 @@
+//! The Linux layers, prepared in the parent: what the kernel supports (probed once,
+//! without changing this process), the Landlock rulesets, the seccomp programs and
+//! the write grants, opened without following links out of the working directory.
+//!
+//! A call's Landlock domain has three layers: the keeper's (signal scope only, so its
+//! final `kill(-1)` reaches exactly the call's processes), the base layer (everything
+//! but `$HCP_HOME`; cached, as listing the folders on the way to it is most of the
+//! cost) and the call's own (its reads, writes, TCP and scopes). Layers intersect:
+//! a pack gets what every layer allows.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope,
+};
+
+use super::enter::{Confinement, Keeper};
+use super::{ChildPlan, Control, Machine, Reads, SYSTEM_READS, SandboxError, Support};
+
+/// The Landlock ABI with the filesystem rights hcpx asks for: up to ABI 5 (device
+/// ioctls). Newer kernels still enforce these.
+const FS_ABI: landlock::ABI = landlock::ABI::V5;
+/// Truncation (ABI 3) is the last write path Landlock closes: below it a pack could
+/// truncate files it was never granted.
+const MIN_FS_ABI: i32 = 3;
+/// TCP bind and connect rules.
+const NET_ABI: i32 = 4;
+/// Signal and abstract unix socket scopes.
+const SCOPE_ABI: i32 = 6;
+/// Devices every pack may use; the rest of `/dev` (terminals, shared memory) is
+/// hidden.
+const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+/// Devices every pack may write.
+const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+fn landlock_error(error: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Landlock(error.to_string())
+}
+
+#[expect(unsafe_code, reason = "probing system calls that rustix does not wrap")]
+fn landlock_abi() -> i32 {
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attribute only returns the
+    // ABI version; nothing is created or changed.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0_usize,
+            1_u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    i32::try_from(version).unwrap_or(0).max(0)
+}
+
+#[expect(unsafe_code, reason = "probing system calls that rustix does not wrap")]
+fn probe_seccomp() -> Support {
+    let action: u32 = libc::SECCOMP_RET_ERRNO;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL only reads the u32 it is given.
+    let available = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0_u32,
+            &raw const action,
+        )
+    };
+    if available == 0 {
+        Support::yes("seccomp filters")
+    } else {
+        Support::no(format!(
+            "this kernel has no seccomp filters: {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+#[expect(unsafe_code, reason = "probing system calls that rustix does not wrap")]
+fn probe_close_range() -> Support {
+    // SAFETY: marks no descriptor at all (the range is past any open one) close-on-exec;
+    // it only tells whether the kernel knows the flag.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            u32::MAX - 1,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if result == 0 {
+        Support::yes("close_range")
+    } else {
+        Support::no(format!(
+            "this kernel has no close_range(CLOSE_RANGE_CLOEXEC) (Linux 5.11): {}",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+fn probe_containment() -> Support {
+    let pid = rustix::process::getpid();
+    match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
+        Ok(_) => Support::yes("a keeper"),
+        Err(error) => Support::no(format!(
+            "this kernel has no pidfds (Linux 5.3), which the keeper needs: {error}"
+        )),
+    }
+}
+
+/// Whether this process holds CAP_SETPCAP, which dropping the bounding set needs.
+fn holds_setpcap() -> bool {
+    rustix::thread::capabilities(None)
+        .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SETPCAP))
+}
+
+pub(super) fn probe() -> Machine {
+    let abi = landlock_abi();
+    let landlock = match abi {
+        0 => Support::no("Landlock is not enabled in this kernel (Linux 5.13, lsm=landlock)"),
+        abi if abi < MIN_FS_ABI => Support::no(format!(
+            "Landlock ABI {abi} cannot stop truncation of files outside the grants; Linux 6.2 (ABI 3) can"
+        )),
+        abi => Support::yes(format!("Landlock ABI {abi}")),
+    };
+    let scopes = if abi >= SCOPE_ABI {
+        Support::yes(format!("Landlock ABI {abi}"))
+    } else {
+        Support::no(format!(
+            "Landlock scopes need ABI 6 (Linux 6.12); this kernel has ABI {abi}, so a pack could signal processes outside its call"
+        ))
+    };
+    let descriptors = probe_close_range();
+    let cap_last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(40);
+    Machine {
+        landlock,
+        landlock_abi: abi,
+        scopes,
+        seccomp: probe_seccomp(),
+        containment: if descriptors.enforced {
+            probe_containment()
+        } else {
+            Support::no("the keeper needs close_range (Linux 5.11) to let go of the runtime's pipes")
+        },
+        descriptors,
+        privileges: Support::yes("prctl and capset"),
+        drop_bounding: holds_setpcap(),
+        cap_last,
+    }
+}
+
+/// A folder on the way to `$HCP_HOME` as it was when the base layer was built: a
+/// new entry in it changes its modification time, and the layer is built again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    dir: PathBuf,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+fn stamp(dir: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).ok()?;
+    Some(Stamp {
+        dir: dir.to_path_buf(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+    })
+}
+
+/// The existing folders from `/` down to `home` (canonical), and whether `home`
+/// itself exists.
+fn chain(home: &Path) -> (Vec<PathBuf>, bool) {
+    let mut existing = home.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let real = existing.canonicalize().unwrap_or(existing);
+    let mut dirs: Vec<PathBuf> = real.ancestors().map(Path::to_path_buf).collect();
+    dirs.reverse();
+    (dirs, rest.is_empty())
+}
+
+/// A built base layer, for one `$HCP_HOME`, with the stamps it was built from.
+#[derive(Debug)]
+struct BaseLayer {
+    home: PathBuf,
+    stamps: Vec<Stamp>,
+    ruleset: Arc<OwnedFd>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Cache {
+    base: Mutex<Option<BaseLayer>>,
+    keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
+    filters: [OnceLock<Result<Arc<Filters>, String>>; 2],
+}
+
+/// The seccomp programs, in the order they are loaded.
+#[derive(Debug)]
+pub(crate) struct Filters {
+    pub(crate) programs: Vec<seccompiler::BpfProgram>,
+}
+
+impl Cache {
+    fn base(&self, home: &Path) -> Result<Arc<OwnedFd>, SandboxError> {
+        let (dirs, home_exists) = chain(home);
+        let mut stamps: Vec<Stamp> = dirs.iter().filter_map(|dir| stamp(dir)).collect();
+        stamps.sort_by(|a, b| a.dir.cmp(&b.dir));
+        let mut slot = self
+            .base
+            .lock()
+            .map_err(|_| SandboxError::Landlock("the base layer cache is poisoned".into()))?;
+        if let Some(built) = slot.as_ref()
+            && built.home == home
+            && built.stamps == stamps
+        {
+            return Ok(Arc::clone(&built.ruleset));
+        }
+        let ruleset = Arc::new(base_ruleset(&dirs, home_exists)?);
+        *slot = Some(BaseLayer {
+            home: home.to_path_buf(),
+            stamps,
+            ruleset: Arc::clone(&ruleset),
+        });
+        Ok(ruleset)
+    }
+
+    fn keeper(&self) -> Result<Arc<OwnedFd>, SandboxError> {
+        self.keeper
+            .get_or_init(|| keeper_ruleset().map(Arc::new).map_err(|error| error.to_string()))
+            .clone()
+            .map_err(SandboxError::Landlock)
+    }
+
+    fn filters(&self, network: bool) -> Result<Arc<Filters>, SandboxError> {
+        self.filters[usize::from(network)]
+            .get_or_init(|| {
+                seccomp_programs(network)
+                    .map(|programs| Arc::new(Filters { programs }))
+                    .map_err(|error| error.to_string())
+            })
+            .clone()
+            .map_err(SandboxError::Seccomp)
+    }
+}
+
+fn add_paths(
+    mut ruleset: landlock::RulesetCreated,
+    paths: impl IntoIterator<Item = PathBuf>,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    for path in paths {
+        // A folder that is gone since it was listed simply gets no rule.
+        if let Ok(fd) = PathFd::new(&path) {
+            ruleset = add_fd(ruleset, fd, access)?;
+        }
+    }
+    Ok(ruleset)
+}
+
+/// Adds a rule for an opened file or folder; the access is narrowed to what a file
+/// can have when it is not a folder.
+fn add_fd(
+    ruleset: landlock::RulesetCreated,
+    fd: impl AsFd,
+    access: landlock::BitFlags<AccessFs>,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    let is_dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
+    });
+    let access = if is_dir {
+        access
+    } else {
+        access & AccessFs::from_file(FS_ABI)
+    };
+    ruleset
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(landlock_error)
+}
+
+/// Everything but `$HCP_HOME` (whose `packs` and `.builtin` folders stay readable:
+/// they hold only pack files), and of `/dev` only [`DEVICES`]. Each folder on the way
+/// to `$HCP_HOME` stays listable; all its other entries get full access, which the
+/// call's layer narrows.
+fn base_ruleset(dirs: &[PathBuf], home_exists: bool) -> Result<OwnedFd, SandboxError> {
+    let all = AccessFs::from_all(FS_ABI);
+    let mut roots = Vec::new();
+    for (index, dir) in dirs.iter().enumerate() {
+        let next = dirs.get(index + 1);
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        if next.is_none() && home_exists {
+            // `$HCP_HOME` itself.
+            roots.extend(
+                ["packs", ".builtin"]
+                    .iter()
+                    .map(|name| dir.join(name))
+                    .filter(|path| path.exists()),
+            );
+            continue;
+        }
+        roots.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| Some(path) != next && path != Path::new("/dev")),
+        );
+    }
+    if !dirs.iter().any(|dir| dir == Path::new("/dev")) {
+        roots.extend(DEVICES.iter().map(PathBuf::from));
+    }
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(landlock_error)?
+        .create()
+        .map_err(landlock_error)?;
+    let ruleset = add_paths(ruleset, roots, all)?;
+    let ruleset = add_paths(ruleset, dirs.iter().cloned(), AccessFs::ReadDir.into())?;
+    Option::<OwnedFd>::from(ruleset)
+        .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))
+}
+
+/// The keeper's layer: nothing but the signal scope, as a hard requirement.
+fn keeper_ruleset() -> Result<OwnedFd, SandboxError> {
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(Scope::Signal)
+        .map_err(landlock_error)?
+        .create()
+        .map_err(landlock_error)?;
+    Option::<OwnedFd>::from(ruleset)
+        .ok_or_else(|| SandboxError::Landlock("the kernel did not create the keeper's ruleset".into()))
+}
+
+/// Opens each write grant beneath the working directory without following a link
+/// out of it: a grant that leads outside is refused, one that does not exist is
+/// left out (the pack cannot create it).
+fn open_writes(cwd: &Path, writes: &[String]) -> Result<Vec<OwnedFd>, SandboxError> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    if writes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = rustix::fs::open(
+        cwd,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|error| SandboxError::Cwd(error.into()))?;
+    let mut fds = Vec::new();
+    for write in writes {
+        match rustix::fs::openat2(
+            &dir,
+            write.as_str(),
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Ok(fd) => fds.push(fd),
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(rustix::io::Errno::XDEV | rustix::io::Errno::LOOP) => {
+                return Err(SandboxError::WriteOutside { path: write.clone() });
+            }
+            Err(error) => {
+                return Err(SandboxError::WriteUnusable {
+                    path: write.clone(),
+                    source: error.into(),
+                });
+            }
+        }
+    }
+    Ok(fds)
+}
+
+/// The call's layer: its reads, its writes (grants opened beneath the working
+/// directory, the temporary folder, [`WRITABLE_DEVICES`]), no TCP without the
+/// network, and the scopes.
+fn call_ruleset(plan: &ChildPlan, machine: &Machine, writes: Vec<OwnedFd>) -> Result<OwnedFd, SandboxError> {
+    let abi = machine.landlock_abi;
+    let all = AccessFs::from_all(FS_ABI);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(landlock_error)?;
+    if abi >= NET_ABI && !plan.network {
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(landlock_error)?;
+    }
+    if abi >= SCOPE_ABI {
+        let scopes = if plan.network {
+            Scope::Signal.into()
+        } else {
+            Scope::Signal | Scope::AbstractUnixSocket
+        };
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .scope(scopes)
+            .map_err(landlock_error)?;
+    }
+    let created = ruleset.create().map_err(landlock_error)?;
+    let reads: Vec<PathBuf> = match &plan.reads {
+        Reads::Everywhere => vec![PathBuf::from("/")],
+        Reads::Confined(extra) => std::iter::once(plan.cwd.clone())
+            .chain(SYSTEM_READS.iter().map(PathBuf::from))
+            .chain(extra.iter().cloned())
+            .collect(),
+    };
+    let mut created = add_paths(created, reads, AccessFs::from_read(FS_ABI))?;
+    created = add_paths(
+        created,
+        std::iter::once(plan.tmpdir.clone()).chain(WRITABLE_DEVICES.iter().map(PathBuf::from)),
+        all,
+    )?;
+    for fd in writes {
+        created = add_fd(created, fd, all)?;
+    }
+    Option::<OwnedFd>::from(created)
+        .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))
+}
+
+/// The seccomp programs: on x86_64 first a guard that refuses the x32 ABI (its
+/// system call numbers would slip past the rules), then the rules: no kernel
+/// keyrings, no io_uring (it would make sockets past the filter), no terminal input
+/// injection, and without the network no socket but unix socket pairs.
+fn seccomp_programs(network: bool) -> Result<Vec<seccompiler::BpfProgram>, seccompiler::BackendError> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    let arch = if cfg!(target_arch = "x86_64") {
+        seccompiler::TargetArch::x86_64
+    } else if cfg!(target_arch = "aarch64") {
+        seccompiler::TargetArch::aarch64
+    } else {
+        seccompiler::TargetArch::riscv64
+    };
+    let when = |arg: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+    };
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> = [
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ]
+    .into_iter()
+    .map(|nr| (nr, Vec::new()))
+    .collect();
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            when(1, SeccompCmpOp::Eq, u64::from(libc::TIOCSTI as u32))?,
+            when(1, SeccompCmpOp::Eq, u64::from(libc::TIOCLINUX as u32))?,
+        ],
+    );
+    if !network {
+        rules.insert(libc::SYS_socket, Vec::new());
+        rules.insert(
+            libc::SYS_socketpair,
+            vec![when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
+        );
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let main: seccompiler::BpfProgram = filter.try_into()?;
+    let mut programs = Vec::new();
+    if cfg!(target_arch = "x86_64") {
+        programs.push(x32_guard());
+    }
+    programs.push(main);
+    Ok(programs)
+}
+
+/// Refuses every system call made through the x32 ABI (numbers with bit 30 set).
+fn x32_guard() -> seccompiler::BpfProgram {
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let statement = |code: u16, k: u32| seccompiler::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let ld_nr = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let jset = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    vec![
+        // seccomp_data.nr is at offset 0.
+        statement(ld_nr, 0),
+        seccompiler::sock_filter {
+            code: jset,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        statement(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        statement(ret, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// Prepares everything the forked processes apply, with the layers this machine
+/// enforces.
+pub(super) fn prepare(
+    plan: &ChildPlan,
+    machine: &Machine,
+    cache: &Cache,
+) -> Result<(Confinement, Option<Control>), SandboxError> {
+    let landlock = machine.landlock.enforced;
+    let writes = open_writes(&plan.cwd, &plan.writes)?;
+    let base = landlock.then(|| cache.base(&plan.home)).transpose()?;
+    let call = landlock
+        .then(|| call_ruleset(plan, machine, writes))
+        .transpose()?;
+    let filters = machine
+        .seccomp
+        .enforced
+        .then(|| cache.filters(plan.network))
+        .transpose()?;
+    let (keeper, control) = if machine.containment.enforced {
+        let scope = machine.scopes.enforced.then(|| cache.keeper()).transpose()?;
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|error| SandboxError::Pipe(error.into()))?;
+        (Some(Keeper { control: read, scope }), Some(Control(write)))
+    } else {
+        (None, None)
+    };
+    let confinement = Confinement {
+        keeper,
+        base,
+        call,
+        filters,
+        close_descriptors: machine.descriptors.enforced,
+        drop_privileges: machine.privileges.enforced,
+        drop_bounding: machine.drop_bounding,
+        cap_last: machine.cap_last,
+    };
+    Ok((confinement, control))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_runs_from_root_to_the_deepest_existing_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (dirs, exists) = chain(&root.join("a/b"));
+        assert!(!exists);
+        assert_eq!(dirs.first().unwrap(), Path::new("/"));
+        assert_eq!(dirs.last().unwrap(), &root);
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let (dirs, exists) = chain(&root.join("a/b"));
+        assert!(exists);
+        assert_eq!(dirs.last().unwrap(), &root.join("a/b"));
+    }
+
+    #[test]
+    fn write_grants_stay_beneath_the_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("work");
+        std::fs::create_dir_all(cwd.join("out")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside"), cwd.join("away")).unwrap();
+        std::os::unix::fs::symlink("out", cwd.join("inside")).unwrap();
+        assert_eq!(
+            open_writes(&cwd, &["out".into(), "inside".into()]).unwrap().len(),
+            2
+        );
+        assert_eq!(open_writes(&cwd, &["missing".into()]).unwrap().len(), 0);
+        let error = open_writes(&cwd, &["away".into()]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the pack's write path `away` leads out of the working directory through a link"
+        );
+        assert!(matches!(
+            open_writes(&cwd, &["../outside".into()]),
+            Err(SandboxError::WriteOutside { .. })
+        ));
+    }
+
+    #[test]
+    fn seccomp_programs_build_for_both_network_settings() {
+        for network in [false, true] {
+            let programs = seccomp_programs(network).unwrap();
+            assert_eq!(programs.len(), if cfg!(target_arch = "x86_64") { 2 } else { 1 });
+            assert!(programs.iter().all(|program| !program.is_empty()));
+        }
+    }
+}

@@ -1,0 +1,550 @@
+//! The sandbox (SPEC §6) as a transform: a [`ChildPlan`] (what the pack's CLI should
+//! run, where, with which environment and grants) becomes a [`Spawn`] for
+//! [`crate::runtime`], carrying a [`Confinement`] prepared here in the parent and a
+//! [`Control`] for the runtime. Nothing is applied to this process.
+//!
+//! On Linux a call is two processes before the pack's CLI runs: the forked child
+//! becomes the call's **keeper** (a child subreaper in its own session, inside a
+//! Landlock domain that scopes its signals to the call), and the keeper forks the
+//! **child**, which drops every capability, sets `no_new_privs`, keeps only
+//! descriptors 0, 1 and 2, enters two Landlock layers (one hiding `$HCP_HOME`, one
+//! for this call's reads, writes, network and scopes) and a seccomp filter, then
+//! execs. When the child ends, or the runtime says so, or hcpx dies, the keeper kills
+//! every process of the call and reaps it. See [`enter`] for that code and
+//! [`linux`] for how the layers are built.
+//!
+//! Layers the kernel cannot enforce are reported as such, never claimed, and in
+//! strict mode a pack that needs one does not run (on every OS, not only Linux).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::binding::Secret;
+
+mod enter;
+#[cfg(target_os = "linux")]
+mod linux;
+
+pub use enter::Confinement;
+
+/// Environment names passed through from the caller (SPEC §6); TMPDIR is replaced.
+pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+/// PATH for the child when the caller has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// Folders a command that takes `path` parameters may still read besides the
+/// working directory: what programs and their libraries, locales, certificates and
+/// configuration need. `$HOME` is not among them.
+pub const SYSTEM_READS: [&str; 15] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys", "/dev",
+    "/nix", "/gnu", "/snap",
+];
+
+/// How strictly missing layers are treated (`HCP_SANDBOX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// A pack that needs a layer this machine cannot enforce does not run.
+    #[default]
+    Strict,
+    /// Run with every layer that is enforced; the rest are reported as missing.
+    BestEffort,
+}
+
+/// Whether this machine can enforce a layer, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Support {
+    pub enforced: bool,
+    pub detail: String,
+}
+
+impl Support {
+    fn yes(detail: impl Into<String>) -> Self {
+        Self {
+            enforced: true,
+            detail: detail.into(),
+        }
+    }
+
+    fn no(detail: impl Into<String>) -> Self {
+        Self {
+            enforced: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What this machine can enforce, found without changing this process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Machine {
+    /// Landlock filesystem rules (ABI 3 or later: writes, truncation included).
+    pub landlock: Support,
+    /// The Landlock ABI version, 0 without Landlock.
+    pub landlock_abi: i32,
+    /// Landlock scopes (ABI 6): no signals to, and no abstract unix sockets of,
+    /// processes outside the call; ptrace and `/proc/PID/{environ,mem}` of them are
+    /// refused by Landlock with capabilities dropped.
+    pub scopes: Support,
+    /// seccomp filters, for the network and the syscall filter.
+    pub seccomp: Support,
+    /// The keeper: pidfds and child subreapers, so every process of a call ends.
+    pub containment: Support,
+    /// `close_range(CLOSE_RANGE_CLOEXEC)`, so only descriptors 0, 1 and 2 reach a pack.
+    pub descriptors: Support,
+    /// Capabilities dropped and `no_new_privs`.
+    pub privileges: Support,
+    /// hcpx holds CAP_SETPCAP (root, as in containers and CI): the child also empties
+    /// its capability bounding set.
+    pub drop_bounding: bool,
+    /// The highest capability number this kernel knows.
+    pub cap_last: u32,
+}
+
+impl Machine {
+    /// A machine that enforces none of the kernel layers: every OS but Linux.
+    pub fn without_kernel_layers(why: &str) -> Self {
+        Self {
+            landlock: Support::no(why),
+            landlock_abi: 0,
+            scopes: Support::no(why),
+            seccomp: Support::no(why),
+            containment: Support::no(why),
+            descriptors: Support::no(why),
+            privileges: Support::no(why),
+            drop_bounding: false,
+            cap_last: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Machine {
+    /// A machine that enforces every layer.
+    pub(crate) fn all_enforced() -> Self {
+        let yes = Support::yes("enforced");
+        Self {
+            landlock: yes.clone(),
+            landlock_abi: 7,
+            scopes: yes.clone(),
+            seccomp: yes.clone(),
+            containment: yes.clone(),
+            descriptors: yes.clone(),
+            privileges: yes,
+            drop_bounding: false,
+            cap_last: 40,
+        }
+    }
+}
+
+/// One layer as shown by `doctor`, `--dry-run` and `availability`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayerReport {
+    pub layer: &'static str,
+    pub enforced: bool,
+    /// Whether this pack needs it (a needed layer that is not enforced makes the
+    /// pack not runnable in strict mode).
+    pub needed: bool,
+    pub detail: String,
+}
+
+/// Probes the kernel once per process: what it supports cannot change while we run.
+pub fn probe() -> Machine {
+    static MACHINE: OnceLock<Machine> = OnceLock::new();
+    MACHINE.get_or_init(probe_now).clone()
+}
+
+#[cfg(target_os = "linux")]
+fn probe_now() -> Machine {
+    linux::probe()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe_now() -> Machine {
+    Machine::without_kernel_layers(
+        "hcpx enforces this layer only on Linux; this OS has no Landlock, seccomp or pidfds",
+    )
+}
+
+/// What a pack's command needs from the sandbox.
+#[derive(Debug, Clone, Copy)]
+pub struct Needs<'a> {
+    pub network: bool,
+    /// Write grants (relative to the working directory); empty for read commands.
+    pub writes: &'a [String],
+    /// The command takes `path` parameters, so it reads only the working directory
+    /// and system folders.
+    pub confined_reads: bool,
+}
+
+/// The layers for one command on this machine.
+pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
+    let always = |layer: &'static str, detail: &str| LayerReport {
+        layer,
+        enforced: true,
+        needed: true,
+        detail: detail.to_owned(),
+    };
+    let kernel = |layer: &'static str, support: &Support, needed: bool, detail: String| LayerReport {
+        layer,
+        enforced: support.enforced,
+        needed,
+        detail: if support.enforced {
+            detail
+        } else {
+            support.detail.clone()
+        },
+    };
+    let writes = if needs.writes.is_empty() {
+        "its private temporary folder".to_owned()
+    } else {
+        format!("{} and its private temporary folder", needs.writes.join(", "))
+    };
+    let reads = if needs.confined_reads {
+        "reads only the working directory, the pack and system folders (it takes paths)"
+    } else {
+        "reads anything but HCP_HOME"
+    };
+    let network = if needs.network {
+        LayerReport {
+            layer: "network",
+            enforced: false,
+            needed: false,
+            detail: "the pack declares network access, so it has the network".to_owned(),
+        }
+    } else {
+        kernel(
+            "network",
+            &machine.seccomp,
+            true,
+            "no sockets (seccomp): no TCP, UDP, raw or unix sockets; socketpair only".to_owned(),
+        )
+    };
+    vec![
+        always(
+            "environment",
+            "cleared: only PATH, HOME, LANG, LC_ALL, TZ, a private TMPDIR and the pack's bindings",
+        ),
+        always("stdin", "closed (/dev/null)"),
+        kernel(
+            "descriptors",
+            &machine.descriptors,
+            true,
+            "only 0, 1 and 2 reach the pack, whatever the caller had open".to_owned(),
+        ),
+        always("session", "a session of its own: no controlling terminal"),
+        kernel(
+            "containment",
+            &machine.containment,
+            true,
+            "every process the call starts is killed and reaped when it ends, also when hcpx is killed"
+                .to_owned(),
+        ),
+        always(
+            "timeout",
+            "the manifest's timeoutMs, or --timeout-ms up to 600000; TERM, then KILL after 2 s",
+        ),
+        always("output-cap", "8 MiB per call; past it the call is stopped"),
+        always("core-dumps", "off (RLIMIT_CORE = 0)"),
+        kernel(
+            "privileges",
+            &machine.privileges,
+            true,
+            "no capabilities, no_new_privs: setuid files and file capabilities give nothing".to_owned(),
+        ),
+        kernel(
+            "filesystem",
+            &machine.landlock,
+            true,
+            format!("Landlock: {reads}; writes only {writes}"),
+        ),
+        kernel(
+            "process-isolation",
+            &machine.scopes,
+            true,
+            "Landlock scopes: no signal, ptrace, /proc/PID/environ or mem of any process outside the call"
+                .to_owned(),
+        ),
+        network,
+        kernel(
+            "syscall-filter",
+            &machine.seccomp,
+            true,
+            "seccomp: no kernel keyrings, io_uring or terminal input injection".to_owned(),
+        ),
+    ]
+}
+
+/// The needed layers this machine cannot enforce.
+pub fn missing(layers: &[LayerReport]) -> Vec<&LayerReport> {
+    layers
+        .iter()
+        .filter(|layer| layer.needed && !layer.enforced)
+        .collect()
+}
+
+/// The child's environment: the allowlist from the caller, the private TMPDIR, and
+/// the bindings. Nothing else of the caller's environment reaches it.
+pub fn child_env(
+    caller: &BTreeMap<String, String>,
+    tmpdir: &Path,
+    bindings: &[(String, Secret)],
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = PASSED_ENV
+        .iter()
+        .filter_map(|name| caller.get(*name).map(|value| ((*name).to_owned(), value.clone())))
+        .collect();
+    if !env.iter().any(|(name, _)| name == "PATH") {
+        env.push(("PATH".to_owned(), DEFAULT_PATH.to_owned()));
+    }
+    env.push(("TMPDIR".to_owned(), tmpdir.display().to_string()));
+    env.extend(
+        bindings
+            .iter()
+            .map(|(key, secret)| (key.clone(), secret.expose().to_owned())),
+    );
+    env.sort();
+    env
+}
+
+/// What the pack's command may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reads {
+    /// Anything but `$HCP_HOME`.
+    Everywhere,
+    /// The working directory, [`SYSTEM_READS`] and these folders (the pack's own,
+    /// its CLI's, the folders on PATH), for commands that take `path` parameters:
+    /// a link swapped after the check still cannot lead the CLI out.
+    Confined(Vec<PathBuf>),
+}
+
+/// What the pack's CLI should run, before the sandbox is applied.
+#[derive(Debug, Clone)]
+pub struct ChildPlan {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// From [`child_env`].
+    pub env: Vec<(String, String)>,
+    /// The call's private temporary folder: always writable.
+    pub tmpdir: PathBuf,
+    /// Write grants relative to `cwd`, as the manifest has them; resolved without
+    /// following links out of `cwd`.
+    pub writes: Vec<String>,
+    /// `$HCP_HOME`: never readable nor writable, but for its `packs` and `.builtin`
+    /// folders, which hold only pack files.
+    pub home: PathBuf,
+    pub reads: Reads,
+    pub network: bool,
+}
+
+/// A ready-to-start process, for [`crate::runtime`].
+#[derive(Debug)]
+pub struct Spawn {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    /// Applied by the forked child before it execs (see [`Confinement::enter`]).
+    pub confinement: Confinement,
+    /// How the runtime ends the call when a keeper runs it; `None` when the runtime
+    /// signals the child's process group itself.
+    pub control: Option<Control>,
+}
+
+/// The runtime's line to the keeper: one byte asks it to TERM the child's process
+/// group; closing it (dropping this, or hcpx dying) makes the keeper kill every
+/// process of the call at once.
+#[derive(Debug)]
+pub struct Control(#[cfg(unix)] pub(crate) std::os::fd::OwnedFd);
+
+impl Control {
+    /// Asks the keeper to send TERM to the child's process group.
+    pub fn terminate(&self) {
+        #[cfg(unix)]
+        // A keeper that is gone has nothing left to stop.
+        let _ = rustix::io::write(&self.0, b"T");
+    }
+}
+
+/// Why the sandbox could not be set up; nothing of the pack ran.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the pack's write path `{path}` leads out of the working directory through a link")]
+    WriteOutside { path: String },
+    #[error("the pack's write path `{path}` cannot be opened: {source}")]
+    WriteUnusable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the working directory cannot be opened: {0}")]
+    Cwd(#[source] std::io::Error),
+    #[error("landlock: {0}")]
+    Landlock(String),
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    #[error("cannot set up the keeper's pipe: {0}")]
+    Pipe(#[source] std::io::Error),
+}
+
+/// What the sandbox keeps between calls: the probe, the Landlock layer that hides
+/// `$HCP_HOME` (rebuilt when a folder on its way changes), the keeper's ruleset and
+/// the seccomp programs. The MCP server shares one across its calls.
+#[derive(Debug, Default)]
+pub struct Cache {
+    machine: OnceLock<Machine>,
+    #[cfg(target_os = "linux")]
+    linux: linux::Cache,
+}
+
+impl Cache {
+    /// A cache for a machine given here rather than probed (tests of other OSes and
+    /// older kernels).
+    pub fn with_machine(machine: Machine) -> Self {
+        let cache = Self::default();
+        let _ = cache.machine.set(machine);
+        cache
+    }
+
+    pub fn machine(&self) -> &Machine {
+        self.machine.get_or_init(probe)
+    }
+}
+
+/// Prepares the plan's confinement with the layers this machine enforces.
+pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> {
+    #[cfg(target_os = "linux")]
+    let (confinement, control) = linux::prepare(&plan, cache.machine(), &cache.linux)?;
+    #[cfg(not(target_os = "linux"))]
+    let (confinement, control) = (Confinement::default(), None);
+    Ok(Spawn {
+        program: plan.program,
+        args: plan.args,
+        env: plan.env,
+        cwd: plan.cwd,
+        confinement,
+        control,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn everything() -> Machine {
+        Machine::all_enforced()
+    }
+
+    const READ_ONLY: Needs<'static> = Needs {
+        network: false,
+        writes: &[],
+        confined_reads: false,
+    };
+
+    #[test]
+    fn child_env_is_the_allowlist_plus_tmpdir_and_bindings() {
+        let caller: BTreeMap<String, String> = [
+            ("PATH", "/bin"),
+            ("HOME", "/home/u"),
+            ("AWS_SECRET_ACCESS_KEY", "leak"),
+            ("LD_PRELOAD", "/evil.so"),
+            ("TZ", "UTC"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let env = child_env(
+            &caller,
+            Path::new("/tmp/x"),
+            &[("KEY".to_owned(), Secret::new("v".to_owned()))],
+        );
+        let names: Vec<&str> = env.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["HOME", "KEY", "PATH", "TMPDIR", "TZ"]);
+    }
+
+    #[test]
+    fn missing_path_gets_a_default() {
+        let env = child_env(&BTreeMap::new(), Path::new("/t"), &[]);
+        assert!(env.contains(&("PATH".to_owned(), DEFAULT_PATH.to_owned())));
+    }
+
+    #[test]
+    fn a_machine_with_every_layer_misses_none() {
+        assert_eq!(
+            missing(&layers(&everything(), READ_ONLY)),
+            Vec::<&LayerReport>::new()
+        );
+    }
+
+    /// Off Linux (or on a kernel without the features) the kernel layers are needed
+    /// and missing, so strict mode refuses instead of running unconfined.
+    #[test]
+    fn without_kernel_layers_every_confinement_is_missing() {
+        let machine = Machine::without_kernel_layers("not here");
+        let gaps: Vec<&str> = missing(&layers(&machine, READ_ONLY))
+            .iter()
+            .map(|layer| layer.layer)
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                "descriptors",
+                "containment",
+                "privileges",
+                "filesystem",
+                "process-isolation",
+                "network",
+                "syscall-filter"
+            ]
+        );
+        // A pack with the network does not need the network layer.
+        let with_network = Needs {
+            network: true,
+            ..READ_ONLY
+        };
+        let reports = layers(&machine, with_network);
+        let network = reports.iter().find(|layer| layer.layer == "network").unwrap();
+        assert!(!network.needed && !network.enforced);
+        assert_eq!(missing(&reports).len(), 6);
+    }
+
+    #[test]
+    fn details_say_what_each_layer_does_here() {
+        let reports = layers(
+            &everything(),
+            Needs {
+                network: false,
+                writes: &["out".to_owned()],
+                confined_reads: true,
+            },
+        );
+        let filesystem = reports.iter().find(|layer| layer.layer == "filesystem").unwrap();
+        assert_eq!(
+            filesystem.detail,
+            "Landlock: reads only the working directory, the pack and system folders (it takes paths); writes only out and its private temporary folder"
+        );
+        let names: Vec<&str> = reports.iter().map(|layer| layer.layer).collect();
+        assert_eq!(
+            names,
+            [
+                "environment",
+                "stdin",
+                "descriptors",
+                "session",
+                "containment",
+                "timeout",
+                "output-cap",
+                "core-dumps",
+                "privileges",
+                "filesystem",
+                "process-isolation",
+                "network",
+                "syscall-filter"
+            ]
+        );
+    }
+}

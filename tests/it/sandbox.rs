@@ -1,0 +1,582 @@
+//! The sandbox, attacked: each test is one way a pack could try to get out of its
+//! call (the attacker fixture's commands), run through the real binary as root (as
+//! CI and containers run it) and, where the answer differs, as an unprivileged user.
+//! Each fails when the protection it names is taken out.
+
+use std::io::Write as _;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{BIN, TestEnv, is_root, pids_of, require, wait_until};
+use crate::mcp::Process;
+
+fn attacker_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    env.install_fixture("probe", "probe");
+    env
+}
+
+fn bind(env: &TestEnv, pack: &str, key: &str, value: &str) {
+    let mut bind = env
+        .command(&["bind", pack, key])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    bind.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{value}\n").as_bytes())
+        .unwrap();
+    assert!(bind.wait().unwrap().success());
+}
+
+fn set_network(env: &TestEnv, pack: &str, network: bool) {
+    let manifest = env.home().join("packs").join(pack).join("hcp.json");
+    let text = std::fs::read_to_string(&manifest).unwrap().replace(
+        &format!("\"network\": {}", !network),
+        &format!("\"network\": {network}"),
+    );
+    std::fs::write(&manifest, text).unwrap();
+}
+
+/// Escape 1a: Processes that left the process group (setsid) and the tree (a double fork)
+/// are gone as soon as the call returns, not only when it times out.
+#[test]
+fn processes_that_leave_the_group_and_the_tree_end_with_the_call() {
+    let env = attacker_env();
+    let (code, envelope) = env.json(&["exec", "attacker", "escape", "--", "tag=4101"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["stdout"], json!("started\n"));
+    // No waiting: the keeper has killed and reaped them before hcpx answered.
+    assert_eq!(pids_of("sleep 4101"), Vec::<String>::new());
+}
+
+/// Escape 1b: On timeout, the TERM-ignoring, setsid and double-forked processes all go.
+#[test]
+fn a_timeout_ends_every_process_of_the_call() {
+    let env = attacker_env();
+    let started = Instant::now();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "attacker",
+        "escape",
+        "--timeout-ms",
+        "500",
+        "--",
+        "tag=4102",
+        "wait=60",
+    ]);
+    assert_eq!(code, 124, "{envelope}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(pids_of("sleep 4102"), Vec::<String>::new());
+}
+
+/// Escape 1c: hcpx killed with SIGKILL mid-call leaves nothing running: the keeper sees
+/// its control pipe close.
+#[test]
+fn killing_hcpx_ends_every_process_of_the_call() {
+    let env = attacker_env();
+    let mut hcpx = env
+        .command(&["exec", "attacker", "escape", "--", "tag=4103", "wait=60"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || pids_of("sleep 4103").len() >= 3),
+        "the call started: {:?}",
+        pids_of("sleep 4103")
+    );
+    hcpx.kill().unwrap();
+    hcpx.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(2), || pids_of("sleep 4103").is_empty()),
+        "left behind: {:?}",
+        pids_of("sleep 4103")
+    );
+}
+
+fn initialize(server: &mut Process) {
+    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    server.until(1);
+    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+}
+
+fn tool_call(server: &mut Process, id: u64, argv: &[&str]) -> Value {
+    server.send(
+        &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": argv } } }),
+    );
+    server.until(id).pop().unwrap()
+}
+
+/// Escape 1d: The same for `hcpx mcp`: the server killed, the call's processes go too.
+#[test]
+fn killing_the_mcp_server_ends_every_process_of_its_calls() {
+    let env = attacker_env();
+    let mut server = Process::start(&env);
+    initialize(&mut server);
+    server.send(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["exec", "attacker", "escape", "--", "tag=4104", "wait=60"] } } }));
+    assert!(
+        wait_until(Duration::from_secs(5), || pids_of("sleep 4104").len() >= 3),
+        "the call started"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(2), || pids_of("sleep 4104").is_empty()),
+        "left behind: {:?}",
+        pids_of("sleep 4104")
+    );
+}
+
+/// Escape 1e: A pack that SIGKILLs its parent and every hcpx it can find takes nothing
+/// down: the MCP server answers that call and the next one.
+#[test]
+fn a_pack_cannot_kill_its_keeper_or_the_server() {
+    let env = attacker_env();
+    let mut server = Process::start(&env);
+    initialize(&mut server);
+    let reply = tool_call(&mut server, 2, &["exec", "attacker", "kill"]);
+    let envelope = &reply["result"]["structuredContent"];
+    assert_eq!(envelope["ok"], json!(true), "{reply}");
+    let stdout = envelope["stdout"].as_str().unwrap();
+    assert!(stdout.contains("Operation not permitted"), "{stdout}");
+    assert!(!stdout.contains("killed"), "{stdout}");
+    assert!(stdout.ends_with("still here\n"), "{stdout}");
+    let reply = tool_call(&mut server, 3, &["search", "journey"]);
+    assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    let (code, _) = server.close();
+    assert_eq!(code, 0);
+}
+
+/// Escape 2a: Nothing of another process: not hcpx's environment (read as its keeper's, the
+/// parent), not another call's bound secret, not anyone's memory. Its own call's
+/// processes stay readable: the test can tell.
+#[test]
+fn a_pack_reads_no_other_process_environment_or_memory() {
+    let env = attacker_env().env("HCPX_PARENT_SECRET", "parent-secret-7c1d");
+    bind(&env, "probe", "PROBE_TOKEN", "bound-secret-5e9a");
+    let mut other = env
+        .command(&["exec", "probe", "sleep", "--", "seconds=4105"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || !pids_of("sleep 4105").is_empty()));
+    let output = env.run(&["exec", "attacker", "environ"]);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    assert_eq!(output.code, 0, "{output}");
+    for secret in ["parent-secret-7c1d", "bound-secret-5e9a", "HCPX_PARENT_SECRET"] {
+        assert!(!output.stdout.contains(secret), "{secret} leaked:\n{output}");
+    }
+    assert!(!output.stdout.contains("mem "), "memory read:\n{output}");
+    // Its own children's environment (its own, cleared) is readable.
+    assert!(output.stdout.contains("TMPDIR="), "{output}");
+}
+
+/// Escape 2b: No capabilities, `no_new_privs`, seccomp on, no controlling terminal: as
+/// root too.
+#[test]
+fn the_pack_runs_without_privileges() {
+    let env = attacker_env();
+    let output = env.run(&["exec", "attacker", "status"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(
+        output.stdout,
+        "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n\
+         CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n\
+         Seccomp_filters:\t2\n0\n"
+    );
+}
+
+/// Escape 2c: With a controlling terminal, hcpx's child still has none (a session of its
+/// own): it cannot push input into the caller's shell through `/dev/tty`.
+#[test]
+fn the_pack_has_no_controlling_terminal() {
+    if !require(Path::new("/usr/bin/script").exists(), "script(1) from util-linux") {
+        return;
+    }
+    let env = attacker_env();
+    // Under script(1) hcpx has a terminal: `ps` sees it (the control).
+    let inner = format!("ps -o tty= -p $$; {BIN} exec attacker status");
+    let output = Command::new("/usr/bin/script")
+        .args(["-qec", &inner, "/dev/null"])
+        .current_dir(env.work())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", env.root.path().join("user"))
+        .env("HCP_HOME", env.home())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.first().is_some_and(|tty| tty.starts_with("pts/")), "{text}");
+    // The last line is the pack's controlling terminal number: none.
+    assert_eq!(lines.last(), Some(&"0"), "{text}");
+}
+
+/// Escape 5: Descriptors the caller had open do not reach the pack.
+#[test]
+fn only_descriptors_0_1_and_2_reach_the_pack() {
+    let env = attacker_env();
+    let outside = env.root.path().join("outside.log");
+    std::fs::write(&outside, "").unwrap();
+    // Descriptors 7 and 9 open, as a shell's `exec 7>>file` leaves them.
+    let output = Command::new("/bin/sh")
+        .args([
+            "-c",
+            "exec 7>>\"$OUTSIDE\" 9<\"$OUTSIDE\"; exec \"$0\" exec attacker fds",
+            BIN,
+        ])
+        .current_dir(env.work())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HCP_HOME", env.home())
+        .env("OUTSIDE", &outside)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout, "checked\n", "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "");
+}
+
+/// A unix socket server that answers `hi` to every connection, until dropped.
+struct Server {
+    listener: UnixListener,
+}
+
+impl Server {
+    fn serve(listener: UnixListener) -> Self {
+        let server = Self {
+            listener: listener.try_clone().unwrap(),
+        };
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let _ = (&stream).write_all(b"hi");
+            }
+        });
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.listener.set_nonblocking(true);
+    }
+}
+
+/// Escape 6: Without the network no unix socket opens, by path or abstract name, as root
+/// too; with it, the same command connects.
+#[test]
+fn no_unix_socket_opens_without_the_network() {
+    use std::os::linux::net::SocketAddrExt as _;
+    let env = attacker_env();
+    let path = env.root.path().join("outside.sock");
+    let _by_path = Server::serve(UnixListener::bind(&path).unwrap());
+    let name = format!("hcpx-test-{}", std::process::id());
+    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _abstract = Server::serve(UnixListener::bind_addr(&address).unwrap());
+    let targets = [path.display().to_string(), format!("@{name}")];
+    for target in &targets {
+        let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
+        assert_eq!(output.code, 1, "{target}: {output}");
+        assert!(output.stderr.contains("PermissionError"), "{output}");
+        assert!(!output.stdout.contains("connected"), "{output}");
+    }
+    set_network(&env, "attacker", true);
+    for target in &targets {
+        let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
+        assert_eq!(output.stdout, "connected hi\n", "{target}: {output}");
+    }
+}
+
+/// Renames a new link over `link`: the swap is atomic, as an attacker's would be.
+fn swap_link(link: &Path, target: &Path) {
+    let fresh = link.with_extension("new");
+    std::os::unix::fs::symlink(target, &fresh).unwrap();
+    std::fs::rename(&fresh, link).unwrap();
+}
+
+/// Escape 4: A `path` parameter checked while its link points inside, swapped to point
+/// outside before the pack opens it: the pack still cannot read outside.
+#[test]
+fn a_link_swapped_after_the_check_cannot_lead_a_path_parameter_out() {
+    let env = attacker_env();
+    std::fs::write(env.work().join("inside.txt"), "inside\n").unwrap();
+    let secret = env.root.path().join("secret.txt");
+    std::fs::write(&secret, "outside-secret\n").unwrap();
+    let link = env.work().join("link");
+    std::os::unix::fs::symlink("inside.txt", &link).unwrap();
+    // The control: unswapped, the link is read.
+    let output = env.run(&["exec", "attacker", "slowread", "--", "file=link"]);
+    assert_eq!((output.code, output.stdout.as_str()), (0, "inside\n"), "{output}");
+    let child = env
+        .command(&["exec", "attacker", "slowread", "--", "file=link"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    swap_link(&link, &secret);
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stdout.contains("outside-secret"), "{stdout}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    // Nor does a plain read of a file outside, by a command that takes paths.
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "outside-secret\n");
+}
+
+/// Escape 3: A write grant (`out`) that is a link to a folder outside is refused before
+/// anything runs; swapped in after the grant was made, it leads nowhere.
+#[test]
+fn a_write_grant_cannot_be_redirected_by_a_link() {
+    let env = attacker_env();
+    let outside = env.root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let out = env.work().join("out");
+    std::os::unix::fs::symlink(&outside, &out).unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "slowwrite", "--yes", "--", "target=out/x"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("not_runnable"));
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the pack's write path `out` leads out of the working directory through a link")
+    );
+    assert_eq!(envelope["spawned"], json!(false));
+    // A real folder when the grant is made, a link by the time the pack writes.
+    std::fs::remove_file(&out).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let child = env
+        .command(&["exec", "attacker", "slowwrite", "--yes", "--", "target=out/x"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::rename(&out, env.work().join("out.old")).unwrap();
+    std::os::unix::fs::symlink(&outside, &out).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(!outside.join("x").exists(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Permission denied"),
+        "{output:?}"
+    );
+    // The control: unswapped, the grant works.
+    std::fs::remove_file(&out).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let output = env.run(&["exec", "attacker", "slowwrite", "--yes", "--", "target=out/x"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(std::fs::read_to_string(out.join("x")).unwrap(), "pwned\n");
+}
+
+/// Terminals and shared memory under `/dev` are hidden; the usual devices are not.
+#[test]
+fn only_harmless_devices_are_readable() {
+    let env = attacker_env();
+    for device in ["/dev/ptmx", "/dev/console", "/dev/tty0"] {
+        if !Path::new(device).exists() {
+            continue;
+        }
+        let output = env.run(&["exec", "attacker", "device", "--", &format!("dev={device}")]);
+        assert_eq!(output.code, 1, "{device}: {output}");
+        assert!(!output.stdout.contains("read"), "{output}");
+    }
+    for device in ["/dev/null", "/dev/zero", "/dev/urandom"] {
+        let output = env.run(&["exec", "attacker", "device", "--", &format!("dev={device}")]);
+        assert_eq!(output.code, 0, "{device}: {output}");
+    }
+}
+
+/// The syscall filter: no kernel keyrings (other processes' credentials), no io_uring
+/// (which would open sockets past the filter).
+#[test]
+fn keyrings_and_io_uring_are_refused() {
+    let env = attacker_env();
+    let output = env.run(&["exec", "attacker", "syscalls"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(output.stdout, "keyctl -1 1\nio_uring_setup -1 1\n");
+}
+
+/// Escape 7: Where the kernel layers do not exist (every OS but Linux, or an old kernel),
+/// strict mode refuses, names the layers, and says how a person opts in.
+#[tokio::test]
+async fn without_the_kernel_layers_strict_mode_refuses() {
+    let env = attacker_env();
+    let environment = vec![
+        ("PATH".to_owned(), env.path.clone()),
+        ("HCP_HOME".to_owned(), env.home().display().to_string()),
+    ];
+    let mut ctx = hcpx::Context::new(environment.clone(), env.work(), false).unwrap();
+    ctx.sandbox = std::sync::Arc::new(hcpx::sandbox::Cache::with_machine(
+        hcpx::sandbox::Machine::without_kernel_layers("not on this OS"),
+    ));
+    let argv: Vec<String> = ["--json", "exec", "attacker", "status"]
+        .iter()
+        .map(|arg| (*arg).to_owned())
+        .collect();
+    let mut sink = hcpx::BufferSink::default();
+    let outcome = hcpx::run(argv.clone(), &ctx, &mut sink).await;
+    assert_eq!(outcome.exit_code, 2);
+    let envelope = &outcome.envelope;
+    assert!(!envelope.spawned);
+    let error = envelope.error.as_ref().unwrap();
+    assert_eq!(error.reason, "not_runnable");
+    assert_eq!(
+        error.message,
+        "this machine cannot enforce what the pack needs: descriptors, containment, privileges, filesystem, process-isolation, network, syscall-filter"
+    );
+    assert_eq!(
+        envelope.next.as_deref(),
+        Some("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
+    );
+    // A person's explicit opt-in runs it with what there is.
+    let environment = [
+        environment,
+        vec![("HCP_SANDBOX".to_owned(), "best-effort".to_owned())],
+    ]
+    .concat();
+    let mut ctx = hcpx::Context::new(environment, env.work(), false).unwrap();
+    ctx.sandbox = std::sync::Arc::new(hcpx::sandbox::Cache::with_machine(
+        hcpx::sandbox::Machine::without_kernel_layers("not on this OS"),
+    ));
+    let outcome = hcpx::run(argv, &ctx, &mut hcpx::BufferSink::default()).await;
+    assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+}
+
+/// A tree `nobody` owns, with its own copy of the binary, for the unprivileged runs.
+struct Nobody {
+    _dir: tempfile::TempDir,
+    base: PathBuf,
+    setpriv: &'static str,
+}
+
+impl Nobody {
+    fn new() -> Option<Self> {
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+            .into_iter()
+            .find(|path| Path::new(path).exists());
+        if !require(
+            is_root() && setpriv.is_some(),
+            "root and setpriv(1), to run as nobody",
+        ) {
+            return None;
+        }
+        let dir = tempfile::Builder::new().prefix("hcpx-unpriv-").tempdir().unwrap();
+        let base = dir.path().to_path_buf();
+        for sub in ["home/packs", "work/out", "user"] {
+            std::fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        for pack in ["probe", "attacker"] {
+            crate::common::copy_dir(&crate::common::fixture(pack), &base.join("home/packs").join(pack));
+        }
+        std::fs::copy(BIN, base.join("hcpx")).unwrap();
+        let chown = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&base)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Some(Self {
+            _dir: dir,
+            base,
+            setpriv: setpriv?,
+        })
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(self.setpriv);
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(self.base.join("hcpx"))
+            .args(args)
+            .current_dir(self.base.join("work"))
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.base.join("user"))
+            .env("HCP_HOME", self.base.join("home"))
+            .env("HCPX_PARENT_SECRET", "parent-secret-0b3f")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self.command(args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+/// Most people are not root: the same escapes, as `nobody`.
+#[test]
+fn an_unprivileged_user_gets_the_same_isolation() {
+    let Some(nobody) = Nobody::new() else { return };
+    let (code, stdout, stderr) = nobody.run(&["exec", "probe", "args", "--", "count=3"]);
+    assert_eq!((code, stdout.as_str()), (0, "[--count=3]\n[--]\n"), "{stderr}");
+    // Escaped processes end with the call.
+    let (code, _, stderr) = nobody.run(&["exec", "attacker", "escape", "--", "tag=4106"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(pids_of("sleep 4106"), Vec::<String>::new());
+    // hcpx's environment and other processes' memory stay out of reach.
+    let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "environ"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.contains("parent-secret-0b3f"), "{stdout}");
+    assert!(!stdout.contains("mem "), "{stdout}");
+    // The parent survives a kill.
+    let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "kill"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.ends_with("still here\n") && !stdout.contains("killed"),
+        "{stdout}"
+    );
+    // No socket, no TCP.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (code, stdout, stderr) = nobody.run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("PermissionError"), "{stderr}");
+    // `nobody` owns this folder, so only Landlock can refuse the write.
+    let (code, _, stderr) = nobody.run(&[
+        "exec",
+        "probe",
+        "write",
+        "--yes",
+        "--",
+        &format!("target={}", nobody.base.join("escape.txt").display()),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert!(!nobody.base.join("escape.txt").exists());
+    // hcpx killed: nothing stays.
+    let mut hcpx = nobody
+        .command(&["exec", "attacker", "escape", "--", "tag=4107", "wait=60"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || pids_of("sleep 4107").len() >= 3));
+    // setpriv execs hcpx, so this is hcpx's pid.
+    hcpx.kill().unwrap();
+    hcpx.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(2), || pids_of("sleep 4107").is_empty()),
+        "left behind: {:?}",
+        pids_of("sleep 4107")
+    );
+}
