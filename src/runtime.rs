@@ -22,6 +22,10 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output
 /// already written, short enough that a grandchild holding a pipe cannot hang us.
 pub const DRAIN: Duration = Duration::from_millis(300);
+/// How long to wait for a keeper to finish killing the call after it was told to:
+/// past this, the call reports the child killed rather than hang on a process the
+/// kernel cannot kill yet (one blocked in uninterruptible I/O).
+pub const KEEPER_GRACE: Duration = Duration::from_secs(5);
 /// A capture larger than this grows to its full room in one step.
 const GROW_AT_ONCE: usize = 1024 * 1024;
 /// How often a progress callback is called while the child runs.
@@ -240,6 +244,7 @@ pub async fn run(
     let mut status = None;
     let mut stop_reading_at: Option<tokio::time::Instant> = None;
     let mut kill_at: Option<tokio::time::Instant> = None;
+    let mut give_up_at: Option<tokio::time::Instant> = None;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     let mut ticker = tokio::time::interval(PROGRESS_EVERY);
@@ -253,6 +258,7 @@ pub async fn run(
         let drain_until =
             stop_reading_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
         let kill_time = kill_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let give_up_time = give_up_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
         tokio::select! {
             read = async { stdout.as_mut()?.read(&mut out_chunk).await.ok() }, if stdout.is_some() => {
                 match read {
@@ -296,6 +302,12 @@ pub async fn run(
             () = tokio::time::sleep_until(kill_time), if kill_at.is_some() && status.is_none() => {
                 stopper.kill();
                 kill_at = None;
+                give_up_at = Some(tokio::time::Instant::now() + KEEPER_GRACE);
+            }
+            () = tokio::time::sleep_until(give_up_time), if give_up_at.is_some() && status.is_none() => {
+                // As if killed: SIGKILL is 9 on every Unix.
+                status = Some(SIGNAL_BASE + 9);
+                stop_reading_at = Some(tokio::time::Instant::now());
             }
             () = tokio::time::sleep_until(drain_until), if stop_reading_at.is_some() => {
                 stdout = None;
