@@ -1,11 +1,12 @@
-//! `cargo bench --bench exec`: the overhead hcpx adds to one pack command, measured in
-//! one run against the same program run directly:
+//! `cargo bench --bench exec`: what hcpx adds to one pack command, and what each
+//! sandbox layer costs, measured in one run with the variants interleaved (each
+//! round runs every variant once, so drift on the machine falls on all alike):
 //!
 //! - direct: the probe fixture's CLI (a shell script), spawned and waited for;
-//! - in-process: `hcpx::run(["exec", …])`, as the MCP server calls it, including
-//!   policy, binding, the sandbox, Landlock and the network namespace;
-//! - CLI: a whole `hcpx exec …` process per call;
-//! - CLI without a network namespace (the pack declares network), to show its cost.
+//! - in-process `hcpx::run(["exec", …])`, as the MCP server calls it, with every
+//!   layer, then with one kernel layer left out at a time (best-effort mode and a
+//!   machine description without it), then with none of them;
+//! - a whole `hcpx exec …` process per call.
 //!
 //! Prints p50 and p99 and the added milliseconds; never asserts on time.
 
@@ -21,11 +22,17 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-
-use common::{copy_dir, measure, ms};
 use std::process::Command;
+use std::sync::Arc;
 
-const RUNS: usize = 200;
+use common::{copy_dir, interleaved, ms};
+use hcpx::sandbox::{Cache, Machine, Support};
+
+const RUNS: usize = 300;
+
+fn off(support: &mut Support) {
+    support.enforced = false;
+}
 
 fn main() {
     let root = tempfile::tempdir().unwrap();
@@ -34,27 +41,68 @@ fn main() {
     std::fs::create_dir_all(&work).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs/probe");
     copy_dir(&fixture, &home.join("packs/probe"));
-    // The same CLI, declaring network access: no network namespace is set up.
-    let net = home.join("packs/netprobe");
-    copy_dir(&fixture, &net);
-    let manifest = std::fs::read_to_string(net.join("hcp.json")).unwrap();
-    std::fs::write(
-        net.join("hcp.json"),
-        manifest
-            .replace("\"id\": \"probe\"", "\"id\": \"netprobe\"")
-            .replace("\"network\": false", "\"network\": true"),
-    )
-    .unwrap();
-    std::fs::write(
-        net.join("SKILL.md"),
-        "---\nname: netprobe\ndescription: probe with network\n---\n",
-    )
-    .unwrap();
     let script: PathBuf = home.join("packs/probe/probe");
     let bin = env!("CARGO_BIN_EXE_hcpx");
     let path = "/usr/local/bin:/usr/bin:/bin";
 
-    let direct = measure(RUNS, || {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // `args` takes a path parameter, so its reads are confined: the costlier layer.
+    let argv: Vec<String> = ["exec", "probe", "args", "--json", "--", "text=hello"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let machine = hcpx::sandbox::probe();
+    let without: Vec<(&str, Machine)> = vec![
+        ("every layer", machine.clone()),
+        ("no keeper (containment)", {
+            let mut m = machine.clone();
+            off(&mut m.containment);
+            m
+        }),
+        ("no Landlock (filesystem, scopes)", {
+            let mut m = machine.clone();
+            off(&mut m.landlock);
+            off(&mut m.scopes);
+            m
+        }),
+        ("no seccomp (network, syscalls)", {
+            let mut m = machine.clone();
+            off(&mut m.seccomp);
+            m
+        }),
+        ("no privilege drop", {
+            let mut m = machine.clone();
+            off(&mut m.privileges);
+            m
+        }),
+        ("no descriptor closing", {
+            let mut m = machine.clone();
+            off(&mut m.descriptors);
+            m
+        }),
+        ("no kernel layer at all", Machine::without_kernel_layers("off")),
+    ];
+    let contexts: Vec<(&str, hcpx::Context)> = without
+        .into_iter()
+        .map(|(label, machine)| {
+            let env: Vec<(String, String)> = vec![
+                ("PATH".into(), path.into()),
+                ("HOME".into(), root.path().display().to_string()),
+                ("HCP_HOME".into(), home.display().to_string()),
+                ("HCP_SANDBOX".into(), "best-effort".into()),
+            ];
+            let mut ctx = hcpx::Context::new(env, work.clone(), false)
+                .unwrap()
+                .with_temp_dir(std::env::temp_dir());
+            ctx.sandbox = Arc::new(Cache::with_machine(machine));
+            (label, ctx)
+        })
+        .collect();
+
+    let mut direct = || {
         let status = Command::new(&script)
             .args(["args", "--text=hello", "--"])
             .current_dir(&work)
@@ -63,69 +111,67 @@ fn main() {
             .output()
             .unwrap();
         assert!(status.status.success());
-    });
-
-    let env: Vec<(String, String)> = vec![
-        ("PATH".into(), path.into()),
-        ("HOME".into(), root.path().display().to_string()),
-        ("HCP_HOME".into(), home.display().to_string()),
-    ];
-    let ctx = hcpx::Context::new(env, work.clone(), false)
-        .unwrap()
-        .with_temp_dir(std::env::temp_dir());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let argv: Vec<String> = ["exec", "probe", "args", "--json", "--", "text=hello"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    let in_process = measure(RUNS, || {
-        let mut sink = hcpx::BufferSink::default();
-        let outcome = runtime.block_on(hcpx::run(argv.clone(), &ctx, &mut sink));
-        assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
-    });
-
-    let cli = |pack: &'static str| {
-        let home = home.clone();
-        let work = work.clone();
-        move || {
-            let output = Command::new(bin)
-                .args(["exec", pack, "args", "--", "text=hello"])
-                .current_dir(&work)
-                .env_clear()
-                .env("PATH", path)
-                .env("HCP_HOME", &home)
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
     };
-    let through_cli = measure(RUNS, cli("probe"));
-    let without_netns = measure(RUNS, cli("netprobe"));
+    let mut runs: Vec<Box<dyn FnMut()>> = contexts
+        .iter()
+        .map(|(_, ctx)| {
+            let argv = argv.clone();
+            let runtime = &runtime;
+            Box::new(move || {
+                let mut sink = hcpx::BufferSink::default();
+                let outcome = runtime.block_on(hcpx::run(argv.clone(), ctx, &mut sink));
+                assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+            }) as Box<dyn FnMut()>
+        })
+        .collect();
+    let mut cli = || {
+        let output = Command::new(bin)
+            .args(["exec", "probe", "args", "--", "text=hello"])
+            .current_dir(&work)
+            .env_clear()
+            .env("PATH", path)
+            .env("HCP_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let mut variants: Vec<&mut dyn FnMut()> = vec![&mut direct];
+    for run in &mut runs {
+        variants.push(run.as_mut());
+    }
+    variants.push(&mut cli);
+    let results = interleaved(RUNS, &mut variants);
 
-    println!("exec overhead, {RUNS} runs each (p50 / p99):");
+    let direct = results[0];
+    println!("exec overhead, {RUNS} interleaved rounds (p50 / p99):");
     println!(
-        "  direct: the pack's CLI alone            {:>7.2} ms / {:>7.2} ms",
+        "  direct: the pack's CLI alone                    {:>7.3} ms / {:>7.3} ms",
         ms(direct.0),
         ms(direct.1)
     );
-    for (label, (p50, p99)) in [
-        ("in-process hcpx::run exec (as MCP)", in_process),
-        ("hcpx exec CLI process", through_cli),
-        ("hcpx exec CLI, pack with network", without_netns),
-    ] {
+    let every = results[1].0;
+    for ((label, _), (p50, p99)) in contexts.iter().zip(&results[1..]) {
         println!(
-            "  {label:<38}  {:>7.2} ms / {:>7.2} ms   added {:>6.2} ms p50, ratio {:.2}x",
-            ms(p50),
-            ms(p99),
-            ms(p50) - ms(direct.0),
-            p50.as_secs_f64() / direct.0.as_secs_f64()
+            "  in-process exec, {label:<32}{:>7.3} ms / {:>7.3} ms  added {:>6.3} ms p50{}",
+            ms(*p50),
+            ms(*p99),
+            ms(*p50) - ms(direct.0),
+            if *label == "every layer" {
+                String::new()
+            } else {
+                format!(", layer costs {:>6.3} ms", ms(every) - ms(*p50))
+            }
         );
     }
+    let (p50, p99) = results[results.len() - 1];
+    println!(
+        "  hcpx exec CLI process, every layer              {:>7.3} ms / {:>7.3} ms  added {:>6.3} ms p50",
+        ms(p50),
+        ms(p99),
+        ms(p50) - ms(direct.0)
+    );
 }

@@ -38,3 +38,22 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
+
+/// Runs every variant once per round, `runs` rounds after a few warm-up rounds, so
+/// that drift on the machine falls on all of them alike; returns p50 and p99 of each.
+pub(crate) fn interleaved(runs: usize, variants: &mut [&mut dyn FnMut()]) -> Vec<(Duration, Duration)> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); variants.len()];
+    for round in 0..runs + (runs / 20).max(3) {
+        for (index, run) in variants.iter_mut().enumerate() {
+            let started = Instant::now();
+            run();
+            if round >= (runs / 20).max(3) {
+                samples[index].push(started.elapsed());
+            }
+        }
+    }
+    samples
+        .iter_mut()
+        .map(|samples| (percentile(samples, 0.5), percentile(samples, 0.99)))
+        .collect()
+}

@@ -29,6 +29,8 @@ mod enter;
 mod linux;
 
 pub use enter::Confinement;
+#[cfg(target_os = "linux")]
+pub(crate) use enter::supervise;
 
 /// Environment names passed through from the caller (SPEC §6); TMPDIR is replaced.
 pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
@@ -348,8 +350,9 @@ pub struct Spawn {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
-    /// Applied by the forked child before it execs (see [`Confinement::enter`]).
-    pub confinement: Confinement,
+    /// Applied by the call's processes before the pack's CLI runs; `None` for a
+    /// program hcpx runs for itself (`npm pack`), which runs unconfined.
+    pub confinement: Option<Confinement>,
     /// How the runtime ends the call when a keeper runs it; `None` when the runtime
     /// signals the child's process group itself.
     pub control: Option<Control>,
@@ -426,7 +429,7 @@ pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> 
         args: plan.args,
         env: plan.env,
         cwd: plan.cwd,
-        confinement,
+        confinement: Some(confinement),
         control,
     })
 }

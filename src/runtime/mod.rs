@@ -15,6 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::sandbox::{Control, Spawn};
 
+#[cfg(target_os = "linux")]
+mod clone;
+
 /// Largest capture per call, both streams together (SPEC §8).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
 /// Between TERM and KILL (SPEC §6).
@@ -173,15 +176,149 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or(SIGNAL_BASE)
 }
 
-/// Runs a process to its end under the limits.
-pub async fn run(
-    spawn: Spawn,
-    timeout: Duration,
-    cap: usize,
-    cancel: &CancellationToken,
-    progress: Option<&(dyn Fn(Progress) + Send + Sync)>,
-) -> Result<Finished, RuntimeError> {
-    let started = Instant::now();
+/// The read end of one of the child's output pipes.
+type Stream = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+
+/// A started call: a child tokio started, or (Linux) a keeper started by `clone`.
+enum Process {
+    Child(tokio::process::Child),
+    #[cfg(target_os = "linux")]
+    Keeper(Keeper),
+}
+
+impl Process {
+    /// Waits for the process to end: its exit code, or 128 + the signal.
+    async fn wait(&mut self) -> i32 {
+        match self {
+            Self::Child(child) => child.wait().await.map(exit_code).unwrap_or(SIGNAL_BASE),
+            #[cfg(target_os = "linux")]
+            Self::Keeper(keeper) => keeper.wait().await,
+        }
+    }
+}
+
+/// A keeper, watched through its pidfd, and the stack it runs on, which is freed
+/// only once the keeper is reaped: here, or in a thread of its own when the call
+/// is dropped before (the keeper then sweeps the call and exits).
+#[cfg(target_os = "linux")]
+struct Keeper {
+    pidfd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+    stack: Option<clone::Stack>,
+}
+
+#[cfg(target_os = "linux")]
+impl Keeper {
+    async fn wait(&mut self) -> i32 {
+        use rustix::process::{WaitId, WaitIdOptions, waitid};
+        let Some(pidfd) = self.pidfd.as_ref() else {
+            return SIGNAL_BASE;
+        };
+        loop {
+            let Ok(mut ready) = pidfd.readable().await else {
+                return SIGNAL_BASE;
+            };
+            match waitid(
+                WaitId::PidFd(std::os::fd::AsFd::as_fd(pidfd.get_ref())),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            ) {
+                Ok(Some(status)) => {
+                    self.pidfd = None;
+                    self.stack = None;
+                    return match (status.exit_status(), status.terminating_signal()) {
+                        (Some(code), _) => code,
+                        (None, Some(signal)) => SIGNAL_BASE + signal,
+                        (None, None) => SIGNAL_BASE,
+                    };
+                }
+                Ok(None) | Err(rustix::io::Errno::INTR) => ready.clear_ready(),
+                Err(_) => return SIGNAL_BASE,
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if let (Some(pidfd), Some(stack)) = (self.pidfd.take(), self.stack.take()) {
+            abandon(pidfd.into_inner(), stack);
+        }
+    }
+}
+
+/// Reaps a keeper that the call no longer waits for, then frees its stack, in a
+/// thread of its own so that nothing here waits: the control pipe, dropped with the
+/// call, has already told the keeper to end it.
+#[cfg(target_os = "linux")]
+fn abandon(pidfd: std::os::fd::OwnedFd, stack: clone::Stack) {
+    // Should the thread not start, the closure is dropped with the stack still
+    // mapped: better a leaked stack than one pulled from under a running keeper.
+    let stack = std::mem::ManuallyDrop::new(stack);
+    let reaped = std::thread::Builder::new()
+        .name("hcpx-keeper-reaper".into())
+        .spawn(move || {
+            let _ = rustix::process::waitid(
+                rustix::process::WaitId::PidFd(std::os::fd::AsFd::as_fd(&pidfd)),
+                rustix::process::WaitIdOptions::EXITED,
+            );
+            drop(std::mem::ManuallyDrop::into_inner(stack));
+        });
+    if reaped.is_err() {
+        tracing::warn!("a keeper's stack is left mapped: no thread to reap it");
+    }
+}
+
+/// Starts the call: under its keeper (Linux), else through tokio, with the
+/// confinement applied between fork and exec.
+fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopper), RuntimeError> {
+    let failed = |source| RuntimeError::Spawn {
+        program: spawn.program.display().to_string(),
+        source,
+    };
+    #[cfg(target_os = "linux")]
+    if let (Some(confinement), Some(control)) = (&spawn.confinement, &spawn.control)
+        && let Some(keeper) = &confinement.keeper
+    {
+        use std::os::fd::AsRawFd as _;
+        let started = clone::start(&spawn, confinement, keeper.control.as_raw_fd()).map_err(failed)?;
+        let registered = (|| {
+            let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(started.stdout)?;
+            let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(started.stderr)?;
+            Ok::<_, std::io::Error>((stdout, stderr))
+        })();
+        let (stdout, stderr) = match registered {
+            Ok(pipes) => pipes,
+            Err(error) => {
+                // The control pipe closes with `spawn`: the keeper ends the call.
+                abandon(started.pidfd, started.stack);
+                return Err(failed(error));
+            }
+        };
+        #[expect(unsafe_code, reason = "registering the keeper's pidfd with tokio")]
+        // SAFETY: the AsyncFd owns the pidfd, which stays open until it is dropped.
+        let pidfd = match unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(started.pidfd, tokio::io::Interest::READABLE)
+        } {
+            Ok(pidfd) => pidfd,
+            Err(error) => {
+                let (pidfd, error) = error.into_parts();
+                abandon(pidfd, started.stack);
+                return Err(failed(error));
+            }
+        };
+        let (stdout, stderr): (Stream, Stream) = (Box::new(stdout), Box::new(stderr));
+        let _ = control;
+        let Spawn { control, .. } = spawn;
+        return Ok((
+            Process::Keeper(Keeper {
+                pidfd: Some(pidfd),
+                stack: Some(started.stack),
+            }),
+            Some(stdout),
+            Some(stderr),
+            Stopper { control, pid: None },
+        ));
+    }
     #[expect(
         clippy::disallowed_methods,
         reason = "runtime.rs is the one place that starts processes"
@@ -195,42 +332,48 @@ pub async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // A keeper is stopped by dropping its control pipe, which kills the whole
-        // call; killing the keeper itself would leave the call's processes behind.
-        .kill_on_drop(spawn.control.is_none());
+        .kill_on_drop(true);
     #[cfg(unix)]
-    {
-        let confinement = ConfinementRef(std::ptr::from_ref(&spawn.confinement));
-        #[expect(
-            unsafe_code,
-            reason = "the sandbox's layers are applied between fork and exec"
-        )]
-        // SAFETY: the closure runs in the forked child before exec. `Confinement::enter`
-        // only makes async-signal-safe system calls on data prepared by the parent, and
-        // the pointer stays valid: `spawn` is dropped only after `command`, once the
-        // spawn has finished.
-        unsafe {
-            command.pre_exec(move || confinement.enter());
+    match &spawn.confinement {
+        Some(confinement) => {
+            let confinement = ConfinementRef(std::ptr::from_ref(confinement));
+            #[expect(
+                unsafe_code,
+                reason = "the sandbox's layers are applied between fork and exec"
+            )]
+            // SAFETY: the closure runs in the forked child before exec.
+            // `Confinement::enter` only makes system calls on data prepared by the
+            // parent, and the pointer stays valid: `spawn` is dropped only after
+            // `command`, once the spawn has finished.
+            unsafe {
+                command.pre_exec(move || confinement.enter());
+            }
+        }
+        // Nothing to apply: std spawns without forking, in a group of its own.
+        None => {
+            command.process_group(0);
         }
     }
     let spawned = command.spawn();
     drop(command);
-    let Spawn {
-        program,
-        confinement,
-        control,
-        ..
-    } = spawn;
-    // The parent's copies of the keeper's pipe end and the rulesets close here.
-    drop(confinement);
-    let mut child = spawned.map_err(|source| RuntimeError::Spawn {
-        program: program.display().to_string(),
-        source,
-    })?;
+    let mut child = spawned.map_err(failed)?;
+    let stdout = child.stdout.take().map(|out| Box::new(out) as Stream);
+    let stderr = child.stderr.take().map(|err| Box::new(err) as Stream);
     let pid = child.id();
-    let mut stopper = Stopper { control, pid };
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
+    let Spawn { control, .. } = spawn;
+    Ok((Process::Child(child), stdout, stderr, Stopper { control, pid }))
+}
+
+/// Runs a process to its end under the limits.
+pub async fn run(
+    spawn: Spawn,
+    timeout: Duration,
+    cap: usize,
+    cancel: &CancellationToken,
+    progress: Option<&(dyn Fn(Progress) + Send + Sync)>,
+) -> Result<Finished, RuntimeError> {
+    let started = Instant::now();
+    let (mut process, mut stdout, mut stderr, mut stopper) = start(spawn)?;
     let mut capture = Capture {
         stdout: Vec::new(),
         stderr: Vec::new(),
@@ -258,7 +401,8 @@ pub async fn run(
         let drain_until =
             stop_reading_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
         let kill_time = kill_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
-        let give_up_time = give_up_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let give_up_time =
+            give_up_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
         tokio::select! {
             read = async { stdout.as_mut()?.read(&mut out_chunk).await.ok() }, if stdout.is_some() => {
                 match read {
@@ -284,8 +428,8 @@ pub async fn run(
                     _ => stderr = None,
                 }
             }
-            waited = child.wait(), if status.is_none() => {
-                status = Some(waited.map(exit_code).unwrap_or(SIGNAL_BASE));
+            waited = process.wait(), if status.is_none() => {
+                status = Some(waited);
                 stopper.exited();
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
             }
@@ -365,7 +509,7 @@ mod tests {
             args: vec!["-c".into(), script.into()],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: std::env::temp_dir(),
-            confinement: crate::sandbox::Confinement::default(),
+            confinement: None,
             control: None,
         }
     }

@@ -1,0 +1,365 @@
+//! Starting a call under its keeper on Linux, without `fork`.
+//!
+//! Forking a multi-threaded server copies its page tables and leaves both sides to
+//! take copy-on-write faults: measured here, that alone cost more than running the
+//! pack's CLI. So the keeper is started with `clone(CLONE_VM)` on a stack of its
+//! own, and the keeper starts the child with `clone(CLONE_VM | CLONE_VFORK)` on a
+//! second stack, as `posix_spawn` does: no memory is copied, and the keeper waits
+//! until the child has exec'd. (The C library's `clone` wrapper runs the new
+//! process's function on the new stack; it writes `errno` only if the clone fails.) Both share hcpx's memory and its thread-local state,
+//! so everything they run after the clone makes raw system calls only (no `errno`,
+//! no allocation, no lock), on data prepared here before the clone and left alone
+//! until the child has exec'd. Signals stay blocked in both (a handler would be
+//! hcpx's code on hcpx's memory); the child resets every disposition and unblocks
+//! them right before exec.
+
+#![expect(
+    unsafe_code,
+    reason = "the keeper and the child run on shared memory with raw system calls"
+)]
+
+use std::ffi::{CString, c_void};
+use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt as _;
+
+use syscalls::{Errno, Sysno, syscall};
+
+use crate::sandbox::{Confinement, Spawn};
+
+/// The keeper's stack, and the child's (used until it execs).
+const STACK: usize = 128 * 1024;
+/// The page left inaccessible below each stack, so an overflow faults.
+const GUARD: usize = 4096;
+/// Signals numbered 1 to 64 on Linux.
+const SIGNALS: i32 = 64;
+
+/// The stacks of the keeper (the top one) and of the child, each above a guard
+/// page, in one mapping freed only once the keeper is gone.
+#[derive(Debug)]
+pub(super) struct Stack {
+    base: *mut c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is only unmapped, by whichever thread drops it.
+unsafe impl Send for Stack {}
+
+impl Stack {
+    fn new() -> std::io::Result<Self> {
+        use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
+        let len = 2 * (GUARD + STACK);
+        // SAFETY: a fresh anonymous mapping, at an address the kernel picks.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE | MapFlags::STACK,
+            )
+        }?;
+        let stack = Self { base, len };
+        // SAFETY: the lowest page of each half of the mapping made above.
+        unsafe {
+            rustix::mm::mprotect(base, GUARD, MprotectFlags::empty())?;
+            rustix::mm::mprotect(
+                base.wrapping_byte_add(GUARD + STACK),
+                GUARD,
+                MprotectFlags::empty(),
+            )?;
+        }
+        Ok(stack)
+    }
+
+    /// The top of the keeper's stack (stacks grow down; the mapping is page-aligned).
+    fn keeper_top(&self) -> *mut c_void {
+        self.base.wrapping_byte_add(self.len)
+    }
+
+    /// The top of the child's stack.
+    fn child_top(&self) -> *mut c_void {
+        self.base.wrapping_byte_add(GUARD + STACK)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping; its keeper is gone (see `Keeper`).
+        let _ = unsafe { rustix::mm::munmap(self.base, self.len) };
+    }
+}
+
+/// What the keeper and the child read, laid out before the clone.
+struct Prepared<'a> {
+    program: CString,
+    /// Null-terminated pointers into `strings`.
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: CString,
+    _strings: Vec<CString>,
+    /// Where the child's stack starts.
+    child_stack: *mut c_void,
+    stdin: RawFd,
+    stdout: RawFd,
+    stderr: RawFd,
+    /// Where the keeper or the child writes the errno that stopped it.
+    report: RawFd,
+    /// The keeper's end of the control pipe.
+    control: RawFd,
+    confinement: &'a Confinement,
+}
+
+/// A started call: the keeper, its stack, and the read ends of the child's output.
+#[derive(Debug)]
+pub(super) struct Started {
+    pub(super) pidfd: OwnedFd,
+    pub(super) stdout: OwnedFd,
+    pub(super) stderr: OwnedFd,
+    pub(super) stack: Stack,
+}
+
+fn c_string(bytes: &[u8]) -> std::io::Result<CString> {
+    CString::new(bytes).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+}
+
+/// Starts the keeper, which starts the child; returns once the child has exec'd,
+/// or with the reason it could not.
+pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) -> std::io::Result<Started> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let program = c_string(spawn.program.as_os_str().as_bytes())?;
+    let mut strings = vec![program.clone()];
+    for arg in &spawn.args {
+        strings.push(c_string(arg.as_bytes())?);
+    }
+    let argc = strings.len();
+    for (key, value) in &spawn.env {
+        strings.push(c_string(format!("{key}={value}").as_bytes())?);
+    }
+    let pointers = |range: &[CString]| -> Vec<*const libc::c_char> {
+        range
+            .iter()
+            .map(|string| string.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let stdin = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let (stdout, stdout_w) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (stderr, stderr_w) = pipe_with(PipeFlags::CLOEXEC)?;
+    let (report, report_w) = pipe_with(PipeFlags::CLOEXEC)?;
+    let stack = Stack::new()?;
+    let prepared = Prepared {
+        program,
+        argv: pointers(&strings[..argc]),
+        envp: pointers(&strings[argc..]),
+        cwd: c_string(spawn.cwd.as_os_str().as_bytes())?,
+        _strings: strings,
+        child_stack: stack.child_top(),
+        stdin: stdin.as_raw_fd(),
+        stdout: stdout_w.as_raw_fd(),
+        stderr: stderr_w.as_raw_fd(),
+        report: report_w.as_raw_fd(),
+        control,
+        confinement,
+    };
+    let mut pidfd: libc::c_int = -1;
+    // SAFETY: every signal is blocked in this thread for the clone, so the keeper
+    // starts with them blocked; the keeper runs `keeper` on its own stack with
+    // `prepared`, which lives until the child has exec'd (the read below).
+    let keeper = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "runtime.rs is the one place that starts processes"
+        )]
+        let keeper = libc::clone(
+            keeper_main,
+            stack.keeper_top(),
+            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>(),
+            &raw mut pidfd,
+        );
+        let error = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        if keeper < 0 {
+            return Err(error);
+        }
+        OwnedFd::from_raw_fd(pidfd)
+    };
+    drop((stdout_w, stderr_w, report_w, stdin));
+    // The report pipe closes when the child has exec'd and the keeper has let go of
+    // it; four bytes are the errno of what failed instead.
+    let mut errno = [0_u8; 4];
+    let mut got = 0;
+    while got < errno.len() {
+        match rustix::io::read(&report, &mut errno[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    drop(prepared);
+    if got == errno.len() {
+        // The keeper exits at once; reap it before its stack goes.
+        let _ = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(keeper.as_fd()),
+            rustix::process::WaitIdOptions::EXITED,
+        );
+        return Err(std::io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
+    }
+    Ok(Started {
+        pidfd: keeper,
+        stdout,
+        stderr,
+        stack,
+    })
+}
+
+/// Writes why the keeper or the child stopped where the parent reads it.
+unsafe fn report(fd: RawFd, errno: Errno) {
+    let bytes = errno.into_raw().to_ne_bytes();
+    // SAFETY: writes four bytes from this stack.
+    let _ = unsafe { syscall!(Sysno::write, fd, bytes.as_ptr(), bytes.len()) };
+}
+
+/// The keeper: its layers, the child, then the loop that ends the call. Returns its
+/// exit status (the child's), which the clone wrapper passes to `exit`.
+extern "C" fn keeper_main(arg: *mut c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `Prepared` that `start` keeps alive until the child has
+    // exec'd; it is not read after that.
+    let prepared = unsafe { &*arg.cast::<Prepared<'_>>() };
+    let (control, report_fd) = (prepared.control, prepared.report);
+    // SAFETY: we are the keeper.
+    let scoped = match unsafe { prepared.confinement.enter_keeper() } {
+        Ok(scoped) => scoped,
+        Err(errno) => {
+            // SAFETY: the report pipe is open in this process.
+            unsafe { report(report_fd, errno) };
+            return 127;
+        }
+    };
+    let mut pidfd: libc::c_int = -1;
+    let mut start = Start {
+        prepared,
+        // SAFETY: a plain system call.
+        keeper: unsafe { syscall!(Sysno::getpid) }.map_or(-1, |pid| i32::try_from(pid).unwrap_or(-1)),
+    };
+    // SAFETY: the child runs `child_main` on its own stack with `start`, which
+    // lives on this stack; this process waits until the child has exec'd or exited.
+    let child = unsafe {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "runtime.rs is the one place that starts processes"
+        )]
+        libc::clone(
+            child_main,
+            prepared.child_stack,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            (&raw mut start).cast::<c_void>(),
+            &raw mut pidfd,
+        )
+    };
+    if child < 0 {
+        // SAFETY: as above; the C library's errno is not read (it is hcpx's).
+        unsafe { report(report_fd, Errno::EAGAIN) };
+        return 127;
+    }
+    // SAFETY: the keeper's own descriptors and children; `prepared` is not read
+    // again.
+    unsafe {
+        // Also done by the child: whichever is first, TERM finds the group.
+        let _ = syscall!(Sysno::setpgid, child, child);
+        close_all_but(control, pidfd);
+        crate::sandbox::supervise(control, pidfd, child, scoped)
+    }
+}
+
+/// Closes every descriptor but `a` and `b`: the runtime's pipes (the child's
+/// output, the report pipe) must close when the child's do.
+unsafe fn close_all_but(a: RawFd, b: RawFd) {
+    let (low, high) = (a.min(b).max(0).unsigned_abs(), a.max(b).max(0).unsigned_abs());
+    let ranges = [
+        (0, low.checked_sub(1)),
+        (low + 1, high.checked_sub(1)),
+        (high + 1, Some(u32::MAX)),
+    ];
+    for (first, last) in ranges {
+        if let Some(last) = last
+            && first <= last
+        {
+            // SAFETY: closes descriptors of this process only.
+            let _ = unsafe { syscall!(Sysno::close_range, first, last, 0) };
+        }
+    }
+}
+
+/// What the keeper hands the child.
+struct Start<'a, 'b> {
+    prepared: &'a Prepared<'b>,
+    keeper: i32,
+}
+
+/// The child: its standard streams, its folder, its layers, then exec. Returns (to
+/// the clone wrapper, which exits with it) only if that failed, with the errno
+/// reported.
+extern "C" fn child_main(arg: *mut c_void) -> libc::c_int {
+    // SAFETY: `arg` is the keeper's `Start`, alive while the keeper waits for us.
+    let start = unsafe { &*arg.cast::<Start<'_, '_>>() };
+    // SAFETY: we are the child, before exec.
+    let errno = unsafe { exec(start.prepared, start.keeper) };
+    // SAFETY: the report pipe is open until exec.
+    unsafe { report(start.prepared.report, errno) };
+    127
+}
+
+/// Moves `from` to descriptor `to`, open across exec.
+unsafe fn dup_to(from: RawFd, to: RawFd) -> Result<(), Errno> {
+    // SAFETY: descriptors of this process.
+    unsafe {
+        if from == to {
+            syscall!(Sysno::fcntl, to, libc::F_SETFD, 0)?;
+        } else {
+            syscall!(Sysno::dup3, from, to, 0)?;
+        }
+    }
+    Ok(())
+}
+
+/// Everything before exec, then exec; returns the errno of what failed.
+unsafe fn exec(prepared: &Prepared<'_>, keeper: i32) -> Errno {
+    // SAFETY: system calls on this process with data in `prepared`, which the parent
+    // keeps unchanged until this process execs.
+    let result: Result<(), Errno> = unsafe {
+        (|| {
+            // The defaults, for every signal: an ignored one (SIGPIPE in hcpx) would
+            // stay ignored across exec.
+            let default = [0_u64; 4];
+            for signal in 1..=SIGNALS {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    let _ = syscall!(Sysno::rt_sigaction, signal, &raw const default, 0, 8);
+                }
+            }
+            dup_to(prepared.stdin, 0)?;
+            dup_to(prepared.stdout, 1)?;
+            dup_to(prepared.stderr, 2)?;
+            syscall!(Sysno::chdir, prepared.cwd.as_ptr())?;
+            prepared.confinement.enter_child(Some(keeper))?;
+            let empty = 0_u64;
+            syscall!(Sysno::rt_sigprocmask, libc::SIG_SETMASK, &raw const empty, 0, 8)?;
+            syscall!(
+                Sysno::execve,
+                prepared.program.as_ptr(),
+                prepared.argv.as_ptr(),
+                prepared.envp.as_ptr()
+            )?;
+            Ok(())
+        })()
+    };
+    match result {
+        Ok(()) => Errno::ENOEXEC,
+        Err(errno) => errno,
+    }
+}
