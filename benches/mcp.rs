@@ -25,10 +25,12 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{copy_dir, measure, ms, percentile};
+use common::{copy_dir, interleaved, measure, ms, percentile};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
+/// Rounds of the exec comparison (each runs both).
+const EXEC_RUNS: usize = 400;
 
 struct Server {
     child: Child,
@@ -148,8 +150,9 @@ fn main() {
         assert!(output.status.success());
     });
 
+    // Interleaved, so that drift on the machine falls on both alike.
     let script = home.join("packs/probe/probe");
-    let (direct_p50, direct_p99) = measure(200, || {
+    let mut direct = || {
         let output = Command::new(&script)
             .args(["args", "--text=hello", "--"])
             .current_dir(&work)
@@ -158,10 +161,12 @@ fn main() {
             .output()
             .unwrap();
         assert!(output.status.success());
-    });
-    let (exec_p50, exec_p99) = measure(200, || {
+    };
+    let mut exec = || {
         server.call(&["exec", "probe", "args", "--", "text=hello"]);
-    });
+    };
+    let pair = interleaved(EXEC_RUNS, &mut [&mut direct, &mut exec]);
+    let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (pair[0], pair[1]);
 
     println!("MCP benchmark (p50 / p99):");
     println!(
@@ -184,12 +189,12 @@ fn main() {
         cli_p50.as_secs_f64() / mcp_p50.as_secs_f64()
     );
     println!(
-        "  (c) pack CLI run directly               {:>8.3} ms / {:>8.3} ms  (n=200)",
+        "  (c) pack CLI run directly               {:>8.3} ms / {:>8.3} ms  (n={EXEC_RUNS}, interleaved)",
         ms(direct_p50),
         ms(direct_p99)
     );
     println!(
-        "      exec through hcpx mcp               {:>8.3} ms / {:>8.3} ms  (n=200)",
+        "      exec through hcpx mcp               {:>8.3} ms / {:>8.3} ms  (n={EXEC_RUNS}, every layer)",
         ms(exec_p50),
         ms(exec_p99)
     );

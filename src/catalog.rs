@@ -452,12 +452,52 @@ pub struct Indexed {
     index: OnceLock<crate::search::SearchIndex>,
 }
 
+/// What an installed pack's folder looked like when it was loaded: its two text
+/// files and the folder itself (a file added, removed or renamed changes it).
+type PackStamp = [(Option<std::time::SystemTime>, u64); 3];
+
+fn pack_stamp(dir: &Path) -> PackStamp {
+    let stamp =
+        |path: &Path| std::fs::metadata(path).map_or((None, 0), |meta| (meta.modified().ok(), meta.len()));
+    [
+        stamp(dir),
+        stamp(&dir.join(MANIFEST_FILE)),
+        stamp(&dir.join(SKILL_FILE)),
+    ]
+}
+
 #[derive(Debug, Default)]
 pub struct CatalogCache {
     current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Indexed>)>>,
+    /// Installed packs loaded one at a time (what exec needs), by id.
+    single: std::sync::Mutex<std::collections::HashMap<String, (PackStamp, Pack)>>,
 }
 
 impl CatalogCache {
+    /// [`Catalog::load_one`], kept while the pack's files are unchanged: an exec
+    /// through a long-lived server parses its pack's manifest once.
+    pub fn one(&self, packs_dir: &Path, id: &str) -> Catalog {
+        let dir = packs_dir.join(id);
+        let installed = crate::template::is_pack_id(id) && dir.is_dir();
+        let stamp = installed.then(|| pack_stamp(&dir));
+        if let Some(stamp) = &stamp
+            && let Ok(single) = self.single.lock()
+            && let Some((seen, pack)) = single.get(id)
+            && seen == stamp
+        {
+            return Catalog::from_packs(vec![pack.clone()]);
+        }
+        let catalog = Catalog::load_one(packs_dir, id);
+        if let (Some(stamp), [pack]) = (stamp, catalog.packs.as_slice())
+            && matches!(pack.origin, Origin::Installed { .. })
+            && pack.id() == id
+            && let Ok(mut single) = self.single.lock()
+        {
+            single.insert(id.to_owned(), (stamp, pack.clone()));
+        }
+        catalog
+    }
+
     pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Indexed> {
         let print = fingerprint(packs_dir);
         if let Ok(guard) = self.current.lock()
@@ -541,6 +581,32 @@ mod tests {
             all.packs.len() >= 4,
             "an unknown id loads everything, for suggestions"
         );
+    }
+
+    #[test]
+    fn one_pack_is_cached_until_its_files_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CatalogCache::default();
+        let pack = dir.path().join("weather");
+        std::fs::create_dir_all(&pack).unwrap();
+        let manifest = |description: &str| {
+            format!(
+                r#"{{"hcp":1,"id":"weather","version":"1.0.0","description":"{description}","bin":["w"],"commands":{{"now":{{"summary":"s","effect":"read","argv":[]}}}}}}"#
+            )
+        };
+        std::fs::write(pack.join(MANIFEST_FILE), manifest("first")).unwrap();
+        std::fs::write(pack.join(SKILL_FILE), "---\nname: weather\ndescription: d\n---\n").unwrap();
+        let description = |catalog: &Catalog| catalog.get("weather").unwrap().manifest.description.clone();
+        assert_eq!(description(&cache.one(dir.path(), "weather")), "first");
+        // Edited in place (a pack author at work): seen at once.
+        std::fs::write(pack.join(MANIFEST_FILE), manifest("second, longer")).unwrap();
+        assert_eq!(description(&cache.one(dir.path(), "weather")), "second, longer");
+        assert_eq!(description(&cache.one(dir.path(), "weather")), "second, longer");
+        // A built-in comes from the binary, not the cache.
+        assert!(matches!(
+            cache.one(dir.path(), "transit").get("transit").unwrap().origin,
+            Origin::Builtin { .. }
+        ));
     }
 
     #[test]

@@ -56,7 +56,10 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
 }
 
 async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
-    let catalog = Catalog::load_one(&ctx.packs_dir(), &request.pack);
+    let catalog = match &ctx.catalog_cache {
+        Some(cache) => cache.one(&ctx.packs_dir(), &request.pack),
+        None => Catalog::load_one(&ctx.packs_dir(), &request.pack),
+    };
     let target = validate(&catalog, ctx, request)?;
     let plan = decide(ctx, request, &target, audit).await?;
     let bound = bind(ctx, target.pack)?;
@@ -383,16 +386,13 @@ fn confine(
         .pack
         .materialize(&ctx.home, program)
         .map_err(|error| program_failure(&error, target.pack))?;
-    let tmpdir = tempfile::Builder::new()
-        .prefix("hcpx-")
-        .tempdir_in(&ctx.temp_dir)
-        .map_err(|error| {
-            Failure::new(
-                Reason::NotRunnable,
-                format!("cannot create the private temporary folder: {error}"),
-            )
-            .next("hcpx doctor")
-        })?;
+    let tmpdir = ctx.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            format!("cannot create the private temporary folder: {error}"),
+        )
+        .next("hcpx doctor")
+    })?;
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
         args: plan.args.clone(),

@@ -254,8 +254,8 @@ pub(crate) unsafe fn supervise(control: i32, pidfd: i32, child: i32, scoped: boo
         if fds[1].revents != 0 {
             let mut raw_status = 0_i32;
             // SAFETY: waits for our own child; the status goes to this stack.
-            if let Ok(reaped) =
-                unsafe { syscall!(Sysno::wait4, arg(child), &raw mut raw_status, libc::WNOHANG, 0) }
+            let reaped = unsafe { syscall!(Sysno::wait4, arg(child), &raw mut raw_status, libc::WNOHANG, 0) };
+            if let Ok(reaped) = reaped
                 && pid(reaped) == child
             {
                 status = Some(exit_code(raw_status));

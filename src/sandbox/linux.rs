@@ -8,14 +8,11 @@
 //! cost) and the call's own (its reads, writes, TCP and scopes). Layers intersect:
 //! a pack gets what every layer allows.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use landlock::{
-    Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope,
-};
+use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
 use super::enter::{Confinement, Keeper};
 use super::{ChildPlan, Control, Machine, Reads, SYSTEM_READS, SandboxError, Support};
@@ -39,6 +36,8 @@ const DEVICES: [&str; 5] = [
     "/dev/random",
     "/dev/urandom",
 ];
+/// The folders of `$HCP_HOME` a pack may read: they hold only pack files.
+const HOME_READS: [&str; 2] = ["packs", ".builtin"];
 /// Devices every pack may write.
 const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
@@ -160,7 +159,10 @@ pub(super) fn probe() -> Machine {
 }
 
 /// A folder on the way to `$HCP_HOME` as it was when the base layer was built: a
-/// new entry in it changes its modification time, and the layer is built again.
+/// new entry in it changes its modification time, and the layer is built again. In
+/// `$HCP_HOME` itself only its `packs` and `.builtin` folders count (see
+/// [`base_ruleset`]), by identity: its own files come and go without changing the
+/// layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
     dir: PathBuf,
@@ -169,15 +171,41 @@ struct Stamp {
     mtime: (i64, i64),
 }
 
-fn stamp(dir: &Path) -> Option<Stamp> {
+fn stamp(dir: &Path, with_mtime: bool) -> Option<Stamp> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(dir).ok()?;
     Some(Stamp {
         dir: dir.to_path_buf(),
         dev: meta.dev(),
         ino: meta.ino(),
-        mtime: (meta.mtime(), meta.mtime_nsec()),
+        mtime: if with_mtime {
+            (meta.mtime(), meta.mtime_nsec())
+        } else {
+            (0, 0)
+        },
     })
+}
+
+/// What the base layer for these folders depends on.
+fn stamps(dirs: &[PathBuf], home_exists: bool) -> Vec<Stamp> {
+    let ancestors = if home_exists {
+        dirs.len().saturating_sub(1)
+    } else {
+        dirs.len()
+    };
+    let mut stamps: Vec<Stamp> = dirs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, dir)| stamp(dir, index < ancestors))
+        .collect();
+    if let (true, Some(home)) = (home_exists, dirs.last()) {
+        stamps.extend(
+            HOME_READS
+                .iter()
+                .filter_map(|name| stamp(&home.join(name), false)),
+        );
+    }
+    stamps
 }
 
 /// The existing folders from `/` down to `home` (canonical), and whether `home`
@@ -211,6 +239,9 @@ struct BaseLayer {
 #[derive(Debug, Default)]
 pub(super) struct Cache {
     base: Mutex<Option<BaseLayer>>,
+    /// `/`, [`SYSTEM_READS`] and [`WRITABLE_DEVICES`], opened once: the call's layer
+    /// names them in every call.
+    system: OnceLock<Vec<(&'static str, Opened)>>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
     filters: [OnceLock<Result<Arc<Filters>, String>>; 2],
 }
@@ -222,10 +253,9 @@ pub(crate) struct Filters {
 }
 
 impl Cache {
-    fn base(&self, home: &Path) -> Result<Arc<OwnedFd>, SandboxError> {
+    fn base(&self, home: &Path, abi: i32) -> Result<Arc<OwnedFd>, SandboxError> {
         let (dirs, home_exists) = chain(home);
-        let mut stamps: Vec<Stamp> = dirs.iter().filter_map(|dir| stamp(dir)).collect();
-        stamps.sort_by(|a, b| a.dir.cmp(&b.dir));
+        let stamps = stamps(&dirs, home_exists);
         let mut slot = self
             .base
             .lock()
@@ -236,13 +266,23 @@ impl Cache {
         {
             return Ok(Arc::clone(&built.ruleset));
         }
-        let ruleset = Arc::new(base_ruleset(&dirs, home_exists)?);
+        let ruleset = Arc::new(base_ruleset(&dirs, home_exists, abi)?);
         *slot = Some(BaseLayer {
             home: home.to_path_buf(),
             stamps,
             ruleset: Arc::clone(&ruleset),
         });
         Ok(ruleset)
+    }
+
+    fn system(&self) -> &[(&'static str, Opened)] {
+        self.system.get_or_init(|| {
+            std::iter::once("/")
+                .chain(SYSTEM_READS)
+                .chain(WRITABLE_DEVICES)
+                .filter_map(|path| Opened::path(Path::new(path)).map(|opened| (path, opened)))
+                .collect()
+        })
     }
 
     fn keeper(&self) -> Result<Arc<OwnedFd>, SandboxError> {
@@ -264,46 +304,106 @@ impl Cache {
     }
 }
 
-fn add_paths(
-    mut ruleset: landlock::RulesetCreated,
-    paths: impl IntoIterator<Item = PathBuf>,
-    access: landlock::BitFlags<AccessFs>,
-) -> Result<landlock::RulesetCreated, SandboxError> {
-    for path in paths {
-        // A folder that is gone since it was listed simply gets no rule.
-        if let Ok(fd) = PathFd::new(&path) {
-            ruleset = add_fd(ruleset, fd, access)?;
-        }
-    }
-    Ok(ruleset)
+/// A file or folder opened once (`O_PATH`) to be named in Landlock rules, and
+/// whether it is a folder (a file takes only file rights).
+#[derive(Debug)]
+struct Opened {
+    fd: OwnedFd,
+    dir: bool,
 }
 
-/// Adds a rule for an opened file or folder; the access is narrowed to what a file
-/// can have when it is not a folder.
-fn add_fd(
-    ruleset: landlock::RulesetCreated,
-    fd: impl AsFd,
-    access: landlock::BitFlags<AccessFs>,
-) -> Result<landlock::RulesetCreated, SandboxError> {
-    let is_dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
-        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
-    });
-    let access = if is_dir {
-        access
-    } else {
-        access & AccessFs::from_file(FS_ABI)
-    };
-    ruleset
-        .add_rule(PathBeneath::new(fd, access))
-        .map_err(landlock_error)
+impl Opened {
+    /// `None` when the path does not exist (or is gone since it was listed): it
+    /// simply gets no rule.
+    fn path(path: &Path) -> Option<Self> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        Some(Self::fd(fd))
+    }
+
+    fn fd(fd: OwnedFd) -> Self {
+        let dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
+            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
+        });
+        Self { fd, dir }
+    }
+}
+
+/// A Landlock ruleset being filled, with the filesystem rights this kernel handles.
+struct Rules {
+    fd: OwnedFd,
+    all: landlock::BitFlags<AccessFs>,
+    file: landlock::BitFlags<AccessFs>,
+}
+
+impl Rules {
+    /// Creates a ruleset handling every filesystem right of [`FS_ABI`] this kernel
+    /// knows; `extra` adds network rights and scopes, as hard requirements.
+    fn new(
+        abi: i32,
+        extra: impl FnOnce(Ruleset) -> Result<Ruleset, landlock::RulesetError>,
+    ) -> Result<Self, SandboxError> {
+        let known = landlock::ABI::from(abi.min(5));
+        let all = AccessFs::from_all(known) & AccessFs::from_all(FS_ABI);
+        let ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(all)
+            .map_err(landlock_error)?;
+        let created = extra(ruleset)
+            .map_err(landlock_error)?
+            .create()
+            .map_err(landlock_error)?;
+        let fd = Option::<OwnedFd>::from(created)
+            .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))?;
+        Ok(Self {
+            fd,
+            all,
+            file: AccessFs::from_file(known) & all,
+        })
+    }
+
+    /// Allows `access` beneath an opened path (narrowed for a file), with one system
+    /// call: the rule's sources are opened once and kept (see [`Cache`]).
+    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
+    fn allow(&self, opened: &Opened, access: landlock::BitFlags<AccessFs>) -> Result<(), SandboxError> {
+        use std::os::fd::AsRawFd as _;
+        #[repr(C, packed)]
+        struct PathBeneathAttr {
+            allowed_access: u64,
+            parent_fd: i32,
+        }
+        let access = access & if opened.dir { self.all } else { self.file };
+        let attr = PathBeneathAttr {
+            allowed_access: access.bits(),
+            parent_fd: opened.fd.as_raw_fd(),
+        };
+        // SAFETY: a ruleset we own, LANDLOCK_RULE_PATH_BENEATH (1) and its attribute
+        // on this stack, laid out as the kernel's packed structure.
+        let added = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.fd.as_raw_fd(),
+                1_i32,
+                &raw const attr,
+                0_u32,
+            )
+        };
+        if added == 0 {
+            Ok(())
+        } else {
+            Err(SandboxError::Landlock(format!(
+                "cannot add a rule: {}",
+                std::io::Error::last_os_error()
+            )))
+        }
+    }
 }
 
 /// Everything but `$HCP_HOME` (whose `packs` and `.builtin` folders stay readable:
 /// they hold only pack files), and of `/dev` only [`DEVICES`]. Each folder on the way
 /// to `$HCP_HOME` stays listable; all its other entries get full access, which the
 /// call's layer narrows.
-fn base_ruleset(dirs: &[PathBuf], home_exists: bool) -> Result<OwnedFd, SandboxError> {
-    let all = AccessFs::from_all(FS_ABI);
+fn base_ruleset(dirs: &[PathBuf], home_exists: bool, abi: i32) -> Result<OwnedFd, SandboxError> {
     let mut roots = Vec::new();
     for (index, dir) in dirs.iter().enumerate() {
         let next = dirs.get(index + 1);
@@ -313,7 +413,7 @@ fn base_ruleset(dirs: &[PathBuf], home_exists: bool) -> Result<OwnedFd, SandboxE
         if next.is_none() && home_exists {
             // `$HCP_HOME` itself.
             roots.extend(
-                ["packs", ".builtin"]
+                HOME_READS
                     .iter()
                     .map(|name| dir.join(name))
                     .filter(|path| path.exists()),
@@ -330,16 +430,14 @@ fn base_ruleset(dirs: &[PathBuf], home_exists: bool) -> Result<OwnedFd, SandboxE
     if !dirs.iter().any(|dir| dir == Path::new("/dev")) {
         roots.extend(DEVICES.iter().map(PathBuf::from));
     }
-    let ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(landlock_error)?
-        .create()
-        .map_err(landlock_error)?;
-    let ruleset = add_paths(ruleset, roots, all)?;
-    let ruleset = add_paths(ruleset, dirs.iter().cloned(), AccessFs::ReadDir.into())?;
-    Option::<OwnedFd>::from(ruleset)
-        .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))
+    let rules = Rules::new(abi, Ok)?;
+    for root in roots.iter().filter_map(|root| Opened::path(root)) {
+        rules.allow(&root, rules.all)?;
+    }
+    for dir in dirs.iter().filter_map(|dir| Opened::path(dir)) {
+        rules.allow(&dir, AccessFs::ReadDir.into())?;
+    }
+    Ok(rules.fd)
 }
 
 /// The keeper's layer: nothing but the signal scope, as a hard requirement.
@@ -395,50 +493,66 @@ fn open_writes(cwd: &Path, writes: &[String]) -> Result<Vec<OwnedFd>, SandboxErr
 
 /// The call's layer: its reads, its writes (grants opened beneath the working
 /// directory, the temporary folder, [`WRITABLE_DEVICES`]), no TCP without the
-/// network, and the scopes.
-fn call_ruleset(plan: &ChildPlan, machine: &Machine, writes: Vec<OwnedFd>) -> Result<OwnedFd, SandboxError> {
+/// network, and the scopes. System folders come opened from the cache; only what
+/// is particular to the call is opened here.
+fn call_ruleset(
+    plan: &ChildPlan,
+    machine: &Machine,
+    cache: &Cache,
+    writes: Vec<OwnedFd>,
+) -> Result<OwnedFd, SandboxError> {
     let abi = machine.landlock_abi;
-    let all = AccessFs::from_all(FS_ABI);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(landlock_error)?;
-    if abi >= NET_ABI && !plan.network {
-        ruleset = ruleset
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(landlock_error)?;
-    }
-    if abi >= SCOPE_ABI {
-        let scopes = if plan.network {
-            Scope::Signal.into()
-        } else {
-            Scope::Signal | Scope::AbstractUnixSocket
-        };
-        ruleset = ruleset
-            .set_compatibility(CompatLevel::HardRequirement)
-            .scope(scopes)
-            .map_err(landlock_error)?;
-    }
-    let created = ruleset.create().map_err(landlock_error)?;
-    let reads: Vec<PathBuf> = match &plan.reads {
-        Reads::Everywhere => vec![PathBuf::from("/")],
-        Reads::Confined(extra) => std::iter::once(plan.cwd.clone())
-            .chain(SYSTEM_READS.iter().map(PathBuf::from))
-            .chain(extra.iter().cloned())
-            .collect(),
+    let rules = Rules::new(abi, |mut ruleset| {
+        if abi >= NET_ABI && !plan.network {
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        }
+        if abi >= SCOPE_ABI {
+            let scopes = if plan.network {
+                Scope::Signal.into()
+            } else {
+                Scope::Signal | Scope::AbstractUnixSocket
+            };
+            ruleset = ruleset.scope(scopes)?;
+        }
+        Ok(ruleset)
+    })?;
+    let read = AccessFs::from_read(FS_ABI);
+    let system = cache.system();
+    let cached = |path: &str| {
+        system
+            .iter()
+            .find(|(known, _)| *known == path)
+            .map(|(_, opened)| opened)
     };
-    let mut created = add_paths(created, reads, AccessFs::from_read(FS_ABI))?;
-    created = add_paths(
-        created,
-        std::iter::once(plan.tmpdir.clone()).chain(WRITABLE_DEVICES.iter().map(PathBuf::from)),
-        all,
-    )?;
-    for fd in writes {
-        created = add_fd(created, fd, all)?;
+    let fresh = |path: &Path| Opened::path(path).ok_or(());
+    match &plan.reads {
+        Reads::Everywhere => {
+            if let Some(root) = cached("/") {
+                rules.allow(root, read)?;
+            }
+        }
+        Reads::Confined(extra) => {
+            for (_, opened) in system.iter().filter(|(path, _)| SYSTEM_READS.contains(path)) {
+                rules.allow(opened, read)?;
+            }
+            let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
+            for path in std::iter::once(&plan.cwd).chain(extra.iter().filter(|path| !covered(path))) {
+                if let Ok(opened) = fresh(path) {
+                    rules.allow(&opened, read)?;
+                }
+            }
+        }
     }
-    Option::<OwnedFd>::from(created)
-        .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))
+    for device in WRITABLE_DEVICES.iter().filter_map(|device| cached(device)) {
+        rules.allow(device, rules.all)?;
+    }
+    if let Ok(tmpdir) = fresh(&plan.tmpdir) {
+        rules.allow(&tmpdir, rules.all)?;
+    }
+    for fd in writes {
+        rules.allow(&Opened::fd(fd), rules.all)?;
+    }
+    Ok(rules.fd)
 }
 
 /// The seccomp programs: on x86_64 first a guard that refuses the x32 ABI (its
@@ -535,9 +649,11 @@ pub(super) fn prepare(
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
     let writes = open_writes(&plan.cwd, &plan.writes)?;
-    let base = landlock.then(|| cache.base(&plan.home)).transpose()?;
+    let base = landlock
+        .then(|| cache.base(&plan.home, machine.landlock_abi))
+        .transpose()?;
     let call = landlock
-        .then(|| call_ruleset(plan, machine, writes))
+        .then(|| call_ruleset(plan, machine, cache, writes))
         .transpose()?;
     let filters = machine
         .seccomp

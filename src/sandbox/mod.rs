@@ -400,6 +400,9 @@ pub enum SandboxError {
 #[derive(Debug, Default)]
 pub struct Cache {
     machine: OnceLock<Machine>,
+    /// The folder the calls' private temporary folders are made in (see
+    /// [`Cache::private_temp`]), and the folder it is in.
+    temp: std::sync::Mutex<Option<(PathBuf, tempfile::TempDir)>>,
     #[cfg(target_os = "linux")]
     linux: linux::Cache,
 }
@@ -415,6 +418,30 @@ impl Cache {
 
     pub fn machine(&self) -> &Machine {
         self.machine.get_or_init(probe)
+    }
+
+    /// A call's private temporary folder, removed when dropped. It is made in a
+    /// folder of this process's own in `temp_dir`, made once: a call then leaves
+    /// `temp_dir` itself unchanged, which keeps the cached layer that hides
+    /// `$HCP_HOME` valid when `$HCP_HOME` is beneath it.
+    pub fn private_temp(&self, temp_dir: &Path) -> std::io::Result<tempfile::TempDir> {
+        let mut slot = self
+            .temp
+            .lock()
+            .map_err(|_| std::io::Error::other("the temporary folder cache is poisoned"))?;
+        if let Some((dir, parent)) = slot.as_ref()
+            && dir == temp_dir
+            && let Ok(call) = tempfile::Builder::new().prefix("call-").tempdir_in(parent.path())
+        {
+            return Ok(call);
+        }
+        // First use, or the folder was removed under us (a cleaner of old files).
+        let parent = tempfile::Builder::new().prefix("hcpx-").tempdir_in(temp_dir)?;
+        let call = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(parent.path())?;
+        *slot = Some((temp_dir.to_path_buf(), parent));
+        Ok(call)
     }
 }
 
@@ -473,6 +500,27 @@ mod tests {
     fn missing_path_gets_a_default() {
         let env = child_env(&BTreeMap::new(), Path::new("/t"), &[]);
         assert!(env.contains(&("PATH".to_owned(), DEFAULT_PATH.to_owned())));
+    }
+
+    #[test]
+    fn private_temporary_folders_share_one_folder_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::default();
+        let first = cache.private_temp(dir.path()).unwrap();
+        let second = cache.private_temp(dir.path()).unwrap();
+        assert_ne!(first.path(), second.path());
+        assert_eq!(first.path().parent(), second.path().parent());
+        let parent = first.path().parent().unwrap().to_path_buf();
+        assert_eq!(parent.parent(), Some(dir.path()));
+        // Removed under us (a cleaner of old files): made again.
+        drop((first, second));
+        std::fs::remove_dir(&parent).unwrap();
+        let third = cache.private_temp(dir.path()).unwrap();
+        assert!(third.path().is_dir());
+        // And gone with the cache.
+        let parent = third.path().parent().unwrap().to_path_buf();
+        drop((third, cache));
+        assert!(!parent.exists());
     }
 
     #[test]
