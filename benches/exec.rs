@@ -3,7 +3,8 @@
 //! round runs every variant once, so drift on the machine falls on all alike):
 //!
 //! - direct: the probe fixture's CLI (a shell script), spawned and waited for;
-//! - in-process `hcpx::run(["exec", …])`, as the MCP server calls it, with every
+//! - in-process `hcpx::run(["exec", …])`, as the MCP server calls it (with its
+//!   caches), with every
 //!   layer, then with one kernel layer left out at a time (best-effort mode and a
 //!   machine description without it), then with none of them;
 //! - a whole `hcpx exec …` process per call.
@@ -35,7 +36,10 @@ fn off(support: &mut Support) {
 }
 
 fn main() {
-    let root = tempfile::tempdir().unwrap();
+    // Not in /tmp: the CLI variant's temporary folders come and go there, and the
+    // sandbox's cached layer is rebuilt when a folder on the way to HCP_HOME
+    // changes, which a person's ~/.hcp does not see on every call.
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let home = root.path().join("home");
     let work = root.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
@@ -98,6 +102,8 @@ fn main() {
                 .unwrap()
                 .with_temp_dir(std::env::temp_dir());
             ctx.sandbox = Arc::new(Cache::with_machine(machine));
+            // As the MCP server runs it: one catalog cache across calls.
+            ctx.catalog_cache = Some(Arc::new(hcpx::catalog::CatalogCache::default()));
             (label, ctx)
         })
         .collect();
