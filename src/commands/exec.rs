@@ -77,7 +77,15 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         ctx.progress.as_deref(),
     )
     .await
-    .map_err(|error| sandbox_failure(error.to_string()))?;
+    .map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            "the pack's CLI could not be started; nothing of it ran",
+        )
+        .details(vec![error.to_string()])
+        .data(json!({ "details": [error.to_string()] }))
+        .next(format!("hcpx availability {}", request.pack))
+    })?;
     drop(tmpdir);
     audit.ran(&finished);
     report(request, &target, &plan, finished, &audit.redactor)
@@ -312,6 +320,7 @@ fn sandbox_failure(error: String) -> Failure {
         Reason::NotRunnable,
         "the sandbox could not be set up; nothing of the pack ran",
     )
+    .data(json!({ "details": [error] }))
     .details(vec![error])
     .next("hcpx doctor")
 }

@@ -382,6 +382,24 @@ fn a_write_grant_cannot_be_redirected_by_a_link() {
     assert_eq!(std::fs::read_to_string(out.join("x")).unwrap(), "pwned\n");
 }
 
+/// A CLI the kernel cannot execute is reported by the child before it would have
+/// run, and nothing is left behind.
+#[test]
+fn a_cli_that_cannot_be_executed_is_refused_with_the_reason() {
+    let env = attacker_env();
+    std::fs::write(env.home().join("packs/attacker/attacker"), "not a program\n").unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "status"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("not_runnable"));
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the pack's CLI could not be started; nothing of it ran")
+    );
+    let details = envelope["data"]["details"].to_string();
+    assert!(details.contains("Exec format error"), "{envelope}");
+    assert_eq!(envelope["next"], json!("hcpx availability attacker"));
+}
+
 /// Terminals and shared memory under `/dev` are hidden; the usual devices are not.
 #[test]
 fn only_harmless_devices_are_readable() {
