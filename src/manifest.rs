@@ -241,6 +241,10 @@ pub struct BindingSpec {
 pub struct SandboxSpec {
     pub network: bool,
     pub write: Vec<String>,
+    /// Files and folders outside the working directory a command that takes `path`
+    /// parameters may still read (its reads are otherwise confined to the working
+    /// directory and system folders): absolute, or `~/…` in the caller's home.
+    pub read: Vec<String>,
     pub timeout_ms: u64,
 }
 
@@ -249,6 +253,7 @@ impl Default for SandboxSpec {
         Self {
             network: false,
             write: Vec::new(),
+            read: Vec::new(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }
     }
@@ -552,7 +557,7 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
     let Some(object) = walk.object("sandbox", value) else {
         return sandbox;
     };
-    walk.unknown_fields("sandbox", object, &["network", "write", "timeoutMs"]);
+    walk.unknown_fields("sandbox", object, &["network", "write", "read", "timeoutMs"]);
     sandbox.network = walk.bool("sandbox.network", object.get("network"), false);
     sandbox.write = walk.strings("sandbox.write", object.get("write"));
     for (index, path) in sandbox.write.iter().enumerate() {
@@ -560,6 +565,16 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
             walk.problem(
                 &format!("sandbox.write[{index}]"),
                 format!("{message} (write paths are relative)"),
+            );
+        }
+    }
+    sandbox.read = walk.strings("sandbox.read", object.get("read"));
+    for (index, path) in sandbox.read.iter().enumerate() {
+        let rest = path.strip_prefix("~/").or_else(|| path.strip_prefix('/'));
+        if rest.is_none_or(|rest| rest.split('/').any(|part| part == ".." || part == ".")) {
+            walk.problem(
+                &format!("sandbox.read[{index}]"),
+                "must be an absolute path or start with ~/, without . or .. parts",
             );
         }
     }

@@ -179,6 +179,14 @@ fn sandbox_bounds() {
         problems(|v| v["sandbox"]["network"] = json!("no")),
         ["sandbox.network: must be true or false"]
     );
+    assert_eq!(
+        problems(|v| v["sandbox"]["read"] = json!(["~/.gitconfig", "/etc/x", "rel", "~/../x", "/a/./b"])),
+        [
+            "sandbox.read[2]: must be an absolute path or start with ~/, without . or .. parts",
+            "sandbox.read[3]: must be an absolute path or start with ~/, without . or .. parts",
+            "sandbox.read[4]: must be an absolute path or start with ~/, without . or .. parts"
+        ]
+    );
 }
 
 #[test]

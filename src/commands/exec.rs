@@ -325,12 +325,20 @@ fn sandbox_failure(error: String) -> Failure {
     .next("hcpx doctor")
 }
 
-/// Folders a command with confined reads may still read besides the working
-/// directory and the system's: the pack's CLI's own, and those on PATH.
+/// What a command with confined reads may still read besides the working directory
+/// and the system's folders: its CLI's folder, the pack's, the folders on PATH, and
+/// the manifest's `sandbox.read` (`~/` in the caller's home).
 fn extra_reads(ctx: &Context, program: &Path, pack: &Pack) -> Vec<PathBuf> {
     let mut reads: Vec<PathBuf> = program.parent().map(Path::to_path_buf).into_iter().collect();
     if let Origin::Installed { dir } = &pack.origin {
         reads.push(dir.clone());
+    }
+    for read in &pack.manifest.sandbox.read {
+        match (read.strip_prefix("~/"), ctx.var(env_vars::HOME)) {
+            (Some(rest), Some(home)) => reads.push(Path::new(home).join(rest)),
+            (Some(_), None) => {}
+            (None, _) => reads.push(PathBuf::from(read)),
+        }
     }
     if let Some(path) = ctx.var(env_vars::PATH) {
         reads.extend(std::env::split_paths(path).filter(|dir| dir.is_absolute()));

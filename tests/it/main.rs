@@ -12,6 +12,7 @@
 mod common;
 
 mod adopt;
+mod builtins;
 mod catalog;
 mod exec;
 mod install;
