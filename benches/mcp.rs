@@ -4,7 +4,9 @@
 //!     JSON-RPC lines), 1,000 calls;
 //! (b) the same query as a fresh `hcpx search` process per call, as servers that
 //!     spawn their CLI for every call work;
-//! (c) an exec through MCP against running the pack's CLI directly;
+//! (c) an exec through MCP against running the pack's CLI directly, interleaved;
+//!     with `HCP_BENCH_BASELINE=/path/to/an/older/hcpx`, that build's `hcpx mcp`
+//!     runs the same exec in the same rounds (before/after in one run);
 //! (d) spawn to `initialize` answered, and resident memory at rest.
 //!
 //! Prints p50 and p99 and the ratios; never asserts on time.
@@ -41,8 +43,12 @@ struct Server {
 
 impl Server {
     fn start(home: &Path, work: &Path) -> (Self, Duration) {
+        Self::start_binary(Path::new(BIN), home, work)
+    }
+
+    fn start_binary(bin: &Path, home: &Path, work: &Path) -> (Self, Duration) {
         let started = Instant::now();
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(bin)
             .arg("mcp")
             .current_dir(work)
             .env_clear()
@@ -165,8 +171,17 @@ fn main() {
     let mut exec = || {
         server.call(&["exec", "probe", "args", "--", "text=hello"]);
     };
-    let pair = interleaved(EXEC_RUNS, &mut [&mut direct, &mut exec]);
-    let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (pair[0], pair[1]);
+    let baseline_bin = std::env::var_os("HCP_BENCH_BASELINE");
+    let mut baseline = baseline_bin
+        .as_ref()
+        .map(|bin| Server::start_binary(Path::new(bin), &home, &work).0);
+    let mut baseline_exec = || {
+        if let Some(server) = baseline.as_mut() {
+            server.call(&["exec", "probe", "args", "--", "text=hello"]);
+        }
+    };
+    let results = interleaved(EXEC_RUNS, &mut [&mut direct, &mut exec, &mut baseline_exec]);
+    let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (results[0], results[1]);
 
     println!("MCP benchmark (p50 / p99):");
     println!(
@@ -203,4 +218,15 @@ fn main() {
         ms(exec_p50) - ms(direct_p50),
         exec_p50.as_secs_f64() / direct_p50.as_secs_f64()
     );
+    if let Some(bin) = baseline_bin {
+        let (base_p50, base_p99) = results[2];
+        println!("      baseline {}:", bin.to_string_lossy());
+        println!(
+            "      exec through its hcpx mcp           {:>8.3} ms / {:>8.3} ms  added {:.3} ms at p50 ({:.2}x)",
+            ms(base_p50),
+            ms(base_p99),
+            ms(base_p50) - ms(direct_p50),
+            base_p50.as_secs_f64() / direct_p50.as_secs_f64()
+        );
+    }
 }

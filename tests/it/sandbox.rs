@@ -105,6 +105,35 @@ fn killing_hcpx_ends_every_process_of_the_call() {
     );
 }
 
+/// Escape 1c': Ctrl-C at the terminal (SIGINT to hcpx) ends the call and all of it.
+#[test]
+fn interrupting_hcpx_ends_every_process_of_the_call() {
+    let env = attacker_env();
+    let hcpx = env
+        .command(&["exec", "attacker", "escape", "--", "tag=4108", "wait=60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || pids_of("sleep 4108").len() >= 3));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(hcpx.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let started = Instant::now();
+    let output = hcpx.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("interrupted; the command was stopped"),
+        "{output:?}"
+    );
+    // TERM reaches the group at once; the setsid'd loop goes with the KILL 2 s later.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(pids_of("sleep 4108"), Vec::<String>::new());
+}
+
 fn initialize(server: &mut Process) {
     server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
