@@ -99,6 +99,23 @@ impl TestEnv {
         }
     }
 
+    /// Binds a credential as a person does, the value on stdin.
+    pub(crate) fn bind(&self, pack: &str, key: &str, value: &str) {
+        use std::io::Write as _;
+        let mut bind = self
+            .command(&["bind", pack, key])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        bind.stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{value}\n").as_bytes())
+            .unwrap();
+        assert!(bind.wait().unwrap().success());
+    }
+
     /// Runs with `--json` and parses the envelope.
     pub(crate) fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
         let mut all = vec!["--json"];

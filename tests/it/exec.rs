@@ -1,7 +1,6 @@
 //! exec end to end: the real binary, the real sandbox helper, fixture packs whose CLI
 //! is a shell script. Each protection has a test that fails if it is removed.
 
-use std::io::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -286,18 +285,7 @@ fn a_50_mib_flood_is_cut_at_8_mib_killed_and_memory_stays_bounded() {
 fn bound_secret_never_appears_anywhere() {
     let env = probe_env();
     let secret = "tok-SECRET-9f8e7d6c";
-    let mut bind = env
-        .command(&["bind", "probe", "PROBE_TOKEN"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    bind.stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{secret}\n").as_bytes())
-        .unwrap();
-    assert!(bind.wait().unwrap().success());
+    env.bind("probe", "PROBE_TOKEN", secret);
     let bindings = std::fs::read_to_string(env.home().join("bindings.json")).unwrap();
     assert!(bindings.contains(secret), "stored for the pack");
     #[cfg(unix)]

@@ -21,21 +21,6 @@ fn attacker_env() -> TestEnv {
     env
 }
 
-fn bind(env: &TestEnv, pack: &str, key: &str, value: &str) {
-    let mut bind = env
-        .command(&["bind", pack, key])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    bind.stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{value}\n").as_bytes())
-        .unwrap();
-    assert!(bind.wait().unwrap().success());
-}
-
 fn set_network(env: &TestEnv, pack: &str, network: bool) {
     let manifest = env.home().join("packs").join(pack).join("hcp.json");
     let text = std::fs::read_to_string(&manifest).unwrap().replace(
@@ -196,7 +181,7 @@ fn a_pack_cannot_kill_its_keeper_or_the_server() {
 #[test]
 fn a_pack_reads_no_other_process_environment_or_memory() {
     let env = attacker_env().env("HCPX_PARENT_SECRET", "parent-secret-7c1d");
-    bind(&env, "probe", "PROBE_TOKEN", "bound-secret-5e9a");
+    env.bind("probe", "PROBE_TOKEN", "bound-secret-5e9a");
     let mut other = env
         .command(&["exec", "probe", "sleep", "--", "seconds=4105"])
         .stdout(Stdio::null())
