@@ -68,9 +68,22 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     if request.dry_run {
         return Ok(dry_run(ctx, &plan));
     }
-    let (spawn, tmpdir) = confine(ctx, &target, &plan, program, &bound)?;
-    let finished = runtime::run(
-        spawn,
+    let (child, tmpdir) = confine(ctx, &target, &plan, program, &bound)?;
+    let finished = spawn(ctx, request, &target, child).await?;
+    drop(tmpdir);
+    audit.ran(&finished);
+    report(request, &target, &plan, finished, &audit.redactor)
+}
+
+/// Step 5: the pack's CLI runs under its limits, until it ends or is stopped.
+async fn spawn(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    child: sandbox::Spawn,
+) -> Result<Finished, Failure> {
+    runtime::run(
+        child,
         request.timeout(target.pack),
         runtime::MAX_OUTPUT,
         &ctx.cancel,
@@ -85,10 +98,7 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         .details(vec![error.to_string()])
         .data(json!({ "details": [error.to_string()] }))
         .next(format!("hcpx availability {}", request.pack))
-    })?;
-    drop(tmpdir);
-    audit.ran(&finished);
-    report(request, &target, &plan, finished, &audit.redactor)
+    })
 }
 
 /// Step 1's result: the pack, its command and the pack CLI's arguments.
