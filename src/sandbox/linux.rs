@@ -606,15 +606,19 @@ fn seccomp_programs(network: bool) -> Result<Vec<seccompiler::BpfProgram>, secco
         arch,
     )?;
     let main: seccompiler::BpfProgram = filter.try_into()?;
-    let mut programs = Vec::new();
-    if cfg!(target_arch = "x86_64") {
-        programs.push(x32_guard());
-    }
-    programs.push(main);
-    Ok(programs)
+    // One program, not two: the kernel compiles each program it loads, per call.
+    let mut program = if cfg!(target_arch = "x86_64") {
+        x32_guard()
+    } else {
+        Vec::new()
+    };
+    program.extend(main);
+    Ok(vec![program])
 }
 
-/// Refuses every system call made through the x32 ABI (numbers with bit 30 set).
+/// The start of the program: refuses every system call made through the x32 ABI
+/// (numbers with bit 30 set), then falls through to the rules that follow (their
+/// jumps are relative, so they need no change).
 fn x32_guard() -> seccompiler::BpfProgram {
     const X32_SYSCALL_BIT: u32 = 0x4000_0000;
     let statement = |code: u16, k: u32| seccompiler::sock_filter {
@@ -636,7 +640,6 @@ fn x32_guard() -> seccompiler::BpfProgram {
             k: X32_SYSCALL_BIT,
         },
         statement(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-        statement(ret, libc::SECCOMP_RET_ALLOW),
     ]
 }
 
@@ -727,7 +730,7 @@ mod tests {
     fn seccomp_programs_build_for_both_network_settings() {
         for network in [false, true] {
             let programs = seccomp_programs(network).unwrap();
-            assert_eq!(programs.len(), if cfg!(target_arch = "x86_64") { 2 } else { 1 });
+            assert_eq!(programs.len(), 1);
             assert!(programs.iter().all(|program| !program.is_empty()));
         }
     }
