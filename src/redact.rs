@@ -1,6 +1,10 @@
-//! Redaction of bound secrets and common token shapes (SPEC §6). The redactor is
-//! streaming: output arrives in chunks, and a secret may straddle two of them, so it
-//! holds back an unfinished line (up to a bound) until the next chunk or the end.
+//! Redaction of bound secrets and common token shapes (SPEC §6). A bound value is
+//! found as it is and in any JSON string encoding of it (each character itself, as
+//! `\uXXXX` in either case, or as its short escape, mixed at will), in output and in
+//! the strings of parsed JSON data. Where a capture was cut at its limit, a tail that
+//! could be the start of a bound value is cut too ([`Redactor::safe_end`]). The
+//! redactor can also stream: a secret may straddle two chunks, so it holds back an
+//! unfinished line (up to a bound) until the next chunk or the end.
 
 use std::sync::OnceLock;
 
@@ -88,33 +92,191 @@ static SHAPES: [Shape; 7] = [
     ),
 ];
 
+/// One bound value: as it is, with its replacement, and the pattern of its JSON
+/// encodings (compiled on first need: most output holds no backslash at all).
+#[derive(Debug, Clone)]
+struct Bound {
+    value: Vec<u8>,
+    chars: Vec<char>,
+    replacement: Vec<u8>,
+    encoded: std::sync::Arc<OnceLock<Option<Regex>>>,
+}
+
+/// The ways a JSON string may write `c`: itself, `\uXXXX` (a surrogate pair beyond
+/// the BMP; hex in either case), and its short escape where it has one.
+fn encodings(c: char) -> Vec<Vec<u8>> {
+    let mut forms = vec![c.to_string().into_bytes()];
+    let mut units = [0_u16; 2];
+    for case in [false, true] {
+        let form: String = c
+            .encode_utf16(&mut units)
+            .iter()
+            .map(|unit| {
+                if case {
+                    format!("\\u{unit:04X}")
+                } else {
+                    format!("\\u{unit:04x}")
+                }
+            })
+            .collect();
+        forms.push(form.into_bytes());
+    }
+    let short = match c {
+        '"' => Some("\\\""),
+        '\\' => Some("\\\\"),
+        '/' => Some("\\/"),
+        '\n' => Some("\\n"),
+        '\r' => Some("\\r"),
+        '\t' => Some("\\t"),
+        '\u{8}' => Some("\\b"),
+        '\u{c}' => Some("\\f"),
+        _ => None,
+    };
+    forms.extend(short.map(|form| form.as_bytes().to_vec()));
+    forms
+}
+
+impl Bound {
+    /// A regex for the value with each character in any of its encodings.
+    fn encoded(&self) -> Option<&Regex> {
+        self.encoded
+            .get_or_init(|| {
+                let mut pattern = String::from("(?-u)");
+                for c in &self.chars {
+                    let mut units = [0_u16; 2];
+                    let units: String = c
+                        .encode_utf16(&mut units)
+                        .iter()
+                        .map(|unit| format!(r"\\u(?i:{unit:04x})"))
+                        .collect();
+                    let mut alternatives = vec![
+                        c.to_string()
+                            .bytes()
+                            .map(|b| format!("\\x{b:02x}"))
+                            .collect::<String>(),
+                        units,
+                    ];
+                    alternatives.extend(
+                        encodings(*c)
+                            .into_iter()
+                            .skip(3)
+                            .map(|form| form.iter().map(|b| format!("\\x{b:02x}")).collect()),
+                    );
+                    pattern.push_str("(?:");
+                    pattern.push_str(&alternatives.join("|"));
+                    pattern.push(')');
+                }
+                RegexBuilder::new(&pattern).dfa_size_limit(DFA_CACHE).build().ok()
+            })
+            .as_ref()
+    }
+
+    /// Whether `text` spells a prefix of the value in some encoding, up to its very
+    /// end (an escape cut short counts). Forms can begin alike (a raw `\\` and an
+    /// escape), so every way of reading is followed: the offsets reached after each
+    /// character are a small set.
+    fn is_prefix_to_end(&self, text: &[u8]) -> bool {
+        let mut reached = vec![0_usize];
+        for c in &self.chars {
+            let forms = encodings(*c);
+            let mut next = Vec::new();
+            for &at in &reached {
+                if at == text.len() {
+                    return true;
+                }
+                let rest = &text[at..];
+                for form in &forms {
+                    if rest.starts_with(form) {
+                        next.push(at + form.len());
+                    } else if form.starts_with(rest) {
+                        return true;
+                    }
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            if next.is_empty() {
+                return false;
+            }
+            reached = next;
+        }
+        reached.contains(&text.len())
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    /// (value, replacement), longest first so a secret containing another wins.
-    secrets: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Longest first, so a secret containing another wins.
+    secrets: Vec<Bound>,
     longest: usize,
     pending: Vec<u8>,
 }
 
 impl Redactor {
     pub fn new(secrets: &[(String, Secret)]) -> Self {
-        let mut list: Vec<(Vec<u8>, Vec<u8>)> = secrets
+        let mut list: Vec<Bound> = secrets
             .iter()
             .filter(|(_, secret)| secret.expose().len() >= MIN_SECRET_LEN)
-            .map(|(key, secret)| {
-                (
-                    secret.expose().as_bytes().to_vec(),
-                    format!("[REDACTED:{key}]").into_bytes(),
-                )
+            .map(|(key, secret)| Bound {
+                value: secret.expose().as_bytes().to_vec(),
+                chars: secret.expose().chars().collect(),
+                replacement: format!("[REDACTED:{key}]").into_bytes(),
+                encoded: std::sync::Arc::default(),
             })
             .collect();
-        list.sort_by_key(|(value, _)| std::cmp::Reverse(value.len()));
-        list.dedup_by(|a, b| a.0 == b.0);
-        let longest = list.first().map_or(0, |(value, _)| value.len());
+        list.sort_by_key(|bound| std::cmp::Reverse(bound.value.len()));
+        list.dedup_by(|a, b| a.value == b.value);
+        let longest = list.first().map_or(0, |bound| bound.value.len());
         Self {
             secrets: list,
             longest,
             pending: Vec::new(),
+        }
+    }
+
+    /// Where to end a capture that was cut at its limit: before a tail that could be
+    /// the first bytes of a bound value, in any encoding, so that no part of one is
+    /// ever shown. A few bytes of ordinary output may go with it; the capture was cut
+    /// there anyway.
+    pub fn safe_end(&self, text: &[u8]) -> usize {
+        // Twelve bytes is the longest a character can be written: a surrogate pair.
+        let window = self
+            .secrets
+            .iter()
+            .map(|bound| bound.chars.len() * 12)
+            .max()
+            .unwrap_or(0)
+            .min(text.len());
+        let start = text.len() - window;
+        (start..text.len())
+            .find(|&at| {
+                self.secrets
+                    .iter()
+                    .any(|bound| bound.is_prefix_to_end(&text[at..]))
+            })
+            .unwrap_or(text.len())
+    }
+
+    /// Hides bound values and token shapes in every string of parsed JSON data,
+    /// object keys included.
+    pub fn redact_value(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => {
+                let redacted = self.redact_str(text);
+                if redacted != *text {
+                    *text = redacted;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_value(item)),
+            Value::Object(map) => {
+                let old = std::mem::take(map);
+                for (key, mut item) in old {
+                    self.redact_value(&mut item);
+                    map.insert(self.redact_str(&key), item);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
 
@@ -126,9 +288,19 @@ impl Redactor {
     /// Redacts in place of the input: nothing is copied when nothing matches, so a
     /// large clean capture costs no second buffer.
     pub fn redact_owned(&self, mut out: Vec<u8>) -> Vec<u8> {
-        for (value, replacement) in &self.secrets {
-            if find(&out, value).is_some() {
-                out = replace_all(&out, value, replacement);
+        for bound in &self.secrets {
+            if find(&out, &bound.value).is_some() {
+                out = replace_all(&out, &bound.value, &bound.replacement);
+            }
+        }
+        // An escaped form needs a backslash: without one, no pattern is compiled.
+        if memchr::memchr(b'\\', &out).is_some() {
+            for bound in &self.secrets {
+                if let Some(regex) = bound.encoded()
+                    && regex.is_match(&out)
+                {
+                    out = regex.replace_all(&out, bound.replacement.as_slice()).into_owned();
+                }
             }
         }
         for shape in &SHAPES {
@@ -297,6 +469,156 @@ mod tests {
                 "{input}"
             );
         }
+    }
+
+    /// JSON-escapes every character of `text` by `choose`: 0 itself, 1 `\\uxxxx`,
+    /// 2 `\\uXXXX`, 3 its short escape (or itself when it has none).
+    fn escape(text: &str, choose: impl Fn(usize) -> u8) -> String {
+        text.chars()
+            .enumerate()
+            .map(|(index, c)| {
+                let forms = encodings(c);
+                let pick = usize::from(choose(index) % 4);
+                String::from_utf8(forms.get(pick).unwrap_or(&forms[0]).clone()).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn json_escaped_secrets_are_found_in_any_mix() {
+        let secret = "RT/se\"cr€t😀";
+        let r = Redactor::new(&[("TOKEN".to_owned(), Secret::new(secret.to_owned()))]);
+        for choose in [
+            &|_: usize| 1_u8,
+            &|_: usize| 2,
+            &|i: usize| u8::try_from(i % 4).unwrap(),
+            &|i: usize| u8::try_from((i + 1) % 3).unwrap(),
+        ] as [&dyn Fn(usize) -> u8; 4]
+        {
+            let escaped = escape(secret, choose);
+            let text = format!("{{\"token\": \"{escaped}\"}}");
+            let out = r.redact_str(&text);
+            assert_eq!(out, "{\"token\": \"[REDACTED:TOKEN]\"}", "{text}");
+        }
+        // Go's escaping of &, < and >.
+        let r = Redactor::new(&[("K".to_owned(), Secret::new("a&b<c>d".to_owned()))]);
+        assert_eq!(r.redact_str(r#""a\u0026b\u003cc\u003ed""#), r#""[REDACTED:K]""#);
+    }
+
+    #[test]
+    fn strings_in_parsed_data_are_redacted_keys_too() {
+        let r = redactor();
+        let mut value = serde_json::json!({
+            "s3cr3t-value": ["x s3cr3t-value y", 1, { "k": "s3cr3t-value" }],
+            "n": null
+        });
+        r.redact_value(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "[REDACTED:API_KEY]": ["x [REDACTED:API_KEY] y", 1, { "k": "[REDACTED:API_KEY]" }],
+                "n": null
+            })
+        );
+    }
+
+    #[test]
+    fn a_cut_capture_loses_any_tail_that_starts_a_secret() {
+        let r = redactor();
+        // Raw, escaped, and an escape cut in the middle.
+        for tail in [
+            "s3cr",
+            "s3cr3t-valu",
+            "\\u0073\\u0033cr",
+            "s\\u00",
+            "s3cr3t\\u002",
+        ] {
+            let text = format!("line one\nthen {tail}");
+            assert_eq!(r.safe_end(text.as_bytes()), "line one\nthen ".len(), "{tail}");
+        }
+        // Ordinary endings stay whole.
+        for text in ["line one\n", "ends with x", "s3x"] {
+            assert_eq!(r.safe_end(text.as_bytes()), text.len(), "{text}");
+        }
+        assert_eq!(Redactor::new(&[]).safe_end(b"anything"), 8);
+    }
+
+    proptest::proptest! {
+        /// For random secrets, random encodings of them (raw, JSON escapes mixed at
+        /// random) in random output, cut at a random place as the capture limit
+        /// would: nothing the caller sees holds the secret, decoded or not, nor ends
+        /// with 4 or more of its first bytes.
+        #[test]
+        fn no_secret_survives_encoding_or_the_cut(
+            secret in "[a-zA-Z0-9/\"\\\\€😀_-]{4,24}",
+            choices in proptest::collection::vec(0_u8..4, 24),
+            before in "[a-z \n]{0,40}",
+            after in "[a-z \n]{0,40}",
+            cut in proptest::option::of(0_usize..200),
+        ) {
+            let r = Redactor::new(&[("KEY".to_owned(), Secret::new(secret.clone()))]);
+            let escaped = escape(&secret, |index| choices[index % choices.len()]);
+            let full = format!("{before}\"{escaped}\"{after}");
+            let mut bytes = full.into_bytes();
+            if let Some(cut) = cut {
+                bytes.truncate(cut.min(bytes.len()));
+                let end = r.safe_end(&bytes);
+                bytes.truncate(end);
+            }
+            let shown = String::from_utf8_lossy(&r.redact_owned(bytes)).into_owned();
+            let decoded = decode(&shown);
+            proptest::prop_assert!(!shown.contains(&secret), "{}", shown);
+            proptest::prop_assert!(!decoded.contains(&secret), "{}", decoded);
+            if cut.is_some() {
+                let prefix: String = secret.chars().take(4).collect();
+                let prefix_bytes = secret.as_bytes().get(..4).unwrap_or_default();
+                proptest::prop_assert!(
+                    !decoded.ends_with(&prefix) && !decoded.as_bytes().ends_with(prefix_bytes),
+                    "{}", decoded
+                );
+            }
+        }
+    }
+
+    /// Decodes the JSON escapes of a text, leaving everything else as it is.
+    fn decode(text: &str) -> String {
+        let mut out = String::new();
+        let mut units: Vec<u16> = Vec::new();
+        let mut chars = text.chars().peekable();
+        let flush = |units: &mut Vec<u16>, out: &mut String| {
+            out.push_str(&String::from_utf16_lossy(units));
+            units.clear();
+        };
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                flush(&mut units, &mut out);
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    match u16::from_str_radix(&hex, 16) {
+                        Ok(unit) => units.push(unit),
+                        Err(_) => out.push_str(&hex),
+                    }
+                }
+                Some(short) => {
+                    flush(&mut units, &mut out);
+                    out.push(match short {
+                        'n' => '\n',
+                        'r' => '\r',
+                        't' => '\t',
+                        'b' => '\u{8}',
+                        'f' => '\u{c}',
+                        other => other,
+                    });
+                }
+                None => out.push('\\'),
+            }
+        }
+        flush(&mut units, &mut out);
+        out
     }
 
     #[test]

@@ -484,26 +484,44 @@ fn report(
     finished: Finished,
     redactor: &Redactor,
 ) -> Result<Reply, Failure> {
+    let Finished {
+        ending,
+        exit_code,
+        mut stdout,
+        mut stderr,
+        stdout_total,
+        stderr_total,
+        ..
+    } = finished;
+    // A stream cut at the capture limit may end with the first bytes of a secret,
+    // which no redaction can recognise: its tail goes too.
+    for (bytes, total) in [(&mut stdout, stdout_total), (&mut stderr, stderr_total)] {
+        if total > bytes.len() as u64 {
+            let end = redactor.safe_end(bytes);
+            bytes.truncate(end);
+        }
+    }
     let stream = |kept: usize, total: u64| {
         (total > kept as u64).then_some(StreamTruncation {
             shown: kept as u64,
             total,
         })
     };
-    let truncation = finished.truncated().then(|| Truncation {
-        stdout: stream(finished.stdout.len(), finished.stdout_total),
-        stderr: stream(finished.stderr.len(), finished.stderr_total),
+    let cut_stdout = stream(stdout.len(), stdout_total);
+    let cut_stderr = stream(stderr.len(), stderr_total);
+    let truncation = (cut_stdout.is_some() || cut_stderr.is_some()).then_some(Truncation {
+        stdout: cut_stdout,
+        stderr: cut_stderr,
     });
     let text = |bytes: Vec<u8>| {
         String::from_utf8(redactor.redact_owned(bytes))
             .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
     };
-    let (exit_code, ending) = (finished.exit_code, finished.ending);
     let run = RunInfo {
         child: plan.child(),
         exit_code,
-        stdout: text(finished.stdout),
-        stderr: text(finished.stderr),
+        stdout: text(stdout),
+        stderr: text(stderr),
         truncation,
     };
     let (pack, command) = (&request.pack, &request.command);
@@ -546,7 +564,11 @@ fn report(
     }
     let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
-            Ok(value) => Some(value),
+            Ok(mut value) => {
+                // Decoded strings are where an escaped secret would stand plain.
+                redactor.redact_value(&mut value);
+                Some(value)
+            }
             Err(position) => {
                 return Err(Failure::new(
                     Reason::Failed,

@@ -341,6 +341,35 @@ fn bound_secret_never_appears_anywhere() {
     assert!(!output.stdout.contains(secret));
 }
 
+/// A pack that prints its token JSON-escaped gets it past no redaction: not in
+/// stdout, not in the parsed `data`; and a token cut at the 8 MiB limit leaves none of
+/// its first bytes behind.
+#[test]
+fn escaped_secrets_and_secrets_cut_at_the_limit_are_redacted() {
+    let env = probe_env();
+    let secret = "tok-SECRET-9f8e7d6c";
+    env.bind("probe", "PROBE_TOKEN", secret);
+    let (code, envelope) = env.json(&["exec", "probe", "jsonsecret"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["stdout"],
+        json!("{\"token\": \"[REDACTED:PROBE_TOKEN]\", \"plain\": \"[REDACTED:PROBE_TOKEN]\"}\n")
+    );
+    assert_eq!(
+        envelope["data"],
+        json!({ "token": "[REDACTED:PROBE_TOKEN]", "plain": "[REDACTED:PROBE_TOKEN]" })
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "secretcut"]);
+    assert_eq!(envelope["outputTruncated"], json!(true), "{}", envelope["error"]);
+    let stdout = envelope["stdout"].as_str().unwrap();
+    assert!(stdout.ends_with("xxxx"), "{}", &stdout[stdout.len() - 20..]);
+    assert!(!stdout.contains("tok-"), "{}", &stdout[stdout.len() - 20..]);
+    assert_eq!(
+        envelope["truncation"]["stdout"]["shown"],
+        json!(8 * 1024 * 1024 - 5)
+    );
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
