@@ -343,6 +343,44 @@ async fn truncated_output_is_pageable_by_command_and_resource() {
     assert_eq!(text.len(), 1_048_576);
 }
 
+/// Through the tool: an escaped token is redacted in `structuredContent` (stdout and
+/// data) and the text; a token cut at the capture limit leaves no prefix in the
+/// paged output or the resource.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_and_cut_secrets_never_reach_the_host() {
+    let env = probe_env();
+    let secret = "tok-SECRET-9f8e7d6c";
+    env.bind("probe", "PROBE_TOKEN", secret);
+    let client = connect(&env, Client::default(), false).await;
+    let result = call(&client, json!({ "argv": ["exec", "probe", "jsonsecret"] })).await;
+    let found = envelope(&result);
+    assert_eq!(found["data"]["token"], json!("[REDACTED:PROBE_TOKEN]"), "{found}");
+    assert!(!serde_json::to_string(&result).unwrap().contains(secret));
+    assert!(
+        !text(&result).contains("\\u0074\\u006f\\u006b"),
+        "{}",
+        text(&result)
+    );
+    let result = call(&client, json!({ "argv": ["exec", "probe", "secretcut"] })).await;
+    let found = envelope(&result).clone();
+    let id = found["outputId"].as_str().unwrap().to_owned();
+    // The capture kept 8 MiB less the token's first 5 bytes, which are cut too.
+    let kept = 8 * 1024 * 1024 - 5;
+    let offset = (kept - 100).to_string();
+    let page = call(&client, json!({ "argv": ["output", &id, "--offset", &offset] })).await;
+    let data = &page.structured_content.as_ref().unwrap()["data"];
+    assert_eq!(data["total"], json!(kept));
+    assert_eq!(data["text"], json!("x".repeat(100)));
+    let resource = client
+        .read_resource(ReadResourceRequestParams::new(format!("hcp://output/{id}")))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &resource.contents[0] else {
+        panic!("not text")
+    };
+    assert!(text.ends_with("xxxx") && !text.contains("tok-"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_calls_and_a_slow_exec_never_blocks_a_search() {
     let env = probe_env();
