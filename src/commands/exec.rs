@@ -155,6 +155,8 @@ struct Plan {
     confined_reads: bool,
     layers: Vec<LayerReport>,
     env_names: Vec<String>,
+    /// What a person confirms: the command, its effect, the folder, every parameter.
+    summary: String,
     json: Value,
 }
 
@@ -197,6 +199,7 @@ fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evalu
     env_names.push("TMPDIR".to_owned());
     env_names.extend(manifest.bindings.iter().map(|(key, _)| key.clone()));
     env_names.sort();
+    let summary = summary(ctx, request, target);
     let mut plan = Plan {
         evaluation,
         program,
@@ -205,6 +208,7 @@ fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evalu
         confined_reads,
         layers,
         env_names,
+        summary,
         json: Value::Null,
     };
     plan.json = json!({
@@ -217,6 +221,7 @@ fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evalu
         "child": plan.child(),
         "cwd": ctx.cwd,
         "env": plan.env_names,
+        "summary": plan.summary,
         "timeoutMs": u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
         "sandbox": {
             "mode": ctx.sandbox_mode,
@@ -227,6 +232,62 @@ fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evalu
         },
     });
     plan
+}
+
+/// The longest parameter value a confirmation shows whole.
+const SHOWN_VALUE: usize = 120;
+
+/// What a person is asked to confirm: `Run PACK COMMAND (EFFECT) in CWD?`, then each
+/// parameter as `key=value` on a line of its own. Long values are shortened with
+/// their size; control characters are shown escaped (a value cannot draw lines of
+/// its own); values of the pack's bindings never appear.
+fn summary(ctx: &Context, request: &Request, target: &Target<'_>) -> String {
+    let bindings: Vec<(String, Secret)> = Store::load(&ctx.bindings_path())
+        .map(|store| {
+            target
+                .pack
+                .manifest
+                .bindings
+                .iter()
+                .filter_map(|(key, _)| {
+                    store
+                        .resolve(&target.pack.manifest.id, key, &ctx.env)
+                        .map(|secret| (key.clone(), secret))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let redactor = Redactor::new(&bindings);
+    let mut text = format!(
+        "Run {} {} ({}) in {}?",
+        request.pack,
+        request.command,
+        target.command.effect.as_str(),
+        ctx.cwd.display()
+    );
+    for word in &request.params {
+        let (key, value) = word.split_once('=').unwrap_or((word, ""));
+        let value = redactor.redact_str(value);
+        let shown: String = value.chars().take(SHOWN_VALUE).map(printable).collect();
+        let shown = if value.chars().count() > SHOWN_VALUE {
+            format!("{shown}… ({} bytes)", value.len())
+        } else {
+            shown
+        };
+        text.push_str(&format!("\n  {key}={shown}"));
+    }
+    text
+}
+
+/// A character as a prompt may show it: control characters and the marks that
+/// reorder text (bidirectional overrides) escaped, everything else itself.
+fn printable(c: char) -> String {
+    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if c.is_control() || reorders {
+        c.escape_default().collect()
+    } else {
+        c.to_string()
+    }
 }
 
 /// Step 2: the policy's decision for this caller, confirmed when it asks for it.
@@ -264,7 +325,7 @@ async fn decide(
         return Ok(plan);
     }
     let asked = super::Asked {
-        what: format!("Run {} {}?", request.pack, request.command),
+        what: plan.summary.clone(),
         yes: request.yes,
         retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
         by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
@@ -665,6 +726,12 @@ impl<'a> Audit<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prompts_show_characters_that_could_fake_lines_escaped() {
+        let shown: String = "a\nb\u{202e}c€\t".chars().map(printable).collect();
+        assert_eq!(shown, "a\\nb\\u{202e}c€\\t");
+    }
 
     #[test]
     fn json_output_forms() {

@@ -152,7 +152,7 @@ pub(crate) fn pseudo_evaluation(ctx: &Context, command: &str) -> crate::policy::
 
 /// What a confirmation is about.
 pub(crate) struct Asked {
-    /// The question: `Run git commit?`.
+    /// The question (`Run git commit?`), then on lines of their own what will run.
     pub what: String,
     /// The caller passed `--yes`.
     pub yes: bool,
@@ -185,7 +185,11 @@ pub(crate) async fn confirm(
             // terminal only for a terminal caller (an agent's shell may drive a
             // terminal), the MCP server hands in the host's elicitation.
             if let Some(human) = &ctx.human {
-                let question = format!("{} ({})", asked.what, evaluation.decision.as_str());
+                // The decision on the first line; what will run, line by line, after.
+                let question = match asked.what.split_once('\n') {
+                    Some((first, rest)) => format!("{first} ({})\n{rest}", evaluation.decision.as_str()),
+                    None => format!("{} ({})", asked.what, evaluation.decision.as_str()),
+                };
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
                     Answer::No | Answer::Cancelled => {

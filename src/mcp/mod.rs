@@ -328,6 +328,10 @@ fn text_for(envelope: &Envelope, human: &str) -> String {
         if error.reason == "needs_confirmation"
             && let Some(plan) = &envelope.data
         {
+            if let Some(summary) = plan["summary"].as_str() {
+                text.push_str(summary);
+                text.push('\n');
+            }
             text.push_str(&format!("plan: {plan}\n"));
         }
     }

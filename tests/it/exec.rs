@@ -1,6 +1,7 @@
 //! exec end to end: the real binary, the real sandbox helper, fixture packs whose CLI
 //! is a shell script. Each protection has a test that fails if it is removed.
 
+use std::io::Write as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -419,6 +420,42 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
         crate::common::audit_decisions(&env),
         ["needs_confirmation", "needs_confirmation"]
     );
+}
+
+/// At a terminal the person sees what would run before answering, and "n" runs
+/// nothing.
+#[test]
+fn the_terminal_prompt_shows_the_parameters() {
+    if !crate::common::require(std::path::Path::new("/usr/bin/script").exists(), "script(1)") {
+        return;
+    }
+    let env = probe_env();
+    std::fs::create_dir_all(env.work().join("out")).unwrap();
+    let inner = format!("{} exec probe write -- target=out/x.txt", crate::common::BIN);
+    let mut script = std::process::Command::new("/usr/bin/script")
+        .args(["-qec", &inner, "/dev/null"])
+        .current_dir(env.work())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", env.root.path().join("user"))
+        .env("HCP_HOME", env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    script.stdin.take().unwrap().write_all(b"n\n").unwrap();
+    let output = script.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    let cwd = env.work().display().to_string();
+    assert!(
+        text.contains(&format!(
+            "Run probe write (write) in {cwd}? (confirm)\n  target=out/x.txt [y/N]"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("not confirmed; nothing ran"), "{text}");
+    assert!(!env.work().join("out/x.txt").exists());
 }
 
 #[test]

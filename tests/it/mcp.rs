@@ -20,6 +20,8 @@ use crate::common::{BIN, TestEnv, pids_of};
 #[derive(Clone, Default)]
 struct Client {
     elicit: Option<bool>,
+    /// The messages of the elicitations asked.
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// How many `notifications/resources/list_changed` arrived.
     list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -40,9 +42,17 @@ impl ClientHandler for Client {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.push(
+                serde_json::to_value(&request).unwrap()["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
         Ok(if self.elicit == Some(true) {
             ElicitResult::new(ElicitationAction::Accept).with_content(json!({ "confirm": true }))
         } else {
@@ -238,6 +248,15 @@ async fn confirmation_by_flag_and_by_elicitation() {
     let result = call(&plain, json!({ "argv": argv })).await;
     assert_eq!(envelope(&result)["data"]["child"][1], json!("write"));
     assert!(text(&result).contains("plan: {"), "{}", text(&result));
+    // The text says what would run, as a person would be asked.
+    let cwd = env.work().display().to_string();
+    assert!(
+        text(&result).contains(&format!(
+            "Run probe write (write) in {cwd}?\n  target=out/a.txt\n"
+        )),
+        "{}",
+        text(&result)
+    );
     assert!(!env.work().join("out/a.txt").exists());
     let result = call(&plain, json!({ "argv": argv, "confirm": true })).await;
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
@@ -250,18 +269,39 @@ async fn confirmation_by_flag_and_by_elicitation() {
     .await;
     assert_eq!(envelope(&result)["error"]["reason"], json!("needs_confirmation"));
     // ...but the host's user can give it through elicitation.
-    let eliciting = connect(
-        &env,
-        Client {
-            elicit: Some(true),
-            ..Client::default()
-        },
-        false,
-    )
-    .await;
+    let client = Client {
+        elicit: Some(true),
+        ..Client::default()
+    };
+    let asked = client.asked.clone();
+    let eliciting = connect(&env, client, false).await;
     let result = call(&eliciting, json!({ "argv": ["exec", "probe", "wipe"] })).await;
     assert_eq!(result.is_error, Some(false), "{}", text(&result));
     assert_eq!(envelope(&result)["stdout"], json!("wiped\n"));
+    // The person saw what would run: every parameter, long ones shortened, none able
+    // to draw a line of its own.
+    let long = "x".repeat(200);
+    let target = format!("target=out/{long}\nfake line");
+    let result = call(
+        &eliciting,
+        json!({ "argv": ["exec", "probe", "write", "--", target] }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let asked = asked.lock().unwrap().clone();
+    assert!(
+        asked[0].starts_with(&format!(
+            "Run probe wipe (destructive) in {cwd}? (confirm-human)\n"
+        )),
+        "{asked:?}"
+    );
+    let shown = format!("{}… (214 bytes)", &format!("out/{long}")[..120]);
+    assert!(
+        asked[1].starts_with(&format!(
+            "Run probe write (write) in {cwd}? (confirm)\n  target={shown}\n"
+        )),
+        "{asked:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
