@@ -64,7 +64,10 @@ fn serve_mcp(argv: &[String], ctx: hcpx::Context, runtime: &tokio::runtime::Runt
     let server = hcpx::mcp::Server::new(ctx, options);
     // Non-blocking pipes where stdin and stdout are FIFOs (Linux), so no read or
     // write waits on a blocking thread; the plain stdio handles elsewhere.
-    match runtime.block_on(async { hcpx::mcp::serve(server, rmcp::transport::stdio_pipes()).await }) {
+    match runtime.block_on(async {
+        let (read, write) = rmcp::transport::stdio_pipes();
+        hcpx::mcp::serve(server, read, write).await
+    }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(&error, hcpx::error::EXIT_FAILED),
     }

@@ -6,6 +6,7 @@
 
 pub mod args;
 mod help;
+pub mod lines;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -741,14 +742,15 @@ impl ServerHandler for Server {
     }
 }
 
-/// Serves `hcp` on a transport (stdio for `hcpx mcp`) until the client goes away.
-pub async fn serve<T, E, A>(server: Server, transport: T) -> Result<(), String>
+/// Serves `hcp` on a byte stream (stdin and stdout for `hcpx mcp`), one JSON-RPC
+/// message a line (see [`lines`]), until the client goes away.
+pub async fn serve<R, W>(server: Server, read: R, write: W) -> Result<(), String>
 where
-    T: rmcp::transport::IntoTransport<RoleServer, E, A>,
-    E: std::error::Error + Send + Sync + 'static,
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt as _;
-    let running = match server.serve(transport).await {
+    let running = match server.serve(lines::Lines::new(read, write)).await {
         Ok(running) => running,
         // The client went away before saying anything: end of input is a clean exit.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

@@ -78,7 +78,10 @@ async fn connect(env: &TestEnv, client: Client, read_only: bool) -> RunningServi
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
     let server = hcpx::mcp::Server::new(ctx, options);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move { hcpx::mcp::serve(server, server_io).await });
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_io);
+        hcpx::mcp::serve(server, read, write).await
+    });
     client.serve(client_io).await.unwrap()
 }
 
@@ -561,7 +564,7 @@ async fn resources_catalog_help_skills_and_template() {
 /// `hcpx mcp` as a real child process, driven with raw JSON-RPC lines.
 pub(crate) struct Process {
     pub(crate) child: Child,
-    stdin: Option<ChildStdin>,
+    pub(crate) stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
 }
 
@@ -644,6 +647,52 @@ fn child_process_initialize_progress_and_clean_exit() {
     assert_eq!(code, 0);
 }
 
+/// A line that is not JSON, a lone surrogate, a message that is not MCP and a
+/// 20 MiB line each get an answer from `hcpx mcp` itself, and the next request is
+/// answered as ever.
+#[test]
+fn child_process_answers_every_bad_line_and_keeps_serving() {
+    let env = probe_env();
+    let mut server = Process::start(&env);
+    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    server.until(1);
+    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let stdin = server.stdin.as_mut().unwrap();
+    stdin.write_all(b"this is not json\n").unwrap();
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"cursor\":\"\\ud800\"}}\n",
+        )
+        .unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":17}\n")
+        .unwrap();
+    let big = vec![b'a'; 20 * 1024 * 1024];
+    stdin.write_all(&big).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    server.send(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }));
+    let lines = server.until(2);
+    let errors: Vec<(Value, Value)> = lines
+        .iter()
+        .filter(|line| line.get("error").is_some())
+        .map(|line| (line["id"].clone(), line["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (Value::Null, json!(-32700)),
+            (Value::Null, json!(-32700)),
+            (json!(6), json!(-32600)),
+            (Value::Null, json!(-32600)),
+        ]
+    );
+    assert_eq!(lines.last().unwrap()["result"]["tools"][0]["name"], json!("hcp"));
+    let (code, _) = server.close();
+    assert_eq!(code, 0);
+}
+
 #[test]
 fn child_process_2026_discover_flow() {
     let env = TestEnv::new();
@@ -714,7 +763,10 @@ async fn connect_modern(env: &TestEnv, client: Client) -> RunningService<RoleCli
     let options = hcpx::mcp::Options::from_context(&ctx, false);
     let server = hcpx::mcp::Server::new(ctx, options);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move { hcpx::mcp::serve(server, server_io).await });
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_io);
+        hcpx::mcp::serve(server, read, write).await
+    });
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
     };
