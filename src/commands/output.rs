@@ -22,7 +22,10 @@ pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -
         &stored.stdout
     };
     let start = ceil_boundary(text, offset);
+    // A page takes at most 2 MiB as JSON, whatever the limit: paging is how big
+    // output is read, and a message must stay under 9.5 MiB.
     let end = floor_boundary(text, start.saturating_add(limit));
+    let end = crate::mcp::fit::page_end(text, start, end - start.min(end), crate::mcp::fit::MAX_PAGE);
     let page = &text[start..end.max(start)];
     let next = (end < text.len()).then_some(end);
     Ok(Reply {

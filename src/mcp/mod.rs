@@ -5,6 +5,7 @@
 //! no command logic and never writes to stdout itself.
 
 pub mod args;
+pub mod fit;
 mod help;
 pub mod lines;
 
@@ -35,7 +36,7 @@ pub const VIEW_STDOUT: usize = 32 * 1024;
 /// Stderr shown in a result.
 pub const VIEW_STDERR: usize = 8 * 1024;
 /// No serialized result is larger (SPEC §8): some hosts and SDKs drop bigger ones.
-pub const MAX_RESULT: usize = 9 * 1024 * 1024 + 512 * 1024;
+pub use fit::MAX_MESSAGE as MAX_RESULT;
 /// How long a person has to answer a confirmation through the host.
 const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a sealed confirmation state (2026-07-28) stays valid.
@@ -355,23 +356,6 @@ fn text_for(envelope: &Envelope, human: &str) -> String {
     text
 }
 
-/// Keeps a serialized result under [`MAX_RESULT`]: `data` goes first, then the
-/// streams are cut further.
-fn cap_result(envelope: &mut Envelope, text: &mut String) {
-    let size = |envelope: &Envelope, text: &str| {
-        serde_json::to_vec(envelope).map_or(0, |bytes| bytes.len()) + text.len()
-    };
-    if size(envelope, text) <= MAX_RESULT {
-        return;
-    }
-    envelope.data = None;
-    if text.len() > MAX_RESULT / 4 {
-        let cut = crate::outputs::floor_boundary(text, MAX_RESULT / 4);
-        text.truncate(cut);
-        text.push_str("\n[hcpx: the rest of this text was cut to keep the result small]\n");
-    }
-}
-
 impl Server {
     /// What a sealed state is bound to: the argv, the working directory and the
     /// policy in force (the contents of both policy files).
@@ -563,13 +547,20 @@ impl Server {
         }
         apply_view(&mut envelope, &self.options, &self.outputs);
         let mut text = text_for(&envelope, &executed.text);
-        cap_result(&mut envelope, &mut text);
+        if fit::too_large(&envelope, &text) && envelope.output_id.is_none() && envelope.spawned {
+            // What is about to be cut stays pageable.
+            let id = self.outputs.put(envelope.stdout.clone(), envelope.stderr.clone());
+            envelope.output_id = Some(id);
+            text = text_for(&envelope, &executed.text);
+        }
+        fit::tool_result(&mut envelope, &mut text);
         result(envelope, text).into()
     }
 
     fn refusal(&self, failure: Failure) -> CallToolResult {
-        let envelope = Envelope::failed(Vec::new(), failure);
-        let text = text_for(&envelope, "");
+        let mut envelope = Envelope::failed(Vec::new(), failure);
+        let mut text = text_for(&envelope, "");
+        fit::tool_result(&mut envelope, &mut text);
         result(envelope, text)
     }
 
@@ -586,14 +577,19 @@ impl Server {
                 let data = executed.envelope.data.unwrap_or(Value::Null);
                 let packs = data.get("results").cloned().unwrap_or_else(|| json!([]));
                 let broken = data.get("broken").cloned().unwrap_or_else(|| json!([]));
-                let text = serde_json::to_string_pretty(&json!({ "packs": packs, "broken": broken }))
+                let mut text = serde_json::to_string_pretty(&json!({ "packs": packs, "broken": broken }))
                     .unwrap_or_default();
+                fit::resource_text(&mut text, "search with the tool for the rest");
                 Some((text, "application/json"))
             }
             "hcp://help" => Some((help::markdown(self.options.read_only), "text/markdown")),
             _ => {
                 if let Some(id) = uri.strip_prefix("hcp://skill/") {
-                    let executed = run(&["skill", id]).await;
+                    let mut executed = run(&["skill", id]).await;
+                    fit::resource_text(
+                        &mut executed.text,
+                        "the pack's skill is longer than a message may be",
+                    );
                     return executed.envelope.ok.then_some((executed.text, "text/markdown"));
                 }
                 let id = uri.strip_prefix("hcp://output/")?;
@@ -603,6 +599,10 @@ impl Server {
                     text.push_str("\n[stderr]\n");
                     text.push_str(&stored.stderr);
                 }
+                fit::resource_text(
+                    &mut text,
+                    &format!("read on with {{\"argv\": [\"output\", \"{id}\", \"--offset\", \"N\"]}}"),
+                );
                 Some((text, "text/plain"))
             }
         }

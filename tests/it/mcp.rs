@@ -421,7 +421,9 @@ async fn escaped_and_cut_secrets_never_reach_the_host() {
     let ResourceContents::TextResourceContents { text, .. } = &resource.contents[0] else {
         panic!("not text")
     };
-    assert!(text.ends_with("xxxx") && !text.contains("tok-"));
+    // A whole capture is more than a message may hold: the resource gives its head
+    // and says how to read on; nowhere a secret.
+    assert!(text.ends_with("\"--offset\", \"N\"]}]\n") && !text.contains("tok-"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -566,6 +568,8 @@ pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
+    /// The longest line read from the server, in bytes: one whole message.
+    pub(crate) largest: usize,
 }
 
 impl Process {
@@ -579,7 +583,12 @@ impl Process {
             .unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self { child, stdin, stdout }
+        Self {
+            child,
+            stdin,
+            stdout,
+            largest: 0,
+        }
     }
 
     pub(crate) fn send(&mut self, message: &Value) {
@@ -597,6 +606,7 @@ impl Process {
                 self.stdout.read_line(&mut line).unwrap() > 0,
                 "stdout closed early"
             );
+            self.largest = self.largest.max(line.len());
             let value: Value =
                 serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
             assert_eq!(value["jsonrpc"], json!("2.0"), "{line}");
@@ -645,6 +655,95 @@ fn child_process_initialize_progress_and_clean_exit() {
     assert_eq!(lines.last().unwrap()["result"]["isError"], json!(false));
     let (code, _) = server.close();
     assert_eq!(code, 0);
+}
+
+/// The four ways a message grew past 9.5 MiB (escaping makes control characters
+/// six times longer): a page asked for 8 MiB, the resource of a whole capture, an
+/// 8 MiB view, and 1,000 words of 10 KB echoed back. Each message, measured on the
+/// wire, stays under the bound and says it was trimmed.
+#[test]
+fn no_message_passes_9_5_mib_on_the_wire() {
+    const LIMIT: usize = 9 * 1024 * 1024 + 512 * 1024;
+    let start = |env: &TestEnv| {
+        let mut server = Process::start(env);
+        server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+        server.until(1);
+        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    };
+    let call = |server: &mut Process, id: u64, argv: Value| {
+        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "hcp", "arguments": { "argv": argv } } }));
+        server.until(id).pop().unwrap()
+    };
+    let env = probe_env();
+    let mut server = start(&env);
+    let reply = call(
+        &mut server,
+        2,
+        json!(["exec", "probe", "controls", "--", "mib=7"]),
+    );
+    let found = &reply["result"]["structuredContent"];
+    assert_eq!(found["outputTruncated"], json!(true));
+    let id = found["outputId"].as_str().unwrap().to_owned();
+    // (1) A page of 8 MiB asked for: at most 2 MiB of it as JSON, and where to go on.
+    let reply = call(&mut server, 3, json!(["output", id, "--limit", "8388608"]));
+    let data = &reply["result"]["structuredContent"]["data"];
+    assert!(
+        data["length"].as_u64().unwrap() < 400 * 1024,
+        "{}",
+        data["length"]
+    );
+    assert_eq!(data["nextOffset"], data["length"]);
+    // (2) The whole capture as a resource.
+    server.send(&json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/read",
+        "params": { "uri": format!("hcp://output/{id}") } }));
+    let reply = server.until(4).pop().unwrap();
+    let text = reply["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.ends_with(&format!(
+        "read on with {{\"argv\": [\"output\", \"{id}\", \"--offset\", \"N\"]}}]\n"
+    )));
+    // (4) 1,000 words of 10 KB, echoed in argv.
+    let mut words = vec![json!("search")];
+    words.extend((0..1000).map(|_| json!("w".repeat(10_000))));
+    let reply = call(&mut server, 5, Value::Array(words));
+    let argv = reply["result"]["structuredContent"]["argv"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        argv.last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .ends_with("more words not shown]"),
+        "{:?}",
+        argv.last()
+    );
+    assert!(server.largest <= LIMIT, "{} bytes", server.largest);
+    let largest = server.largest;
+    server.close();
+    // (3) A view as big as the capture.
+    let env = probe_env().env("HCP_MCP_VIEW_BYTES", "8388608");
+    let mut server = start(&env);
+    let reply = call(
+        &mut server,
+        2,
+        json!(["exec", "probe", "controls", "--", "mib=7"]),
+    );
+    let found = &reply["result"]["structuredContent"];
+    assert_eq!(found["outputTruncated"], json!(true));
+    let stdout = found["stdout"].as_str().unwrap();
+    assert!(
+        stdout.ends_with("--offset\", \"N\"]}]\n"),
+        "{}",
+        &stdout[stdout.len() - 100..]
+    );
+    assert_eq!(found["truncation"]["stdout"]["total"], json!(7 * 1024 * 1024));
+    assert!(server.largest <= LIMIT, "{} bytes", server.largest);
+    eprintln!("largest MCP message: {} bytes", largest.max(server.largest));
+    server.close();
 }
 
 /// A line that is not JSON, a lone surrogate, a message that is not MCP and a
