@@ -143,7 +143,11 @@ impl Context {
                 absolute(&cwd, Path::new(user_home)).join(".hcp")
             }
         };
-        let principal = if env.get(env_vars::HCP_AGENT).is_some_and(|value| value == "1") {
+        // An agent is anyone who says so at all: any value but empty, `0` or `false`.
+        let principal = if env.get(env_vars::HCP_AGENT).is_some_and(|value| {
+            let value = value.trim();
+            !(value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false"))
+        }) {
             Principal::Agent
         } else {
             Principal::Terminal
@@ -269,10 +273,19 @@ mod tests {
     }
 
     #[test]
-    fn hcp_agent_1_makes_an_agent() {
-        let ctx = Context::new(env(&[("HOME", "/h"), ("HCP_AGENT", "1")]), "/w".into(), true).unwrap();
-        assert_eq!(ctx.principal, Principal::Agent);
-        let ctx = Context::new(env(&[("HOME", "/h"), ("HCP_AGENT", "0")]), "/w".into(), true).unwrap();
+    fn any_hcp_agent_but_empty_0_or_false_makes_an_agent() {
+        let principal = |value: &str| {
+            Context::new(env(&[("HOME", "/h"), ("HCP_AGENT", value)]), "/w".into(), true)
+                .unwrap()
+                .principal
+        };
+        for value in ["1", "true", "yes", " 1", "01", "TRUE", "agent"] {
+            assert_eq!(principal(value), Principal::Agent, "{value:?}");
+        }
+        for value in ["", "0", "false", "FALSE", " 0 "] {
+            assert_eq!(principal(value), Principal::Terminal, "{value:?}");
+        }
+        let ctx = Context::new(env(&[("HOME", "/h")]), "/w".into(), true).unwrap();
         assert_eq!(ctx.principal, Principal::Terminal);
     }
 

@@ -209,6 +209,11 @@ fn native_changes(ctx: &Context, host: &Host, scope: &str, remove: bool) -> Resu
 }
 
 pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
+    // Writing a host's configuration can take HCP_AGENT=1 out of it: an agent would
+    // change how it is recognised (SPEC §4).
+    if request.write || request.remove || request.native {
+        super::refuse_agents(ctx)?;
+    }
     let host = find_host(request.host)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
     let changes = if request.native {

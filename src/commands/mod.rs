@@ -54,14 +54,15 @@ pub(crate) fn find_pack<'c>(catalog: &'c Catalog, id: &str) -> Result<&'c Pack, 
         })
 }
 
-/// The access commands (`policy set`, `bind`, `unbind`): an agent never widens its
-/// own access (SPEC §4).
+/// The access commands (`policy set`, `bind`, `unbind`, and `adopt` with `--write`,
+/// `--remove` or `--native`): an agent never widens its own access nor changes how
+/// it is recognised (SPEC §4).
 pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
     match crate::policy::access(ctx.principal).decision {
         crate::policy::Decision::Allow => Ok(()),
         _ => Err(Failure::new(
             Reason::AccessRefused,
-            "an agent cannot change bindings or policy; a person runs this command at a terminal",
+            "an agent cannot change bindings, policy or host configuration; a person runs this command at a terminal",
         )
         .next("ask the person you work for to run it at their terminal")),
     }

@@ -216,12 +216,17 @@ fn adopt_mcp_in_a_fresh_folder_writes_spec_shape() {
     assert!(written["mcpServers"]["hcp"].get("env").is_none(), "{written}");
 }
 
+/// Writing a host's configuration is an access change (it could remove
+/// `HCP_AGENT=1`): an agent is refused, confirmed or not; it may still look.
 #[test]
-fn agents_need_confirmation_to_adopt() {
+fn agents_cannot_adopt() {
     let env = TestEnv::new().env("HCP_AGENT", "1");
-    let (code, envelope) = env.json(&["adopt", "cursor", "--write"]);
+    let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(envelope["error"]["reason"], json!("access_refused"));
+    let (code, envelope) = env.json(&["adopt", "cursor"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["written"], json!(false));
     assert!(!env.work().join(".cursor/mcp.json").exists());
     let (code, envelope) = env.json(&["adopt", "nosuchhost"]);
     assert_eq!(code, 2);

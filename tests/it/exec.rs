@@ -392,6 +392,9 @@ fn agents_cannot_change_access() {
         &["bind", "probe", "PROBE_TOKEN", "--from-env", "X"],
         &["unbind", "probe", "PROBE_TOKEN"],
         &["policy", "set", "probe.*", "allow"],
+        &["adopt", "claude-code", "--native", "--remove", "--write", "--yes"],
+        &["adopt", "cursor", "--write", "--yes"],
+        &["adopt", "claude-code", "--native"],
     ] {
         let (code, envelope) = env.json(args);
         assert_eq!(code, 2, "{args:?}");
@@ -399,6 +402,18 @@ fn agents_cannot_change_access() {
     }
     assert!(!env.home().join("bindings.json").exists());
     assert!(!env.home().join("policy.json").exists());
+    assert!(!env.work().join(".cursor").exists());
+    assert!(!env.work().join(".claude").exists());
+    // Whatever an agent's configuration says, short of empty, 0 or false.
+    for value in ["true", "yes", " 1", "01"] {
+        let env = probe_env().env("HCP_AGENT", value);
+        let (code, envelope) = env.json(&["policy", "set", "probe.*", "allow"]);
+        assert_eq!(
+            (code, envelope["error"]["reason"].clone()),
+            (2, json!("access_refused")),
+            "{value:?}"
+        );
+    }
 }
 
 #[test]
