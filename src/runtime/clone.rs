@@ -218,6 +218,121 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
     })
 }
 
+/// A mount namespace of the machine's mounts with a `/proc` of its own, mounted
+/// `hidepid=2` (exempting a group nobody is in): there a process sees the entries
+/// of only the processes it may trace, so a pack sees its own call's and no other's
+/// (command lines included).
+/// Made once, by a short-lived helper; the namespace lives as long as `mount`.
+#[derive(Debug)]
+pub struct ProcNamespace {
+    /// The namespace, for `setns`.
+    pub mount: OwnedFd,
+    /// Its `/proc`, for Landlock rules (it is not the `/proc` outside).
+    pub proc: OwnedFd,
+}
+
+/// What the helper hands back through the memory it shares with its parent.
+struct NamespaceOut {
+    mount: RawFd,
+    proc: RawFd,
+    errno: i32,
+}
+
+/// Makes the [`ProcNamespace`]; needs CAP_SYS_ADMIN (root).
+pub fn proc_namespace() -> std::io::Result<ProcNamespace> {
+    let stack = Stack::new()?;
+    let mut out = NamespaceOut {
+        mount: -1,
+        proc: -1,
+        errno: 0,
+    };
+    // SAFETY: signals are blocked for the clone, as in `start`; the helper runs
+    // `namespace_main` on its own stack with `out`, and this thread waits until it
+    // has exited (CLONE_VFORK). It shares this process's descriptor table
+    // (CLONE_FILES), so the descriptors it opens are ours.
+    let helper = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "runtime.rs is the one place that starts processes"
+        )]
+        let helper = libc::clone(
+            namespace_main,
+            stack.child_top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+            (&raw mut out).cast::<c_void>(),
+        );
+        let error = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        if helper < 0 {
+            return Err(error);
+        }
+        helper
+    };
+    let _ = rustix::process::waitpid(
+        rustix::process::Pid::from_raw(helper),
+        rustix::process::WaitOptions::empty(),
+    );
+    // SAFETY: descriptors the helper opened in our table, now ours alone.
+    let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+    match (own(out.mount), own(out.proc)) {
+        (Some(mount), Some(proc)) if out.errno == 0 => Ok(ProcNamespace { mount, proc }),
+        _ => Err(std::io::Error::from_raw_os_error(if out.errno == 0 {
+            libc::EIO
+        } else {
+            out.errno
+        })),
+    }
+}
+
+/// The helper: a new mount namespace (following the machine's mounts, sending none
+/// back), a `/proc` of its own, and the two descriptors.
+extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `NamespaceOut`, alive while it waits for us.
+    let out = unsafe { &mut *arg.cast::<NamespaceOut>() };
+    // SAFETY: system calls on C strings and on this process.
+    let made: Result<(), Errno> = unsafe {
+        (|| {
+            syscall!(Sysno::unshare, libc::CLONE_NEWNS)?;
+            syscall!(
+                Sysno::mount,
+                0,
+                c"/".as_ptr(),
+                0,
+                libc::MS_REC | libc::MS_SLAVE,
+                0
+            )?;
+            syscall!(
+                Sysno::mount,
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                // gid= names the group exempt from hidepid; it must be one the pack
+                // is not in, and the default is 0, root's own.
+                c"hidepid=2,gid=4294967294".as_ptr()
+            )?;
+            let open = |path: &std::ffi::CStr, flags: i32| {
+                syscall!(Sysno::openat, libc::AT_FDCWD, path.as_ptr(), flags)
+                    .map(|fd| RawFd::try_from(fd).unwrap_or(-1))
+            };
+            out.mount = open(c"/proc/self/ns/mnt", libc::O_RDONLY | libc::O_CLOEXEC)?;
+            out.proc = open(c"/proc", libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)?;
+            Ok(())
+        })()
+    };
+    match made {
+        Ok(()) => 0,
+        Err(errno) => {
+            out.errno = errno.into_raw();
+            1
+        }
+    }
+}
+
 /// Writes why the keeper or the child stopped where the parent reads it.
 unsafe fn report(fd: RawFd, errno: Errno) {
     let bytes = errno.into_raw().to_ne_bytes();
@@ -345,6 +460,11 @@ unsafe fn exec(prepared: &Prepared<'_>, keeper: i32) -> Errno {
             dup_to(prepared.stdin, 0)?;
             dup_to(prepared.stdout, 1)?;
             dup_to(prepared.stderr, 2)?;
+            // Into the namespace with a /proc of its own, before the working folder:
+            // entering a mount namespace moves a process to its root.
+            if let Some(mount) = prepared.confinement.mount_namespace() {
+                syscall!(Sysno::setns, mount, libc::CLONE_NEWNS)?;
+            }
             syscall!(Sysno::chdir, prepared.cwd.as_ptr())?;
             prepared.confinement.enter_child(Some(keeper))?;
             let empty = 0_u64;

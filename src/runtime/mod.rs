@@ -17,6 +17,8 @@ use crate::sandbox::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
 mod clone;
+#[cfg(target_os = "linux")]
+pub use clone::{ProcNamespace, proc_namespace};
 
 /// Largest capture per call, both streams together (SPEC §8).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;

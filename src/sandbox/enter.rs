@@ -37,6 +37,9 @@ pub struct Confinement {
     pub(crate) call: Option<std::os::fd::OwnedFd>,
     #[cfg(target_os = "linux")]
     pub(crate) filters: Option<Arc<super::linux::Filters>>,
+    /// The mount namespace with a `/proc` of its own, entered by the child.
+    #[cfg(target_os = "linux")]
+    pub(crate) proc: Option<Arc<crate::runtime::ProcNamespace>>,
     pub(crate) close_descriptors: bool,
     pub(crate) drop_privileges: bool,
     pub(crate) drop_bounding: bool,
@@ -81,6 +84,12 @@ fn pid(value: usize) -> i32 {
 }
 
 impl Confinement {
+    /// The descriptor of the mount namespace the child enters, if any.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn mount_namespace(&self) -> Option<usize> {
+        self.proc.as_deref().map(|proc| raw(&proc.mount))
+    }
+
     /// For a process started without a keeper, between fork and exec: the child's
     /// layers (the fork path, used where the kernel has no pidfds).
     #[cfg(unix)]

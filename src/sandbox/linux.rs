@@ -114,10 +114,10 @@ fn probe_containment() -> Support {
     }
 }
 
-/// Whether this process holds CAP_SETPCAP, which dropping the bounding set needs.
-fn holds_setpcap() -> bool {
-    rustix::thread::capabilities(None)
-        .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SETPCAP))
+/// Whether this process holds these capabilities (CAP_SETPCAP drops the bounding
+/// set; CAP_SYS_ADMIN and CAP_SYS_CHROOT make and enter a mount namespace).
+fn holds(capabilities: rustix::thread::CapabilitySet) -> bool {
+    rustix::thread::capabilities(None).is_ok_and(|sets| sets.effective.contains(capabilities))
 }
 
 pub(super) fn probe() -> Machine {
@@ -153,7 +153,12 @@ pub(super) fn probe() -> Machine {
         },
         descriptors,
         privileges: Support::yes("prctl and capset"),
-        drop_bounding: holds_setpcap(),
+        // Decided by the cache, which tries to make the namespace (see `process_list`).
+        process_list: Support::no("not tried"),
+        can_mount: holds(
+            rustix::thread::CapabilitySet::SYS_ADMIN | rustix::thread::CapabilitySet::SYS_CHROOT,
+        ),
+        drop_bounding: holds(rustix::thread::CapabilitySet::SETPCAP),
         cap_last,
     }
 }
@@ -239,6 +244,8 @@ struct BaseLayer {
 #[derive(Debug, Default)]
 pub(super) struct Cache {
     base: Mutex<Option<BaseLayer>>,
+    /// The mount namespace with a `/proc` of its own, made once when hcpx may.
+    proc: OnceLock<Result<Arc<crate::runtime::ProcNamespace>, String>>,
     /// `/`, [`SYSTEM_READS`] and [`WRITABLE_DEVICES`], opened once: the call's layer
     /// names them in every call.
     system: OnceLock<Vec<(&'static str, Opened)>>,
@@ -253,7 +260,8 @@ pub(crate) struct Filters {
 }
 
 impl Cache {
-    fn base(&self, home: &Path, abi: i32) -> Result<Arc<OwnedFd>, SandboxError> {
+    fn base(&self, home: &Path, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
+        let abi = machine.landlock_abi;
         let (dirs, home_exists) = chain(home);
         let stamps = stamps(&dirs, home_exists);
         let mut slot = self
@@ -266,7 +274,8 @@ impl Cache {
         {
             return Ok(Arc::clone(&built.ruleset));
         }
-        let ruleset = Arc::new(base_ruleset(&dirs, home_exists, abi)?);
+        let proc = self.proc_root(machine);
+        let ruleset = Arc::new(base_ruleset(&dirs, home_exists, abi, proc.as_ref())?);
         *slot = Some(BaseLayer {
             home: home.to_path_buf(),
             stamps,
@@ -275,12 +284,49 @@ impl Cache {
         Ok(ruleset)
     }
 
-    fn system(&self) -> &[(&'static str, Opened)] {
+    fn proc(&self) -> Result<Arc<crate::runtime::ProcNamespace>, String> {
+        self.proc
+            .get_or_init(|| {
+                crate::runtime::proc_namespace()
+                    .map(Arc::new)
+                    .map_err(|error| error.to_string())
+            })
+            .clone()
+    }
+
+    /// Whether the process list is hidden here: hcpx may mount, and the namespace
+    /// could be made.
+    pub(super) fn process_list(&self, machine: &Machine) -> Support {
+        if !machine.can_mount {
+            return Support::no(
+                "a /proc of the call's own takes root (CAP_SYS_ADMIN); other processes' command lines stay visible, as to any local user",
+            );
+        }
+        match self.proc() {
+            Ok(_) => Support::yes("a mount namespace with /proc mounted hidepid=2"),
+            Err(error) => Support::no(format!(
+                "the namespace for a /proc of its own could not be made: {error}"
+            )),
+        }
+    }
+
+    /// The `/proc` the pack sees: its namespace's when it has one.
+    fn proc_root(&self, machine: &Machine) -> Option<OwnedFd> {
+        machine
+            .process_list
+            .enforced
+            .then(|| self.proc().ok())
+            .flatten()
+            .and_then(|proc| proc.proc.try_clone().ok())
+    }
+
+    fn system(&self, machine: &Machine) -> &[(&'static str, Opened)] {
         self.system.get_or_init(|| {
+            let proc = self.proc_root(machine);
             std::iter::once("/")
                 .chain(SYSTEM_READS)
                 .chain(WRITABLE_DEVICES)
-                .filter_map(|path| Opened::path(Path::new(path)).map(|opened| (path, opened)))
+                .filter_map(|path| open_root(Path::new(path), proc.as_ref()).map(|opened| (path, opened)))
                 .collect()
         })
     }
@@ -310,6 +356,14 @@ impl Cache {
 struct Opened {
     fd: OwnedFd,
     dir: bool,
+}
+
+/// Opens a path for rules; `/proc` as the pack will see it, when it gets its own.
+fn open_root(path: &Path, proc: Option<&OwnedFd>) -> Option<Opened> {
+    match proc {
+        Some(proc) if path == Path::new("/proc") => proc.try_clone().ok().map(|fd| Opened { fd, dir: true }),
+        _ => Opened::path(path),
+    }
 }
 
 impl Opened {
@@ -403,7 +457,12 @@ impl Rules {
 /// they hold only pack files), and of `/dev` only [`DEVICES`]. Each folder on the way
 /// to `$HCP_HOME` stays listable; all its other entries get full access, which the
 /// call's layer narrows.
-fn base_ruleset(dirs: &[PathBuf], home_exists: bool, abi: i32) -> Result<OwnedFd, SandboxError> {
+fn base_ruleset(
+    dirs: &[PathBuf],
+    home_exists: bool,
+    abi: i32,
+    proc: Option<&OwnedFd>,
+) -> Result<OwnedFd, SandboxError> {
     let mut roots = Vec::new();
     for (index, dir) in dirs.iter().enumerate() {
         let next = dirs.get(index + 1);
@@ -431,7 +490,7 @@ fn base_ruleset(dirs: &[PathBuf], home_exists: bool, abi: i32) -> Result<OwnedFd
         roots.extend(DEVICES.iter().map(PathBuf::from));
     }
     let rules = Rules::new(abi, Ok)?;
-    for root in roots.iter().filter_map(|root| Opened::path(root)) {
+    for root in roots.iter().filter_map(|root| open_root(root, proc)) {
         rules.allow(&root, rules.all)?;
     }
     for dir in dirs.iter().filter_map(|dir| Opened::path(dir)) {
@@ -517,7 +576,7 @@ fn call_ruleset(
         Ok(ruleset)
     })?;
     let read = AccessFs::from_read(FS_ABI);
-    let system = cache.system();
+    let system = cache.system(machine);
     let cached = |path: &str| {
         system
             .iter()
@@ -652,9 +711,7 @@ pub(super) fn prepare(
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
     let writes = open_writes(&plan.cwd, &plan.writes)?;
-    let base = landlock
-        .then(|| cache.base(&plan.home, machine.landlock_abi))
-        .transpose()?;
+    let base = landlock.then(|| cache.base(&plan.home, machine)).transpose()?;
     let call = landlock
         .then(|| call_ruleset(plan, machine, cache, writes))
         .transpose()?;
@@ -671,7 +728,12 @@ pub(super) fn prepare(
     } else {
         (None, None)
     };
+    // The namespace goes with the keeper: the fork path enters none.
+    let proc = (machine.process_list.enforced && keeper.is_some())
+        .then(|| cache.proc().ok())
+        .flatten();
     let confinement = Confinement {
+        proc,
         keeper,
         base,
         call,

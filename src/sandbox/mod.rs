@@ -98,6 +98,12 @@ pub struct Machine {
     pub descriptors: Support,
     /// Capabilities dropped and `no_new_privs`.
     pub privileges: Support,
+    /// A `/proc` of the call's own, showing no other process (root only: it takes a
+    /// mount namespace).
+    pub process_list: Support,
+    /// hcpx may mount (CAP_SYS_ADMIN and CAP_SYS_CHROOT): the process list can be
+    /// hidden.
+    pub can_mount: bool,
     /// hcpx holds CAP_SETPCAP (root, as in containers and CI): the child also empties
     /// its capability bounding set.
     pub drop_bounding: bool,
@@ -116,6 +122,8 @@ impl Machine {
             containment: Support::no(why),
             descriptors: Support::no(why),
             privileges: Support::no(why),
+            process_list: Support::no(why),
+            can_mount: false,
             drop_bounding: false,
             cap_last: 0,
         }
@@ -134,7 +142,9 @@ impl Machine {
             seccomp: yes.clone(),
             containment: yes.clone(),
             descriptors: yes.clone(),
-            privileges: yes,
+            privileges: yes.clone(),
+            process_list: yes,
+            can_mount: true,
             drop_bounding: false,
             cap_last: 40,
         }
@@ -268,6 +278,12 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             true,
             "Landlock scopes: no signal, ptrace, /proc/PID/environ or mem of any process outside the call"
                 .to_owned(),
+        ),
+        kernel(
+            "process-list",
+            &machine.process_list,
+            false,
+            "a /proc of its own: no other process is listed, command lines included".to_owned(),
         ),
         network,
         kernel(
@@ -417,7 +433,16 @@ impl Cache {
     }
 
     pub fn machine(&self) -> &Machine {
-        self.machine.get_or_init(probe)
+        self.machine.get_or_init(|| {
+            #[cfg(target_os = "linux")]
+            {
+                let mut machine = probe();
+                machine.process_list = self.linux.process_list(&machine);
+                machine
+            }
+            #[cfg(not(target_os = "linux"))]
+            probe()
+        })
     }
 
     /// A call's private temporary folder, removed when dropped. It is made in a
@@ -593,6 +618,7 @@ mod tests {
                 "privileges",
                 "filesystem",
                 "process-isolation",
+                "process-list",
                 "network",
                 "syscall-filter"
             ]

@@ -630,7 +630,7 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
             )
         })
         .collect();
-    assert_eq!(layers.len(), 13);
+    assert_eq!(layers.len(), 14);
     assert!(layers.iter().all(|(_, enforced)| *enforced), "{layers:?}");
     assert_eq!(data["sandbox"]["write"], json!(["out"]));
     assert_eq!(data["sandbox"]["reads"], json!("everywhere"));

@@ -200,6 +200,46 @@ fn a_pack_reads_no_other_process_environment_or_memory() {
     assert!(output.stdout.contains("TMPDIR="), "{output}");
 }
 
+/// Escape 2a': As root, a pack lists no process but its call's own: not hcpx, not
+/// another call's (whose command line would show what it was asked), not the
+/// machine's; `/proc` itself still works, also for a command whose reads are
+/// confined.
+#[test]
+fn a_pack_sees_no_process_outside_its_call() {
+    if !require(is_root(), "root, to mount a /proc of the call's own") {
+        return;
+    }
+    let env = attacker_env();
+    let mut other = env
+        .command(&["exec", "probe", "sleep", "--", "seconds=4109"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || !pids_of("sleep 4109").is_empty()));
+    let output = env.run(&["exec", "attacker", "listing"]);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    assert_eq!(output.code, 0, "{output}");
+    assert!(
+        output.stdout.contains("sleep 30"),
+        "its own call is listed: {output}"
+    );
+    assert!(output.stdout.contains("\nName:\t"), "{output}");
+    for foreign in ["4109", BIN, "exec attacker"] {
+        assert!(
+            !output.stdout.contains(foreign),
+            "{foreign} is visible:\n{output}"
+        );
+    }
+    let (_, doctor) = env.json(&["doctor"]);
+    let layers = doctor["data"]["sandbox"]["layers"].as_array().unwrap();
+    let list = layers
+        .iter()
+        .find(|layer| layer["layer"] == json!("process-list"))
+        .unwrap();
+    assert_eq!(list["enforced"], json!(true), "{list}");
+}
+
 /// Escape 2b: No capabilities, `no_new_privs`, seccomp on, no controlling terminal: as
 /// root too.
 #[test]
