@@ -162,30 +162,16 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
         confinement,
     };
     let mut pidfd: libc::c_int = -1;
-    // SAFETY: every signal is blocked in this thread for the clone, so the keeper
-    // starts with them blocked; the keeper runs `keeper` on its own stack with
-    // `prepared`, which lives until the child has exec'd (the read below).
+    // SAFETY: the keeper runs `keeper_main` on its own stack with `prepared`, which
+    // lives until the child has exec'd (the read below).
     let keeper = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "runtime.rs is the one place that starts processes"
-        )]
-        let keeper = libc::clone(
+        clone_blocked(
             keeper_main,
             stack.keeper_top(),
             libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
             std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>(),
             &raw mut pidfd,
-        );
-        let error = std::io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
-        if keeper < 0 {
-            return Err(error);
-        }
+        )?;
         OwnedFd::from_raw_fd(pidfd)
     };
     drop((stdout_w, stderr_w, report_w, stdin));
@@ -246,31 +232,17 @@ pub fn proc_namespace() -> std::io::Result<ProcNamespace> {
         proc: -1,
         errno: 0,
     };
-    // SAFETY: signals are blocked for the clone, as in `start`; the helper runs
-    // `namespace_main` on its own stack with `out`, and this thread waits until it
-    // has exited (CLONE_VFORK). It shares this process's descriptor table
-    // (CLONE_FILES), so the descriptors it opens are ours.
+    // SAFETY: the helper runs `namespace_main` on its own stack with `out`, and this
+    // thread waits until it has exited (CLONE_VFORK). It shares this process's
+    // descriptor table (CLONE_FILES), so the descriptors it opens are ours.
     let helper = unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&raw mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "runtime.rs is the one place that starts processes"
-        )]
-        let helper = libc::clone(
+        clone_blocked(
             namespace_main,
             stack.child_top(),
             libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
             (&raw mut out).cast::<c_void>(),
-        );
-        let error = std::io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
-        if helper < 0 {
-            return Err(error);
-        }
-        helper
+            std::ptr::null_mut(),
+        )?
     };
     let _ = rustix::process::waitpid(
         rustix::process::Pid::from_raw(helper),
@@ -330,6 +302,37 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
             out.errno = errno.into_raw();
             1
         }
+    }
+}
+
+/// `clone` with every signal blocked in this thread meanwhile, so that the new
+/// process starts with them blocked (a handler would be hcpx's code on hcpx's
+/// memory). Returns its pid.
+///
+/// # Safety
+/// `main` runs on `stack` with `arg`: both must stay valid as long as it may use
+/// them; `pidfd` is where CLONE_PIDFD writes, or null.
+unsafe fn clone_blocked(
+    main: extern "C" fn(*mut c_void) -> libc::c_int,
+    stack: *mut c_void,
+    flags: libc::c_int,
+    arg: *mut c_void,
+    pidfd: *mut libc::c_int,
+) -> std::io::Result<libc::pid_t> {
+    // SAFETY: as the caller promises; the signal masks live on this stack.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut old);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "runtime.rs is the one place that starts processes"
+        )]
+        let pid = libc::clone(main, stack, flags, arg, pidfd);
+        let error = std::io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &raw const old, std::ptr::null_mut());
+        if pid < 0 { Err(error) } else { Ok(pid) }
     }
 }
 

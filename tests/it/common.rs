@@ -116,6 +116,24 @@ impl TestEnv {
         assert!(bind.wait().unwrap().success());
     }
 
+    /// A shell line run under script(1), so that it has a terminal of its own (the
+    /// caller's environment as [`Self::command`] sets it); `None` without script(1).
+    pub(crate) fn in_terminal(&self, line: &str) -> Option<Command> {
+        let script = Path::new("/usr/bin/script");
+        if !require(script.exists(), "script(1) from util-linux") {
+            return None;
+        }
+        let mut command = Command::new(script);
+        command
+            .args(["-qec", line, "/dev/null"])
+            .current_dir(self.work())
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", self.root.path().join("user"))
+            .env("HCP_HOME", self.home());
+        Some(command)
+    }
+
     /// Runs with `--json` and parses the envelope.
     pub(crate) fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
         let mut all = vec!["--json"];

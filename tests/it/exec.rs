@@ -441,19 +441,13 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
 /// nothing.
 #[test]
 fn the_terminal_prompt_shows_the_parameters() {
-    if !crate::common::require(std::path::Path::new("/usr/bin/script").exists(), "script(1)") {
-        return;
-    }
     let env = probe_env();
     std::fs::create_dir_all(env.work().join("out")).unwrap();
     let inner = format!("{} exec probe write -- target=out/x.txt", crate::common::BIN);
-    let mut script = std::process::Command::new("/usr/bin/script")
-        .args(["-qec", &inner, "/dev/null"])
-        .current_dir(env.work())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", env.root.path().join("user"))
-        .env("HCP_HOME", env.home())
+    let Some(mut script) = env.in_terminal(&inner) else {
+        return;
+    };
+    let mut script = script
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -591,6 +591,16 @@ impl Process {
         }
     }
 
+    /// A server past `initialize` (2025-06-18) and `notifications/initialized`.
+    pub(crate) fn initialized(env: &TestEnv) -> Self {
+        let mut server = Self::start(env);
+        server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+        server.until(1);
+        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    }
+
     pub(crate) fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
@@ -664,21 +674,13 @@ fn child_process_initialize_progress_and_clean_exit() {
 #[test]
 fn no_message_passes_9_5_mib_on_the_wire() {
     const LIMIT: usize = 9 * 1024 * 1024 + 512 * 1024;
-    let start = |env: &TestEnv| {
-        let mut server = Process::start(env);
-        server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
-        server.until(1);
-        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-        server
-    };
     let call = |server: &mut Process, id: u64, argv: Value| {
         server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": { "name": "hcp", "arguments": { "argv": argv } } }));
         server.until(id).pop().unwrap()
     };
     let env = probe_env();
-    let mut server = start(&env);
+    let mut server = Process::initialized(&env);
     let reply = call(
         &mut server,
         2,
@@ -726,7 +728,7 @@ fn no_message_passes_9_5_mib_on_the_wire() {
     server.close();
     // (3) A view as big as the capture.
     let env = probe_env().env("HCP_MCP_VIEW_BYTES", "8388608");
-    let mut server = start(&env);
+    let mut server = Process::initialized(&env);
     let reply = call(
         &mut server,
         2,
@@ -752,11 +754,7 @@ fn no_message_passes_9_5_mib_on_the_wire() {
 #[test]
 fn child_process_answers_every_bad_line_and_keeps_serving() {
     let env = probe_env();
-    let mut server = Process::start(&env);
-    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
-    server.until(1);
-    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let mut server = Process::initialized(&env);
     let stdin = server.stdin.as_mut().unwrap();
     stdin.write_all(b"this is not json\n").unwrap();
     stdin

@@ -119,13 +119,6 @@ fn interrupting_hcpx_ends_every_process_of_the_call() {
     assert_eq!(pids_of("sleep 4108"), Vec::<String>::new());
 }
 
-fn initialize(server: &mut Process) {
-    server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
-    server.until(1);
-    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-}
-
 fn tool_call(server: &mut Process, id: u64, argv: &[&str]) -> Value {
     server.send(
         &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -138,8 +131,7 @@ fn tool_call(server: &mut Process, id: u64, argv: &[&str]) -> Value {
 #[test]
 fn killing_the_mcp_server_ends_every_process_of_its_calls() {
     let env = attacker_env();
-    let mut server = Process::start(&env);
-    initialize(&mut server);
+    let mut server = Process::initialized(&env);
     server.send(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "hcp", "arguments": { "argv": ["exec", "attacker", "escape", "--", "tag=4104", "wait=60"] } } }));
     assert!(
@@ -160,8 +152,7 @@ fn killing_the_mcp_server_ends_every_process_of_its_calls() {
 #[test]
 fn a_pack_cannot_kill_its_keeper_or_the_server() {
     let env = attacker_env();
-    let mut server = Process::start(&env);
-    initialize(&mut server);
+    let mut server = Process::initialized(&env);
     let reply = tool_call(&mut server, 2, &["exec", "attacker", "kill"]);
     let envelope = &reply["result"]["structuredContent"];
     assert_eq!(envelope["ok"], json!(true), "{reply}");
@@ -259,21 +250,13 @@ fn the_pack_runs_without_privileges() {
 /// own): it cannot push input into the caller's shell through `/dev/tty`.
 #[test]
 fn the_pack_has_no_controlling_terminal() {
-    if !require(Path::new("/usr/bin/script").exists(), "script(1) from util-linux") {
-        return;
-    }
     let env = attacker_env();
     // Under script(1) hcpx has a terminal: `ps` sees it (the control).
     let inner = format!("ps -o tty= -p $$; {BIN} exec attacker status");
-    let output = Command::new("/usr/bin/script")
-        .args(["-qec", &inner, "/dev/null"])
-        .current_dir(env.work())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("HOME", env.root.path().join("user"))
-        .env("HCP_HOME", env.home())
-        .output()
-        .unwrap();
+    let Some(mut script) = env.in_terminal(&inner) else {
+        return;
+    };
+    let output = script.output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout).replace('\r', "");
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines.first().is_some_and(|tty| tty.starts_with("pts/")), "{text}");
