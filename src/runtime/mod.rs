@@ -151,16 +151,9 @@ impl Stopper {
         }
     }
 
-    /// Closing the control pipe makes the keeper kill everything.
+    /// Kills the whole call: closing the control pipe makes the keeper do it (when
+    /// the child has exited, it already has); without one, KILL to the group.
     fn kill(&mut self) {
-        if self.control.take().is_none() {
-            signal_group(self.pid, true);
-        }
-    }
-
-    /// The child exited: a keeper has already killed and reaped what it left; without
-    /// one, whatever is left in its group goes with it.
-    fn exited(&mut self) {
         if self.control.take().is_none() {
             signal_group(self.pid, true);
         }
@@ -278,8 +271,9 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
         source,
     };
     #[cfg(target_os = "linux")]
-    if let (Some(confinement), Some(control)) = (&spawn.confinement, &spawn.control)
+    if let Some(confinement) = &spawn.confinement
         && let Some(keeper) = &confinement.keeper
+        && spawn.control.is_some()
     {
         use std::os::fd::AsRawFd as _;
         let started = clone::start(&spawn, confinement, keeper.control.as_raw_fd()).map_err(failed)?;
@@ -309,7 +303,6 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
             }
         };
         let (stdout, stderr): (Stream, Stream) = (Box::new(stdout), Box::new(stderr));
-        let _ = control;
         let Spawn { control, .. } = spawn;
         return Ok((
             Process::Keeper(Keeper {
@@ -432,7 +425,7 @@ pub async fn run(
             }
             waited = process.wait(), if status.is_none() => {
                 status = Some(waited);
-                stopper.exited();
+                stopper.kill();
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
             }
             () = &mut deadline, if ending == Ending::Exited && status.is_none() => {
