@@ -102,25 +102,58 @@ struct Bound {
     encoded: std::sync::Arc<OnceLock<Option<Regex>>>,
 }
 
-/// The ways a JSON string may write `c`: itself, `\uXXXX` (a surrogate pair beyond
-/// the BMP; hex in either case), and its short escape where it has one.
-fn encodings(c: char) -> Vec<Vec<u8>> {
-    let mut forms = vec![c.to_string().into_bytes()];
-    let mut units = [0_u16; 2];
-    for case in [false, true] {
-        let form: String = c
-            .encode_utf16(&mut units)
-            .iter()
-            .map(|unit| {
-                if case {
-                    format!("\\u{unit:04X}")
-                } else {
-                    format!("\\u{unit:04x}")
-                }
-            })
-            .collect();
-        forms.push(form.into_bytes());
+/// One way a JSON string may write a character.
+struct Form {
+    bytes: Vec<u8>,
+    /// A `\uXXXX` escape: its hex digits may come in either case, mixed.
+    any_case: bool,
+}
+
+impl Form {
+    /// Whether `text` starts with this form.
+    fn starts(&self, text: &[u8]) -> bool {
+        text.get(..self.bytes.len()).is_some_and(|head| self.same(head))
     }
+
+    /// Whether this form starts with `text` (a form cut short).
+    fn begins_with(&self, text: &[u8]) -> bool {
+        self.bytes
+            .get(..text.len())
+            .is_some_and(|head| self.same_as(head, text))
+    }
+
+    fn same(&self, other: &[u8]) -> bool {
+        self.same_as(&self.bytes, other)
+    }
+
+    fn same_as(&self, mine: &[u8], other: &[u8]) -> bool {
+        if self.any_case {
+            mine.eq_ignore_ascii_case(other)
+        } else {
+            mine == other
+        }
+    }
+
+    /// The form as a regex over bytes.
+    fn pattern(&self) -> String {
+        let bytes: String = self.bytes.iter().map(|b| format!("\\x{b:02x}")).collect();
+        if self.any_case {
+            format!("(?i:{bytes})")
+        } else {
+            bytes
+        }
+    }
+}
+
+/// The ways a JSON string may write `c`: itself, `\uXXXX` (a surrogate pair beyond
+/// the BMP; hex in any case), and its short escape where it has one.
+fn encodings(c: char) -> Vec<Form> {
+    let mut units = [0_u16; 2];
+    let escaped: String = c
+        .encode_utf16(&mut units)
+        .iter()
+        .map(|unit| format!("\\u{unit:04x}"))
+        .collect();
     let short = match c {
         '"' => Some("\\\""),
         '\\' => Some("\\\\"),
@@ -132,7 +165,18 @@ fn encodings(c: char) -> Vec<Vec<u8>> {
         '\u{c}' => Some("\\f"),
         _ => None,
     };
-    forms.extend(short.map(|form| form.as_bytes().to_vec()));
+    let literal = |bytes: Vec<u8>| Form {
+        bytes,
+        any_case: false,
+    };
+    let mut forms = vec![
+        literal(c.to_string().into_bytes()),
+        Form {
+            bytes: escaped.into_bytes(),
+            any_case: true,
+        },
+    ];
+    forms.extend(short.map(|form| literal(form.as_bytes().to_vec())));
     forms
 }
 
@@ -143,25 +187,7 @@ impl Bound {
             .get_or_init(|| {
                 let mut pattern = String::from("(?-u)");
                 for c in &self.chars {
-                    let mut units = [0_u16; 2];
-                    let units: String = c
-                        .encode_utf16(&mut units)
-                        .iter()
-                        .map(|unit| format!(r"\\u(?i:{unit:04x})"))
-                        .collect();
-                    let mut alternatives = vec![
-                        c.to_string()
-                            .bytes()
-                            .map(|b| format!("\\x{b:02x}"))
-                            .collect::<String>(),
-                        units,
-                    ];
-                    alternatives.extend(
-                        encodings(*c)
-                            .into_iter()
-                            .skip(3)
-                            .map(|form| form.iter().map(|b| format!("\\x{b:02x}")).collect()),
-                    );
+                    let alternatives: Vec<String> = encodings(*c).iter().map(Form::pattern).collect();
                     pattern.push_str("(?:");
                     pattern.push_str(&alternatives.join("|"));
                     pattern.push(')');
@@ -186,9 +212,9 @@ impl Bound {
                 }
                 let rest = &text[at..];
                 for form in &forms {
-                    if rest.starts_with(form) {
-                        next.push(at + form.len());
-                    } else if form.starts_with(rest) {
+                    if form.starts(rest) {
+                        next.push(at + form.bytes.len());
+                    } else if form.begins_with(rest) {
                         return true;
                     }
                 }
@@ -472,14 +498,26 @@ mod tests {
     }
 
     /// JSON-escapes every character of `text` by `choose`: 0 itself, 1 `\\uxxxx`,
-    /// 2 `\\uXXXX`, 3 its short escape (or itself when it has none).
+    /// 2 `\\uXXXX`, 3 its short escape (or itself when it has none), 4 `\\u` with
+    /// the hex digits in alternating case.
     fn escape(text: &str, choose: impl Fn(usize) -> u8) -> String {
         text.chars()
             .enumerate()
             .map(|(index, c)| {
                 let forms = encodings(c);
-                let pick = usize::from(choose(index) % 4);
-                String::from_utf8(forms.get(pick).unwrap_or(&forms[0]).clone()).unwrap()
+                let escaped = String::from_utf8(forms[1].bytes.clone()).unwrap();
+                match choose(index) % 5 {
+                    1 => escaped,
+                    2 => escaped.to_uppercase().replace("\\U", "\\u"),
+                    3 => String::from_utf8(forms.get(2).unwrap_or(&forms[0]).bytes.clone()).unwrap(),
+                    4 => escaped
+                        .chars()
+                        .enumerate()
+                        .map(|(at, c)| if at % 2 == 0 { c.to_ascii_uppercase() } else { c })
+                        .collect::<String>()
+                        .replace("\\U", "\\u"),
+                    _ => c.to_string(),
+                }
             })
             .collect()
     }
@@ -536,6 +574,13 @@ mod tests {
             let text = format!("line one\nthen {tail}");
             assert_eq!(r.safe_end(text.as_bytes()), "line one\nthen ".len(), "{tail}");
         }
+        // Hex digits of one escape in mixed case still spell the secret.
+        let r = Redactor::new(&[("K".to_owned(), Secret::new("€uro-token".to_owned()))]);
+        let text = "then \\u20Ac\\u0075\\u0072o";
+        assert_eq!(r.safe_end(text.as_bytes()), "then ".len(), "{text}");
+        assert_eq!(r.redact_str("\\u20aC\\u0075ro-tOken"), "\\u20aC\\u0075ro-tOken");
+        assert_eq!(r.redact_str("x \\u20aCuro-\\u0074oken"), "x [REDACTED:K]");
+        let r = redactor();
         // Ordinary endings stay whole.
         for text in ["line one\n", "ends with x", "s3x"] {
             assert_eq!(r.safe_end(text.as_bytes()), text.len(), "{text}");
@@ -551,7 +596,7 @@ mod tests {
         #[test]
         fn no_secret_survives_encoding_or_the_cut(
             secret in "[a-zA-Z0-9/\"\\\\€😀_-]{4,24}",
-            choices in proptest::collection::vec(0_u8..4, 24),
+            choices in proptest::collection::vec(0_u8..5, 24),
             before in "[a-z \n]{0,40}",
             after in "[a-z \n]{0,40}",
             cut in proptest::option::of(0_usize..200),
