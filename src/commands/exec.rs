@@ -61,8 +61,9 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         None => Catalog::load_one(&ctx.packs_dir(), &request.pack),
     };
     let target = validate(&catalog, ctx, request)?;
-    let plan = decide(ctx, request, &target, audit).await?;
-    let bound = bind(ctx, target.pack)?;
+    let bindings = read_bindings(ctx, target.pack);
+    let plan = decide(ctx, request, &target, &bindings, audit).await?;
+    let bound = bind(target.pack, bindings)?;
     audit.redactor = Redactor::new(&bound);
     let program = runnable(ctx, &target, &plan)?;
     if request.dry_run {
@@ -172,7 +173,13 @@ impl Plan {
     }
 }
 
-fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evaluation) -> Plan {
+fn plan(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    bindings: &Bindings,
+    evaluation: Evaluation,
+) -> Plan {
     let manifest = &target.pack.manifest;
     let command = target.command;
     let program = target.pack.program(&ctx.home, ctx.var(env_vars::PATH));
@@ -199,7 +206,7 @@ fn plan(ctx: &Context, request: &Request, target: &Target<'_>, evaluation: Evalu
     env_names.push("TMPDIR".to_owned());
     env_names.extend(manifest.bindings.iter().map(|(key, _)| key.clone()));
     env_names.sort();
-    let summary = summary(ctx, request, target);
+    let summary = summary(ctx, request, target, &bindings.found);
     let mut plan = Plan {
         evaluation,
         program,
@@ -241,23 +248,8 @@ const SHOWN_VALUE: usize = 120;
 /// parameter as `key=value` on a line of its own. Long values are shortened with
 /// their size; control characters are shown escaped (a value cannot draw lines of
 /// its own); values of the pack's bindings never appear.
-fn summary(ctx: &Context, request: &Request, target: &Target<'_>) -> String {
-    let bindings: Vec<(String, Secret)> = Store::load(&ctx.bindings_path())
-        .map(|store| {
-            target
-                .pack
-                .manifest
-                .bindings
-                .iter()
-                .filter_map(|(key, _)| {
-                    store
-                        .resolve(&target.pack.manifest.id, key, &ctx.env)
-                        .map(|secret| (key.clone(), secret))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let redactor = Redactor::new(&bindings);
+fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(String, Secret)]) -> String {
+    let redactor = Redactor::new(bound);
     let mut text = format!(
         "Run {} {} ({}) in {}?",
         request.pack,
@@ -295,6 +287,7 @@ async fn decide(
     ctx: &Context,
     request: &Request,
     target: &Target<'_>,
+    bindings: &Bindings,
     audit: &mut Audit<'_>,
 ) -> Result<Plan, Failure> {
     let policies = load_policies(ctx);
@@ -312,7 +305,7 @@ async fn decide(
         Some(denied) => denied,
         None => policy::evaluate(&subject, &policies),
     };
-    let plan = plan(ctx, request, target, evaluation);
+    let plan = plan(ctx, request, target, bindings, evaluation);
     if request.dry_run {
         if plan.evaluation.decision == Decision::Deny {
             return Err(Failure::new(
@@ -343,34 +336,62 @@ async fn decide(
     Ok(plan)
 }
 
-/// Step 3: the pack's bindings, every required one present.
-fn bind(ctx: &Context, pack: &Pack) -> Result<Vec<(String, Secret)>, Failure> {
-    let id = &pack.manifest.id;
-    if pack.manifest.bindings.is_empty() {
-        return Ok(Vec::new());
+/// The pack's bound values, read once: step 3 checks them, and the confirmation
+/// shown in step 2 hides them.
+struct Bindings {
+    found: Vec<(String, Secret)>,
+    /// Why the store cannot be used, when the pack has bindings and it cannot.
+    unusable: Option<String>,
+}
+
+fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
+    let manifest = &pack.manifest;
+    if manifest.bindings.is_empty() {
+        return Bindings {
+            found: Vec::new(),
+            unusable: None,
+        };
     }
-    let store = Store::load(&ctx.bindings_path()).map_err(|error| {
-        Failure::new(
+    match Store::load(&ctx.bindings_path()) {
+        Ok(store) => Bindings {
+            found: manifest
+                .bindings
+                .iter()
+                .filter_map(|(key, _)| {
+                    store
+                        .resolve(&manifest.id, key, &ctx.env)
+                        .map(|secret| (key.clone(), secret))
+                })
+                .collect(),
+            unusable: None,
+        },
+        Err(error) => Bindings {
+            found: Vec::new(),
+            unusable: Some(error.to_string()),
+        },
+    }
+}
+
+/// Step 3: the pack's bindings, every required one present.
+fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secret)>, Failure> {
+    if let Some(error) = bindings.unusable {
+        return Err(Failure::new(
             Reason::Unbound,
             format!("the binding store cannot be used: {error}"),
         )
-        .next("hcpx bindings")
-    })?;
-    let mut found = Vec::new();
-    for (key, spec) in &pack.manifest.bindings {
-        match store.resolve(id, key, &ctx.env) {
-            Some(secret) => found.push((key.clone(), secret)),
-            None if spec.required => {
-                return Err(Failure::new(
-                    Reason::Unbound,
-                    format!("the pack needs {key}, which is not bound"),
-                )
-                .next(format!("a person runs: hcpx bind {id} {key}")));
-            }
-            None => {}
+        .next("hcpx bindings"));
+    }
+    let id = &pack.manifest.id;
+    for (key, _) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
+        if !bindings.found.iter().any(|(found, _)| found == key) {
+            return Err(Failure::new(
+                Reason::Unbound,
+                format!("the pack needs {key}, which is not bound"),
+            )
+            .next(format!("a person runs: hcpx bind {id} {key}")));
         }
     }
-    Ok(found)
+    Ok(bindings.found)
 }
 
 fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {

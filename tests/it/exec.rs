@@ -437,6 +437,21 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
     );
 }
 
+/// What a person is asked to confirm never shows a bound value, even when the
+/// caller passes it as a parameter.
+#[test]
+fn a_confirmation_never_shows_a_bound_value() {
+    let env = probe_env();
+    env.bind("probe", "PROBE_TOKEN", "tok-SECRET-1a2b3c");
+    let env = env.env("HCP_AGENT", "1");
+    let (code, envelope) = env.json(&["exec", "probe", "write", "--", "target=out/tok-SECRET-1a2b3c"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    let summary = envelope["data"]["summary"].as_str().unwrap();
+    assert!(summary.ends_with("\n  target=out/[REDACTED:PROBE_TOKEN]"), "{summary}");
+    assert!(!envelope.to_string().contains("tok-SECRET-1a2b3c"), "{envelope}");
+}
+
 /// At a terminal the person sees what would run before answering, and "n" runs
 /// nothing.
 #[test]
