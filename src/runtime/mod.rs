@@ -144,11 +144,15 @@ struct Stopper {
 }
 
 impl Stopper {
-    fn terminate(&self) {
+    /// Starts ending the call for `why`: TERM to the child's group now; returns when
+    /// to kill it all.
+    fn stop(&self, ending: &mut Ending, why: Ending) -> tokio::time::Instant {
+        *ending = why;
         match &self.control {
             Some(control) => control.terminate(),
             None => signal_group(self.pid, false),
         }
+        tokio::time::Instant::now() + KILL_GRACE
     }
 
     /// Kills the whole call: closing the control pipe makes the keeper do it (when
@@ -403,9 +407,7 @@ pub async fn run(
                 match read {
                     Some(n) if n > 0 => {
                         if !capture.take(true, &out_chunk[..n]) && ending == Ending::Exited && status.is_none() {
-                            ending = Ending::Overflow;
-                            stopper.terminate();
-                            kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                            kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                         }
                     }
                     _ => stdout = None,
@@ -415,9 +417,7 @@ pub async fn run(
                 match read {
                     Some(n) if n > 0 => {
                         if !capture.take(false, &err_chunk[..n]) && ending == Ending::Exited && status.is_none() {
-                            ending = Ending::Overflow;
-                            stopper.terminate();
-                            kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                            kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                         }
                     }
                     _ => stderr = None,
@@ -429,14 +429,10 @@ pub async fn run(
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
             }
             () = &mut deadline, if ending == Ending::Exited && status.is_none() => {
-                ending = Ending::TimedOut;
-                stopper.terminate();
-                kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                kill_at = Some(stopper.stop(&mut ending, Ending::TimedOut));
             }
             () = cancel.cancelled(), if ending == Ending::Exited && status.is_none() => {
-                ending = Ending::Cancelled;
-                stopper.terminate();
-                kill_at = Some(tokio::time::Instant::now() + KILL_GRACE);
+                kill_at = Some(stopper.stop(&mut ending, Ending::Cancelled));
             }
             () = tokio::time::sleep_until(kill_time), if kill_at.is_some() && status.is_none() => {
                 stopper.kill();

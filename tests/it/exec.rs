@@ -448,7 +448,10 @@ fn a_confirmation_never_shows_a_bound_value() {
     assert_eq!(code, 2, "{envelope}");
     assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
     let summary = envelope["data"]["summary"].as_str().unwrap();
-    assert!(summary.ends_with("\n  target=out/[REDACTED:PROBE_TOKEN]"), "{summary}");
+    assert!(
+        summary.ends_with("\n  target=out/[REDACTED:PROBE_TOKEN]"),
+        "{summary}"
+    );
 }
 
 /// At a terminal the person sees what would run before answering, and "n" runs
