@@ -163,14 +163,13 @@ impl Confinement {
             }
             if let Some(filters) = &self.filters {
                 syscall!(Sysno::prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)?;
-                for program in &filters.programs {
-                    let prog = libc::sock_fprog {
-                        len: u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?,
-                        // The same layout: the kernel's `struct sock_filter`.
-                        filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
-                    };
-                    syscall!(Sysno::seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const prog)?;
-                }
+                let program = &filters.program;
+                let prog = libc::sock_fprog {
+                    len: u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?,
+                    // The same layout: the kernel's `struct sock_filter`.
+                    filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+                };
+                syscall!(Sysno::seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const prog)?;
             }
         }
         Ok(())

@@ -253,10 +253,10 @@ pub(super) struct Cache {
     filters: [OnceLock<Result<Arc<Filters>, String>>; 2],
 }
 
-/// The seccomp programs, in the order they are loaded.
+/// The seccomp program, built once per network setting.
 #[derive(Debug)]
 pub(crate) struct Filters {
-    pub(crate) programs: Vec<seccompiler::BpfProgram>,
+    pub(crate) program: seccompiler::BpfProgram,
 }
 
 impl Cache {
@@ -341,8 +341,8 @@ impl Cache {
     fn filters(&self, network: bool) -> Result<Arc<Filters>, SandboxError> {
         self.filters[usize::from(network)]
             .get_or_init(|| {
-                seccomp_programs(network)
-                    .map(|programs| Arc::new(Filters { programs }))
+                seccomp_program(network)
+                    .map(|program| Arc::new(Filters { program }))
                     .map_err(|error| error.to_string())
             })
             .clone()
@@ -583,7 +583,6 @@ fn call_ruleset(
             .find(|(known, _)| *known == path)
             .map(|(_, opened)| opened)
     };
-    let fresh = |path: &Path| Opened::path(path).ok_or(());
     match &plan.reads {
         Reads::Everywhere => {
             if let Some(root) = cached("/") {
@@ -596,7 +595,7 @@ fn call_ruleset(
             }
             let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
             for path in std::iter::once(&plan.cwd).chain(extra.iter().filter(|path| !covered(path))) {
-                if let Ok(opened) = fresh(path) {
+                if let Some(opened) = Opened::path(path) {
                     rules.allow(&opened, read)?;
                 }
             }
@@ -605,7 +604,7 @@ fn call_ruleset(
     for device in WRITABLE_DEVICES.iter().filter_map(|device| cached(device)) {
         rules.allow(device, rules.all)?;
     }
-    if let Ok(tmpdir) = fresh(&plan.tmpdir) {
+    if let Some(tmpdir) = Opened::path(&plan.tmpdir) {
         rules.allow(&tmpdir, rules.all)?;
     }
     for fd in writes {
@@ -614,11 +613,11 @@ fn call_ruleset(
     Ok(rules.fd)
 }
 
-/// The seccomp programs: on x86_64 first a guard that refuses the x32 ABI (its
+/// The seccomp program: on x86_64 first a guard that refuses the x32 ABI (its
 /// system call numbers would slip past the rules), then the rules: no kernel
 /// keyrings, no io_uring (it would make sockets past the filter), no terminal input
 /// injection, and without the network no socket but unix socket pairs.
-fn seccomp_programs(network: bool) -> Result<Vec<seccompiler::BpfProgram>, seccompiler::BackendError> {
+fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -672,7 +671,7 @@ fn seccomp_programs(network: bool) -> Result<Vec<seccompiler::BpfProgram>, secco
         Vec::new()
     };
     program.extend(main);
-    Ok(vec![program])
+    Ok(program)
 }
 
 /// The start of the program: refuses every system call made through the x32 ABI
@@ -789,11 +788,12 @@ mod tests {
     }
 
     #[test]
-    fn seccomp_programs_build_for_both_network_settings() {
+    fn seccomp_program_builds_for_both_network_settings() {
         for network in [false, true] {
-            let programs = seccomp_programs(network).unwrap();
-            assert_eq!(programs.len(), 1);
-            assert!(programs.iter().all(|program| !program.is_empty()));
+            let program = seccomp_program(network).unwrap();
+            // The x32 guard, then seccompiler's rules, which start with the arch check.
+            let guard = if cfg!(target_arch = "x86_64") { 3 } else { 0 };
+            assert_eq!(program[guard].k, 4, "the arch check loads seccomp_data.arch");
         }
     }
 }
