@@ -59,34 +59,24 @@ fn main() {
         .map(|s| (*s).to_owned())
         .collect();
     let machine = hcpx::sandbox::probe();
+    let less = |turn_off: fn(&mut Machine)| {
+        let mut m = machine.clone();
+        turn_off(&mut m);
+        m
+    };
     let without: Vec<(&str, Machine)> = vec![
         ("every layer", machine.clone()),
-        ("no keeper (containment)", {
-            let mut m = machine.clone();
-            off(&mut m.containment);
-            m
-        }),
-        ("no Landlock (filesystem, scopes)", {
-            let mut m = machine.clone();
-            off(&mut m.landlock);
-            off(&mut m.scopes);
-            m
-        }),
-        ("no seccomp (network, syscalls)", {
-            let mut m = machine.clone();
-            off(&mut m.seccomp);
-            m
-        }),
-        ("no privilege drop", {
-            let mut m = machine.clone();
-            off(&mut m.privileges);
-            m
-        }),
-        ("no descriptor closing", {
-            let mut m = machine.clone();
-            off(&mut m.descriptors);
-            m
-        }),
+        ("no keeper (containment)", less(|m| off(&mut m.containment))),
+        (
+            "no Landlock (filesystem, scopes)",
+            less(|m| {
+                off(&mut m.landlock);
+                off(&mut m.scopes);
+            }),
+        ),
+        ("no seccomp (network, syscalls)", less(|m| off(&mut m.seccomp))),
+        ("no privilege drop", less(|m| off(&mut m.privileges))),
+        ("no descriptor closing", less(|m| off(&mut m.descriptors))),
         ("no kernel layer at all", Machine::without_kernel_layers("off")),
     ];
     let contexts: Vec<(&str, hcpx::Context)> = without

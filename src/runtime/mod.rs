@@ -113,9 +113,33 @@ impl Capture {
         bytes.len() <= room
     }
 
+    /// Takes one read of a stream: a chunk is kept, an end or error closes the
+    /// stream. Returns false once the cap is passed.
+    fn read(
+        &mut self,
+        is_stdout: bool,
+        read: Option<usize>,
+        chunk: &[u8],
+        stream: &mut Option<Stream>,
+    ) -> bool {
+        match read {
+            Some(n) if n > 0 => self.take(is_stdout, &chunk[..n]),
+            _ => {
+                *stream = None;
+                true
+            }
+        }
+    }
+
     fn total(&self) -> u64 {
         self.stdout_total + self.stderr_total
     }
+}
+
+/// A deadline that may not be set: unset, it is far enough away never to fire
+/// (its `select!` arm is also switched off).
+fn or_never(at: Option<tokio::time::Instant>) -> tokio::time::Instant {
+    at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400))
 }
 
 fn signal_group(pid: Option<u32>, kill: bool) {
@@ -397,30 +421,16 @@ pub async fn run(
         if status.is_some() && !reading {
             break;
         }
-        let drain_until =
-            stop_reading_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
-        let kill_time = kill_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
-        let give_up_time =
-            give_up_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let running = ending == Ending::Exited && status.is_none();
         tokio::select! {
             read = async { stdout.as_mut()?.read(&mut out_chunk).await.ok() }, if stdout.is_some() => {
-                match read {
-                    Some(n) if n > 0 => {
-                        if !capture.take(true, &out_chunk[..n]) && ending == Ending::Exited && status.is_none() {
-                            kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
-                        }
-                    }
-                    _ => stdout = None,
+                if !capture.read(true, read, &out_chunk, &mut stdout) && running {
+                    kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                 }
             }
             read = async { stderr.as_mut()?.read(&mut err_chunk).await.ok() }, if stderr.is_some() => {
-                match read {
-                    Some(n) if n > 0 => {
-                        if !capture.take(false, &err_chunk[..n]) && ending == Ending::Exited && status.is_none() {
-                            kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
-                        }
-                    }
-                    _ => stderr = None,
+                if !capture.read(false, read, &err_chunk, &mut stderr) && running {
+                    kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                 }
             }
             waited = process.wait(), if status.is_none() => {
@@ -428,23 +438,23 @@ pub async fn run(
                 stopper.kill();
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
             }
-            () = &mut deadline, if ending == Ending::Exited && status.is_none() => {
+            () = &mut deadline, if running => {
                 kill_at = Some(stopper.stop(&mut ending, Ending::TimedOut));
             }
-            () = cancel.cancelled(), if ending == Ending::Exited && status.is_none() => {
+            () = cancel.cancelled(), if running => {
                 kill_at = Some(stopper.stop(&mut ending, Ending::Cancelled));
             }
-            () = tokio::time::sleep_until(kill_time), if kill_at.is_some() && status.is_none() => {
+            () = tokio::time::sleep_until(or_never(kill_at)), if kill_at.is_some() && status.is_none() => {
                 stopper.kill();
                 kill_at = None;
                 give_up_at = Some(tokio::time::Instant::now() + KEEPER_GRACE);
             }
-            () = tokio::time::sleep_until(give_up_time), if give_up_at.is_some() && status.is_none() => {
+            () = tokio::time::sleep_until(or_never(give_up_at)), if give_up_at.is_some() && status.is_none() => {
                 // As if killed: SIGKILL is 9 on every Unix.
                 status = Some(SIGNAL_BASE + 9);
                 stop_reading_at = Some(tokio::time::Instant::now());
             }
-            () = tokio::time::sleep_until(drain_until), if stop_reading_at.is_some() => {
+            () = tokio::time::sleep_until(or_never(stop_reading_at)), if stop_reading_at.is_some() => {
                 stdout = None;
                 stderr = None;
             }

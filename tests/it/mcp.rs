@@ -628,6 +628,13 @@ impl Process {
         }
     }
 
+    /// Calls the `hcp` tool with `argv` and returns the response.
+    pub(crate) fn call(&mut self, id: u64, argv: Value) -> Value {
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "hcp", "arguments": { "argv": argv } } }));
+        self.until(id).pop().unwrap()
+    }
+
     pub(crate) fn close(mut self) -> (i32, String) {
         drop(self.stdin.take());
         let mut rest = String::new();
@@ -674,23 +681,19 @@ fn child_process_initialize_progress_and_clean_exit() {
 #[test]
 fn no_message_passes_9_5_mib_on_the_wire() {
     const LIMIT: usize = 9 * 1024 * 1024 + 512 * 1024;
-    let call = |server: &mut Process, id: u64, argv: Value| {
-        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": "hcp", "arguments": { "argv": argv } } }));
-        server.until(id).pop().unwrap()
+    // 7 MiB of output: more than a message may carry.
+    let seven_mib = |server: &mut Process| {
+        let reply = server.call(2, json!(["exec", "probe", "controls", "--", "mib=7"]));
+        let found = reply["result"]["structuredContent"].clone();
+        assert_eq!(found["outputTruncated"], json!(true));
+        found
     };
     let env = probe_env();
     let mut server = Process::initialized(&env);
-    let reply = call(
-        &mut server,
-        2,
-        json!(["exec", "probe", "controls", "--", "mib=7"]),
-    );
-    let found = &reply["result"]["structuredContent"];
-    assert_eq!(found["outputTruncated"], json!(true));
+    let found = seven_mib(&mut server);
     let id = found["outputId"].as_str().unwrap().to_owned();
     // (1) A page of 8 MiB asked for: at most 2 MiB of it as JSON, and where to go on.
-    let reply = call(&mut server, 3, json!(["output", id, "--limit", "8388608"]));
+    let reply = server.call(3, json!(["output", id, "--limit", "8388608"]));
     let data = &reply["result"]["structuredContent"]["data"];
     assert!(
         data["length"].as_u64().unwrap() < 400 * 1024,
@@ -709,7 +712,7 @@ fn no_message_passes_9_5_mib_on_the_wire() {
     // (4) 1,000 words of 10 KB, echoed in argv.
     let mut words = vec![json!("search")];
     words.extend((0..1000).map(|_| json!("w".repeat(10_000))));
-    let reply = call(&mut server, 5, Value::Array(words));
+    let reply = server.call(5, Value::Array(words));
     let argv = reply["result"]["structuredContent"]["argv"]
         .as_array()
         .unwrap()
@@ -729,13 +732,7 @@ fn no_message_passes_9_5_mib_on_the_wire() {
     // (3) A view as big as the capture.
     let env = probe_env().env("HCP_MCP_VIEW_BYTES", "8388608");
     let mut server = Process::initialized(&env);
-    let reply = call(
-        &mut server,
-        2,
-        json!(["exec", "probe", "controls", "--", "mib=7"]),
-    );
-    let found = &reply["result"]["structuredContent"];
-    assert_eq!(found["outputTruncated"], json!(true));
+    let found = seven_mib(&mut server);
     let stdout = found["stdout"].as_str().unwrap();
     assert!(
         stdout.ends_with("--offset\", \"N\"]}]\n"),
