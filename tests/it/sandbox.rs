@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::{BIN, TestEnv, is_root, pids_of, require, wait_until};
 use crate::mcp::Process;
@@ -90,6 +90,41 @@ fn killing_hcpx_ends_every_process_of_the_call() {
     );
 }
 
+/// Escape 1c'': hcpx killed with SIGKILL at every moment of starting a call (before
+/// the keeper, between the keeper and the pack's exec, as the pack forks) leaves
+/// nothing running: whichever of the keeper and the child exists sees the other go.
+#[test]
+fn killing_hcpx_while_the_call_starts_leaves_nothing_running() {
+    let env = attacker_env();
+    let call = || {
+        env.command(&["exec", "attacker", "escape", "--", "tag=4109", "wait=60"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long a start takes here, up to the pack's processes all running.
+    let mut hcpx = call();
+    let begun = Instant::now();
+    assert!(wait_until(Duration::from_secs(5), || pids_of("sleep 4109").len() >= 3));
+    let start = begun.elapsed();
+    hcpx.kill().unwrap();
+    hcpx.wait().unwrap();
+    assert!(wait_until(Duration::from_secs(3), || pids_of("sleep 4109").is_empty()));
+    // Kills spread over the whole start and a little past it.
+    let steps = 24_u32;
+    for step in 0..=steps {
+        let mut hcpx = call();
+        std::thread::sleep(start * 5 / 4 * step / steps);
+        hcpx.kill().unwrap();
+        hcpx.wait().unwrap();
+    }
+    assert!(
+        wait_until(Duration::from_secs(3), || pids_of("sleep 4109").is_empty()),
+        "left behind (a start takes {start:?}): {:?}",
+        pids_of("sleep 4109")
+    );
+}
+
 /// Escape 1c': Ctrl-C at the terminal (SIGINT to hcpx) ends the call and all of it.
 #[test]
 fn interrupting_hcpx_ends_every_process_of_the_call() {
@@ -119,14 +154,6 @@ fn interrupting_hcpx_ends_every_process_of_the_call() {
     assert_eq!(pids_of("sleep 4108"), Vec::<String>::new());
 }
 
-fn tool_call(server: &mut Process, id: u64, argv: &[&str]) -> Value {
-    server.send(
-        &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-        "name": "hcp", "arguments": { "argv": argv } } }),
-    );
-    server.until(id).pop().unwrap()
-}
-
 /// Escape 1d: The same for `hcpx mcp`: the server killed, the call's processes go too.
 #[test]
 fn killing_the_mcp_server_ends_every_process_of_its_calls() {
@@ -153,14 +180,14 @@ fn killing_the_mcp_server_ends_every_process_of_its_calls() {
 fn a_pack_cannot_kill_its_keeper_or_the_server() {
     let env = attacker_env();
     let mut server = Process::initialized(&env);
-    let reply = tool_call(&mut server, 2, &["exec", "attacker", "kill"]);
+    let reply = server.call(2, json!(["exec", "attacker", "kill"]));
     let envelope = &reply["result"]["structuredContent"];
     assert_eq!(envelope["ok"], json!(true), "{reply}");
     let stdout = envelope["stdout"].as_str().unwrap();
     assert!(stdout.contains("Operation not permitted"), "{stdout}");
     assert!(!stdout.contains("killed"), "{stdout}");
     assert!(stdout.ends_with("still here\n"), "{stdout}");
-    let reply = tool_call(&mut server, 3, &["search", "journey"]);
+    let reply = server.call(3, json!(["search", "journey"]));
     assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
     let (code, _) = server.close();
     assert_eq!(code, 0);
