@@ -584,6 +584,12 @@ mod tests {
     }
 
     #[test]
+    fn digests_differ_by_content() {
+        assert_ne!(digest(b"a"), digest(b"b"));
+        assert_eq!(digest(b"a").len(), 16);
+    }
+
+    #[test]
     fn one_pack_is_cached_until_its_files_change() {
         let dir = tempfile::tempdir().unwrap();
         let cache = CatalogCache::default();
