@@ -97,7 +97,7 @@ fn killing_hcpx_ends_every_process_of_the_call() {
 fn killing_hcpx_while_the_call_starts_leaves_nothing_running() {
     let env = attacker_env();
     let call = || {
-        env.command(&["exec", "attacker", "escape", "--", "tag=4109", "wait=60"])
+        env.command(&["exec", "attacker", "escape", "--", "tag=4110", "wait=60"])
             .stdout(Stdio::null())
             .spawn()
             .unwrap()
@@ -105,11 +105,11 @@ fn killing_hcpx_while_the_call_starts_leaves_nothing_running() {
     // How long a start takes here, up to the pack's processes all running.
     let mut hcpx = call();
     let begun = Instant::now();
-    assert!(wait_until(Duration::from_secs(5), || pids_of("sleep 4109").len() >= 3));
+    assert!(wait_until(Duration::from_secs(5), || pids_of("sleep 4110").len() >= 3));
     let start = begun.elapsed();
     hcpx.kill().unwrap();
     hcpx.wait().unwrap();
-    assert!(wait_until(Duration::from_secs(3), || pids_of("sleep 4109").is_empty()));
+    assert!(wait_until(Duration::from_secs(3), || pids_of("sleep 4110").is_empty()));
     // Kills spread over the whole start and a little past it.
     let steps = 24_u32;
     for step in 0..=steps {
@@ -119,9 +119,9 @@ fn killing_hcpx_while_the_call_starts_leaves_nothing_running() {
         hcpx.wait().unwrap();
     }
     assert!(
-        wait_until(Duration::from_secs(3), || pids_of("sleep 4109").is_empty()),
+        wait_until(Duration::from_secs(3), || pids_of("sleep 4110").is_empty()),
         "left behind (a start takes {start:?}): {:?}",
-        pids_of("sleep 4109")
+        pids_of("sleep 4110")
     );
 }
 
