@@ -226,12 +226,20 @@ impl Context {
         self.home.join("bindings.json")
     }
 
-    /// `.hcp/policy.json` in the working directory or its nearest ancestor.
+    /// `.hcp/policy.json` in the working directory or its nearest ancestor: the
+    /// nearest one that exists in any form (a dangling link, a folder or a FIFO
+    /// included), so that one which cannot be read denies instead of being skipped.
     pub fn project_policy_path(&self) -> Option<PathBuf> {
         self.cwd
             .ancestors()
             .map(|dir| dir.join(".hcp").join("policy.json"))
-            .find(|path| path.is_file())
+            .find(|path| match std::fs::symlink_metadata(path) {
+                Ok(_) => true,
+                Err(error) => !matches!(
+                    error.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ),
+            })
     }
 }
 

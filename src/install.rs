@@ -322,6 +322,9 @@ pub fn place(
 
 /// Removes an installed pack and its lock entry, under the lock.
 pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
+    if !crate::template::is_pack_id(id) {
+        return Err(InstallError::Refused(format!("{id:?} is not a pack id")));
+    }
     let _lock = state::Lock::acquire(home)?;
     let lock_path = home.join("packs.lock.json");
     let mut lock = LockFile::load(&lock_path)?;

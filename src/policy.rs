@@ -252,21 +252,67 @@ pub struct Policies {
     pub project: Layer,
 }
 
+/// Largest policy file read; a larger one denies.
+const MAX_POLICY: u64 = 1024 * 1024;
+
 /// Reads one policy file. A missing file is [`Layer::Absent`]; anything else that
-/// goes wrong is [`Layer::Unparsable`], which denies.
+/// goes wrong is [`Layer::Unparsable`], which denies: a dangling link, a folder, a
+/// FIFO or a device (opened without blocking, so a FIFO cannot hang the call), a
+/// file that cannot be read or is too large.
 pub fn load_layer(path: Option<PathBuf>) -> Layer {
     let Some(path) = path else { return Layer::Absent };
-    match std::fs::read_to_string(&path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Layer::Absent,
-        Err(error) => Layer::Unparsable {
-            path,
-            error: format!("cannot be read: {error}"),
-        },
-        Ok(text) => match PolicyFile::parse(&text) {
+    match read_policy(&path) {
+        Ok(None) => Layer::Absent,
+        Err(error) => Layer::Unparsable { path, error },
+        Ok(Some(text)) => match PolicyFile::parse(&text) {
             Ok(file) => Layer::Parsed { path, file },
             Err(error) => Layer::Unparsable { path, error },
         },
     }
+}
+
+/// The file's text; `None` when nothing at all is at that path.
+fn read_policy(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    match std::fs::symlink_metadata(path) {
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
+        Err(error) => return Err(format!("cannot be read: {error}")),
+        Ok(_) => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => "is a link to nothing; fix or remove it".to_owned(),
+        _ => format!("cannot be read: {error}"),
+    })?;
+    let meta = file
+        .metadata()
+        .map_err(|error| format!("cannot be read: {error}"))?;
+    if !meta.is_file() {
+        return Err(
+            "is not a regular file (a folder, FIFO or device); a policy must be a regular file".to_owned(),
+        );
+    }
+    if meta.len() > MAX_POLICY {
+        return Err("is larger than 1 MiB".to_owned());
+    }
+    let mut text = String::new();
+    file.take(MAX_POLICY + 1)
+        .read_to_string(&mut text)
+        .map_err(|error| format!("cannot be read: {error}"))?;
+    Ok(Some(text))
 }
 
 pub fn load(user: PathBuf, project: Option<PathBuf>) -> Policies {

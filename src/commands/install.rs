@@ -39,6 +39,12 @@ fn failure(error: InstallError) -> Failure {
     }
 }
 
+fn not_a_pack_id(id: &str) -> String {
+    format!(
+        "{id:?} is not a pack id: pack ids are 1 to 64 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"
+    )
+}
+
 /// The policy step for `hcp.install` / `hcp.uninstall`.
 async fn permitted(
     ctx: &Context,
@@ -230,6 +236,9 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
 
 pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
     let started = std::time::Instant::now();
+    if !crate::template::is_pack_id(id) {
+        return Err(Failure::new(Reason::InvalidArguments, not_a_pack_id(id)));
+    }
     if !ctx.packs_dir().join(id).is_dir() {
         let message = if builtin_files(id).is_some() {
             "that pack is built in, not installed; built-in packs stay"

@@ -222,3 +222,25 @@ fn unknown_sources_say_what_is_accepted() {
         json!("SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id")
     );
 }
+
+/// An id that is not a pack id is refused the same way whatever folders exist, before
+/// any path is built from it: `..`-style ids never reach the packs folder.
+#[test]
+fn uninstall_refuses_ids_that_are_not_pack_ids() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.home().join("packs")).unwrap();
+    std::fs::create_dir_all(env.home().join("victim")).unwrap();
+    for id in ["../victim", "..", "a/b", "../../work", "Probe", ".hidden"] {
+        let (code, envelope) = env.json(&["uninstall", id, "--yes"]);
+        assert_eq!(code, 2, "{id}: {envelope}");
+        assert_eq!(
+            envelope["error"],
+            json!({
+                "code": 2, "reason": "invalid_arguments",
+                "message": format!("{id:?} is not a pack id: pack ids are 1 to 64 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit"),
+            }),
+            "{id}"
+        );
+    }
+    assert!(env.home().join("victim").is_dir());
+}

@@ -118,3 +118,92 @@ fn check_refuses_unknown_commands_with_the_list() {
     assert_eq!(code, 0);
     assert_eq!(envelope["data"]["decision"], json!("confirm"));
 }
+
+/// A project policy that exists but cannot be read as a regular file (a dangling
+/// link, a FIFO, a folder) denies instead of being skipped; the user's allow would
+/// otherwise run the command. A FIFO must not hang the call either.
+#[test]
+fn unreadable_project_policy_denies() {
+    #[derive(Debug)]
+    enum Kind {
+        DanglingLink,
+        Fifo,
+        Folder,
+    }
+    for kind in [Kind::DanglingLink, Kind::Fifo, Kind::Folder] {
+        let env = TestEnv::new();
+        env.write(
+            "home/policy.json",
+            r#"{"rules":[{"match":"transit.*","decision":"allow"}]}"#,
+        );
+        let dir = env.work().join(".hcp");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("policy.json");
+        match kind {
+            Kind::DanglingLink => std::os::unix::fs::symlink(dir.join("gone.json"), &path).unwrap(),
+            Kind::Fifo => rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap(),
+            Kind::Folder => std::fs::create_dir(&path).unwrap(),
+        }
+        let (code, envelope) = env.json(&["policy", "check", "transit", "plan"]);
+        assert_eq!(code, 0, "{kind:?}");
+        assert_eq!(
+            envelope["data"]["decision"],
+            json!("deny"),
+            "{kind:?}: {envelope}"
+        );
+        assert_eq!(envelope["data"]["rule"]["scope"], json!("project"), "{kind:?}");
+        let (code, envelope) = env.json(&["exec", "transit", "lines"]);
+        assert_eq!(code, 2, "{kind:?}: {envelope}");
+        assert_eq!(envelope["error"]["reason"], json!("denied_by_policy"), "{kind:?}");
+        let why = match kind {
+            Kind::DanglingLink => "is a link to nothing; fix or remove it",
+            Kind::Fifo | Kind::Folder => {
+                "is not a regular file (a folder, FIFO or device); a policy must be a regular file"
+            }
+        };
+        assert_eq!(
+            envelope["error"]["message"],
+            json!(format!(
+                "denied by unparsable policy file {} ({why})",
+                path.display()
+            )),
+            "{kind:?}"
+        );
+    }
+}
+
+/// The user's own policy file as a folder or a FIFO denies too (and a FIFO does not
+/// hang the call).
+#[test]
+fn user_policy_that_is_a_folder_or_fifo_denies() {
+    for fifo in [false, true] {
+        let env = TestEnv::new();
+        let path = env.home().join("policy.json");
+        if fifo {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &path,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        } else {
+            std::fs::create_dir_all(&path).unwrap();
+        }
+        let (_, envelope) = env.json(&["policy", "check", "transit", "plan"]);
+        assert_eq!(envelope["data"]["decision"], json!("deny"), "{envelope}");
+        assert_eq!(envelope["data"]["rule"]["scope"], json!("user"));
+        assert_eq!(
+            envelope["data"]["rule"]["error"],
+            json!("is not a regular file (a folder, FIFO or device); a policy must be a regular file")
+        );
+    }
+}
