@@ -57,12 +57,128 @@ fn wanted(manifest_text: &[u8]) -> Vec<String> {
     names
 }
 
-/// Reads a pack's files from a folder: regular files only, no links, none too large.
+/// Reads a pack's files from a folder: regular files of their own only, read through
+/// one descriptor each, so a file swapped while it is read cannot bring in anything
+/// else. On Unix the folder is opened once and each file is opened beneath it
+/// without following a link (`O_NOFOLLOW`); the opened descriptor must be a regular
+/// file with no other hard link, and must not change size while it is read.
 pub fn read_folder(dir: &Path) -> Result<Files, InstallError> {
-    let read = |name: &str| -> Result<Vec<u8>, InstallError> {
-        let path = dir.join(name);
-        let meta = std::fs::symlink_metadata(&path)
-            .map_err(|_| InstallError::Refused(format!("the folder has no {name}")))?;
+    let folder = PackFolder::open(dir)?;
+    let manifest = folder.read(MANIFEST_FILE)?;
+    let mut files = Files::new();
+    for name in wanted(&manifest) {
+        let bytes = if name == MANIFEST_FILE {
+            manifest.clone()
+        } else {
+            folder.read(&name)?
+        };
+        files.insert(name, bytes);
+    }
+    Ok(files)
+}
+
+struct PackFolder {
+    #[cfg(unix)]
+    fd: std::os::fd::OwnedFd,
+    #[cfg(not(unix))]
+    path: PathBuf,
+}
+
+fn missing(name: &str) -> InstallError {
+    InstallError::Refused(format!("the folder has no {name}"))
+}
+
+fn changed(name: &str) -> InstallError {
+    InstallError::Refused(format!(
+        "{name} changed while it was read; install again once nothing writes to it"
+    ))
+}
+
+impl PackFolder {
+    #[cfg(unix)]
+    fn open(dir: &Path) -> Result<Self, InstallError> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| InstallError::Io {
+            what: format!("cannot open {}", dir.display()),
+            source: errno.into(),
+        })?;
+        Ok(Self { fd })
+    }
+
+    #[cfg(not(unix))]
+    fn open(dir: &Path) -> Result<Self, InstallError> {
+        Ok(Self {
+            path: dir.to_path_buf(),
+        })
+    }
+
+    #[cfg(unix)]
+    fn read(&self, name: &str) -> Result<Vec<u8>, InstallError> {
+        use rustix::fs::{FileType, Mode, OFlags};
+        let opened = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+            Mode::empty(),
+        );
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Err(missing(name)),
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(InstallError::Refused(format!(
+                    "{name} is a link; packs carry regular files only"
+                )));
+            }
+            Err(errno) => {
+                return Err(InstallError::Io {
+                    what: format!("cannot read {name}"),
+                    source: errno.into(),
+                });
+            }
+        };
+        let stat = |fd: &std::os::fd::OwnedFd| {
+            rustix::fs::fstat(fd).map_err(|errno| InstallError::Io {
+                what: format!("cannot read {name}"),
+                source: errno.into(),
+            })
+        };
+        let before = stat(&fd)?;
+        if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile {
+            return Err(InstallError::Refused(format!(
+                "{name} is not a regular file (a device, a FIFO or a folder)"
+            )));
+        }
+        if before.st_nlink != 1 {
+            return Err(InstallError::Refused(format!(
+                "{name} has other hard links; packs carry files of their own"
+            )));
+        }
+        let size = u64::try_from(before.st_size).unwrap_or(u64::MAX);
+        if size > MAX_FILE {
+            return Err(InstallError::Refused(format!("{name} is larger than 16 MiB")));
+        }
+        let mut file = std::fs::File::from(fd);
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        (&mut file)
+            .take(size + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io(format!("cannot read {name}")))?;
+        let after = stat(&std::os::fd::OwnedFd::from(file))?;
+        if bytes.len() as u64 != size || after.st_size != before.st_size {
+            return Err(changed(name));
+        }
+        Ok(bytes)
+    }
+
+    #[cfg(not(unix))]
+    fn read(&self, name: &str) -> Result<Vec<u8>, InstallError> {
+        let path = self.path.join(name);
+        let meta = std::fs::symlink_metadata(&path).map_err(|_| missing(name))?;
         if meta.file_type().is_symlink() {
             return Err(InstallError::Refused(format!(
                 "{name} is a link; packs carry regular files only"
@@ -70,25 +186,18 @@ pub fn read_folder(dir: &Path) -> Result<Files, InstallError> {
         }
         if !meta.is_file() {
             return Err(InstallError::Refused(format!(
-                "{name} is not a regular file (a device or a folder)"
+                "{name} is not a regular file (a device, a FIFO or a folder)"
             )));
         }
         if meta.len() > MAX_FILE {
             return Err(InstallError::Refused(format!("{name} is larger than 16 MiB")));
         }
-        std::fs::read(&path).map_err(io(format!("cannot read {name}")))
-    };
-    let manifest = read(MANIFEST_FILE)?;
-    let mut files = Files::new();
-    for name in wanted(&manifest) {
-        let bytes = if name == MANIFEST_FILE {
-            manifest.clone()
-        } else {
-            read(&name)?
-        };
-        files.insert(name, bytes);
+        let bytes = std::fs::read(&path).map_err(io(format!("cannot read {name}")))?;
+        if bytes.len() as u64 != meta.len() {
+            return Err(changed(name));
+        }
+        Ok(bytes)
     }
-    Ok(files)
 }
 
 /// Reads a pack's files from an npm tarball (`package/...`). Every entry is checked,
@@ -463,5 +572,79 @@ mod tests {
             let error = read_tarball(&tarball(&with)).unwrap_err().to_string();
             assert!(error.contains(message), "{error}");
         }
+    }
+
+    /// A pack file swapped for a link to an outside file while it is read: the
+    /// outside content must never be taken. The swapper flips the name between a
+    /// regular file and a link with atomic renames, as fast as it can.
+    #[cfg(unix)]
+    #[test]
+    fn folder_read_never_follows_a_link_swapped_in() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("pack");
+        std::fs::create_dir(&dir).unwrap();
+        for (name, bytes) in files("1.0.0") {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        let outside = root.path().join("outside");
+        std::fs::write(&outside, b"#!/bin/sh\necho SECRET-OUTSIDE\n").unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (dir, outside, stop) = (dir.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (link, regular) = (dir.join(".link"), dir.join(".regular"));
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = std::os::unix::fs::symlink(&outside, &link);
+                    let _ = std::fs::rename(&link, dir.join("demo"));
+                    let _ = std::fs::write(&regular, b"#!/bin/sh\necho hi\n");
+                    let _ = std::fs::rename(&regular, dir.join("demo"));
+                }
+            })
+        };
+        let mut taken = 0;
+        for _ in 0..20000 {
+            if let Ok(read) = read_folder(&dir) {
+                taken += 1;
+                assert_eq!(
+                    read["demo"],
+                    b"#!/bin/sh\necho hi\n".to_vec(),
+                    "outside content taken"
+                );
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(taken > 0, "no read succeeded at all");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn folder_read_refuses_hard_links_and_special_files() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("pack");
+        std::fs::create_dir(&dir).unwrap();
+        for (name, bytes) in files("1.0.0") {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        assert_eq!(read_folder(&dir).unwrap(), files("1.0.0"));
+        std::fs::hard_link(dir.join("demo"), root.path().join("elsewhere")).unwrap();
+        assert_eq!(
+            read_folder(&dir).unwrap_err().to_string(),
+            "demo has other hard links; packs carry files of their own"
+        );
+        std::fs::remove_file(root.path().join("elsewhere")).unwrap();
+        std::fs::remove_file(dir.join("demo")).unwrap();
+        std::os::unix::fs::symlink(dir.join(SKILL_FILE), dir.join("demo")).unwrap();
+        assert_eq!(
+            read_folder(&dir).unwrap_err().to_string(),
+            "demo is a link; packs carry regular files only"
+        );
+        std::fs::remove_file(dir.join("demo")).unwrap();
+        std::fs::create_dir(dir.join("demo")).unwrap();
+        assert_eq!(
+            read_folder(&dir).unwrap_err().to_string(),
+            "demo is not a regular file (a device, a FIFO or a folder)"
+        );
     }
 }
