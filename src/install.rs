@@ -6,7 +6,7 @@
 //! is staged beside its place and swapped in, so a failure leaves the previous one.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use base64::Engine as _;
@@ -26,6 +26,8 @@ pub enum InstallError {
     Refused(String),
     #[error("the pack is invalid: {} problems", .0.len())]
     Invalid(Vec<Problem>),
+    #[error("{}", bound_message(*.bound, *.limit))]
+    Bound { bound: Bound, limit: u64 },
     #[error("{0}")]
     State(#[from] state::StateError),
     #[error("{what}: {source}")]
@@ -34,6 +36,16 @@ pub enum InstallError {
         #[source]
         source: std::io::Error,
     },
+}
+
+fn bound_message(bound: Bound, limit: u64) -> String {
+    match bound {
+        Bound::UnpackedBytes => format!(
+            "the package unpacks to more than {} MiB, the most an install reads",
+            limit / (1024 * 1024)
+        ),
+        Bound::Entries => format!("the package holds more than {limit} entries, the most an install reads"),
+    }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> InstallError {
@@ -200,16 +212,103 @@ impl PackFolder {
     }
 }
 
-/// Reads a pack's files from an npm tarball (`package/...`). Every entry is checked,
-/// taken or not: one that escapes, is a link or a device, or is too large refuses all.
-pub fn read_tarball(bytes: &[u8]) -> Result<Files, InstallError> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
-    let mut all = Files::new();
+/// Most bytes an install unpacks from a tarball, in each of its two passes.
+pub const MAX_UNPACKED: u64 = 64 * 1024 * 1024;
+/// Most entries a tarball may hold.
+pub const MAX_ENTRIES: u64 = 10_000;
+
+/// A bound a tarball went past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Bound {
+    UnpackedBytes,
+    Entries,
+}
+
+/// Counts what the archive reads and fails once it passes the bound, so a
+/// decompression bomb costs at most [`MAX_UNPACKED`] of reading and no memory.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let total = self.read.get().saturating_add(n as u64);
+        self.read.set(total);
+        if total > MAX_UNPACKED {
+            return Err(std::io::Error::other("past the unpacked-size bound"));
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a pack's files from an npm tarball (`package/...`), streaming: every entry
+/// is checked, and one that escapes, is a link or a device, or is larger than
+/// 16 MiB refuses all; only the pack's own files are held in memory, everything
+/// else is skipped unread into memory. The first pass reads `hcp.json` (to learn
+/// the CLI's file name), the second takes the pack's files. Each pass stops past
+/// [`MAX_UNPACKED`] bytes or [`MAX_ENTRIES`] entries.
+pub fn read_tarball<R: Read + std::io::Seek>(mut source: R) -> Result<Files, InstallError> {
+    let only_manifest = [MANIFEST_FILE.to_owned()];
+    let manifest = tarball_pass(&mut source, &only_manifest)?
+        .remove(MANIFEST_FILE)
+        .ok_or_else(|| InstallError::Refused("the package has no hcp.json at its top".to_owned()))?;
+    let names = wanted(&manifest);
+    source
+        .seek(std::io::SeekFrom::Start(0))
+        .map_err(io("the package tarball cannot be read again"))?;
+    let files = tarball_pass(&mut source, &names)?;
+    for name in &names {
+        if !files.contains_key(name) {
+            return Err(InstallError::Refused(format!("the package has no {name}")));
+        }
+    }
+    // The manifest must be the one the names were learned from.
+    if files.get(MANIFEST_FILE) != Some(&manifest) {
+        return Err(InstallError::Refused(
+            "the package tarball changed while it was read".to_owned(),
+        ));
+    }
+    Ok(files)
+}
+
+/// One pass over the tarball, taking the entries named `names` at its top.
+fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallError> {
+    let read = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counted = Counted {
+        inner: flate2::read::GzDecoder::new(source),
+        read: read.clone(),
+    };
+    let over = |error: std::io::Error, what: &str| {
+        if read.get() > MAX_UNPACKED {
+            InstallError::Bound {
+                bound: Bound::UnpackedBytes,
+                limit: MAX_UNPACKED,
+            }
+        } else {
+            InstallError::Io {
+                what: what.to_owned(),
+                source: error,
+            }
+        }
+    };
+    let mut archive = tar::Archive::new(counted);
+    let mut files = Files::new();
+    let mut count = 0_u64;
     for entry in archive
         .entries()
-        .map_err(io("the package is not a gzipped tarball"))?
+        .map_err(|error| over(error, "the package is not a gzipped tarball"))?
     {
-        let entry = entry.map_err(io("the package tarball is damaged"))?;
+        let entry = entry.map_err(|error| over(error, "the package tarball is damaged"))?;
+        count += 1;
+        if count > MAX_ENTRIES {
+            return Err(InstallError::Bound {
+                bound: Bound::Entries,
+                limit: MAX_ENTRIES,
+            });
+        }
         let path = entry
             .path()
             .map_err(io("an entry has an unreadable name"))?
@@ -231,7 +330,7 @@ pub fn read_tarball(bytes: &[u8]) -> Result<Files, InstallError> {
                 "the package holds a link; packs carry regular files only".to_owned(),
             ));
         }
-        if kind.is_dir() {
+        if kind.is_dir() || kind.is_pax_global_extensions() {
             continue;
         }
         if !kind.is_file() {
@@ -244,29 +343,25 @@ pub fn read_tarball(bytes: &[u8]) -> Result<Files, InstallError> {
                 "the package holds a file larger than 16 MiB".to_owned(),
             ));
         }
-        // npm puts everything under `package/`.
-        let name = path
-            .strip_prefix("package")
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .into_owned();
+        // npm puts everything under `package/`; pack files are at its top.
+        let inner = path.strip_prefix("package").unwrap_or(&path);
+        let mut parts = inner.components();
+        let (Some(Component::Normal(name)), None) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(name) = name.to_str().filter(|name| names.iter().any(|n| n == name)) else {
+            continue;
+        };
+        if files.contains_key(name) {
+            return Err(InstallError::Refused(format!("the package holds {name} twice")));
+        }
+        let name = name.to_owned();
         let mut content = Vec::new();
         entry
             .take(MAX_FILE + 1)
             .read_to_end(&mut content)
-            .map_err(io("the package tarball is damaged"))?;
-        all.insert(name, content);
-    }
-    let manifest = all
-        .get(MANIFEST_FILE)
-        .ok_or_else(|| InstallError::Refused("the package has no hcp.json at its top".to_owned()))?
-        .clone();
-    let mut files = Files::new();
-    for name in wanted(&manifest) {
-        let bytes = all
-            .remove(&name)
-            .ok_or_else(|| InstallError::Refused(format!("the package has no {name}")))?;
-        files.insert(name, bytes);
+            .map_err(|error| over(error, "the package tarball is damaged"))?;
+        files.insert(name, content);
     }
     Ok(files)
 }
@@ -561,7 +656,7 @@ mod tests {
             .iter()
             .map(|(n, b, k)| (n.as_str(), b.as_slice(), *k))
             .collect();
-        assert_eq!(read_tarball(&tarball(&view)).unwrap(), good);
+        assert_eq!(read_tarball(std::io::Cursor::new(tarball(&view))).unwrap(), good);
         for (bad, message) in [
             (("package/../evil", b"x".as_slice(), regular), "escapes"),
             (("package/link", b"".as_slice(), tar::EntryType::Symlink), "link"),
@@ -569,7 +664,9 @@ mod tests {
         ] {
             let mut with = view.clone();
             with.push(bad);
-            let error = read_tarball(&tarball(&with)).unwrap_err().to_string();
+            let error = read_tarball(std::io::Cursor::new(tarball(&with)))
+                .unwrap_err()
+                .to_string();
             assert!(error.contains(message), "{error}");
         }
     }
@@ -645,6 +742,86 @@ mod tests {
         assert_eq!(
             read_folder(&dir).unwrap_err().to_string(),
             "demo is not a regular file (a device, a FIFO or a folder)"
+        );
+    }
+
+    fn pack_entries() -> Vec<(String, Vec<u8>, tar::EntryType)> {
+        files("1.0.0")
+            .into_iter()
+            .map(|(name, bytes)| (format!("package/{name}"), bytes, tar::EntryType::Regular))
+            .collect()
+    }
+
+    fn view(entries: &[(String, Vec<u8>, tar::EntryType)]) -> Vec<(&str, &[u8], tar::EntryType)> {
+        entries
+            .iter()
+            .map(|(n, b, k)| (n.as_str(), b.as_slice(), *k))
+            .collect()
+    }
+
+    /// A small tarball that unpacks to far more than the bound (zero-filled 16 MiB
+    /// extra files) is refused by the bound, never held in memory.
+    #[test]
+    fn tarball_bombs_stop_at_the_unpacked_bound() {
+        let zeros = vec![0_u8; MAX_FILE as usize];
+        let mut entries = pack_entries();
+        for i in 0..5 {
+            entries.push((
+                format!("package/zeros{i}"),
+                zeros.clone(),
+                tar::EntryType::Regular,
+            ));
+        }
+        let bytes = tarball(&view(&entries));
+        assert!(bytes.len() < 1024 * 1024, "{} bytes", bytes.len());
+        let error = read_tarball(std::io::Cursor::new(bytes)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                InstallError::Bound {
+                    bound: Bound::UnpackedBytes,
+                    limit: MAX_UNPACKED
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "the package unpacks to more than 64 MiB, the most an install reads"
+        );
+    }
+
+    #[test]
+    fn tarballs_with_too_many_entries_or_twice_a_pack_file_are_refused() {
+        let mut entries = pack_entries();
+        for i in 0..MAX_ENTRIES {
+            entries.push((format!("package/f{i}"), Vec::new(), tar::EntryType::Regular));
+        }
+        let error = read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                InstallError::Bound {
+                    bound: Bound::Entries,
+                    limit: MAX_ENTRIES
+                }
+            ),
+            "{error:?}"
+        );
+        let mut entries = pack_entries();
+        entries.push((
+            "package/demo".into(),
+            b"#!/bin/sh\necho other\n".to_vec(),
+            tar::EntryType::Regular,
+        ));
+        let error = read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap_err();
+        assert_eq!(error.to_string(), "the package holds demo twice");
+        // Files below the top are not pack files, whatever their name.
+        let mut entries = pack_entries();
+        entries.push(("package/lib/demo".into(), b"x".to_vec(), tar::EntryType::Regular));
+        assert_eq!(
+            read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap(),
+            files("1.0.0")
         );
     }
 }

@@ -31,6 +31,14 @@ fn failure(error: InstallError) -> Failure {
         )
         .details(problems.iter().map(ToString::to_string).collect())
         .data(json!({ "problems": problems })),
+        InstallError::Bound { bound, limit } => Failure::new(
+            Reason::InvalidArguments,
+            format!(
+                "{error}; nothing was installed",
+                error = InstallError::Bound { bound, limit }
+            ),
+        )
+        .data(json!({ "bound": bound, "limit": limit })),
         InstallError::Refused(message) => Failure::new(
             Reason::InvalidArguments,
             format!("{message}; nothing was installed"),
@@ -159,9 +167,9 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
                 "npm pack produced no tarball; nothing was installed",
             )
         })?;
-    let bytes =
-        std::fs::read(&tarball).map_err(|error| Failure::new(Reason::InvalidArguments, error.to_string()))?;
-    let files = install::read_tarball(&bytes).map_err(failure)?;
+    let tarball = std::fs::File::open(&tarball)
+        .map_err(|error| Failure::new(Reason::InvalidArguments, error.to_string()))?;
+    let files = install::read_tarball(tarball).map_err(failure)?;
     let version = packed[0]["version"].as_str().unwrap_or_default();
     let name = packed[0]["name"].as_str().unwrap_or_default();
     Ok((files, format!("npm:{name}@{version}")))

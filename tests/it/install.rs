@@ -244,3 +244,97 @@ fn uninstall_refuses_ids_that_are_not_pack_ids() {
     }
     assert!(env.home().join("victim").is_dir());
 }
+
+/// A gzipped npm tarball holding the probe pack, plus `extra` zero-filled files of
+/// 16 MiB each: a few hundred KB that unpack to hundreds of MiB.
+fn bomb_tarball(path: &Path, extra: usize) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(file, flate2::Compression::best()));
+    let mut add = |name: &str, bytes: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, bytes).unwrap();
+    };
+    for name in ["hcp.json", "SKILL.md", "probe"] {
+        add(
+            &format!("package/{name}"),
+            &std::fs::read(fixture("probe").join(name)).unwrap(),
+        );
+    }
+    let zeros = vec![0_u8; 16 * 1024 * 1024];
+    for i in 0..extra {
+        add(&format!("package/zeros-{i}.bin"), &zeros);
+    }
+    builder.into_inner().unwrap().finish().unwrap();
+}
+
+/// A stand-in for `npm pack SPEC ... --pack-destination DIR` that hands over a
+/// prepared tarball, first on PATH: what is measured is hcpx, not npm.
+fn fake_npm(env: &TestEnv, tarball: &Path) -> String {
+    let bin = env.root.path().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --pack-destination ] && dest=$2; shift; done\n\
+         cp '{}' \"$dest/bomb-1.0.0.tgz\"\n\
+         printf '[{{\"name\":\"bomb\",\"version\":\"1.0.0\",\"filename\":\"bomb-1.0.0.tgz\"}}]'\n",
+        tarball.display()
+    );
+    let npm = bin.join("npm");
+    std::fs::write(&npm, script).unwrap();
+    std::fs::set_permissions(&npm, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    format!("{}:{}", bin.display(), env.path)
+}
+
+/// 24 zero-filled 16 MiB files in a tarball of well under 1 MiB: the install is
+/// refused by the unpacked-size bound, the refusal names the bound, and hcpx's
+/// peak memory (read by a parent that only waits for it) stays under 64 MiB.
+#[test]
+fn amplification_tarball_is_refused_within_bounded_memory() {
+    if !crate::common::require(
+        std::process::Command::new("python3").arg("-V").output().is_ok(),
+        "python3 (reads the peak memory of hcpx)",
+    ) {
+        return;
+    }
+    let mut env = TestEnv::new();
+    let tarball = env.root.path().join("bomb.tgz");
+    bomb_tarball(&tarball, 24);
+    assert!(std::fs::metadata(&tarball).unwrap().len() < 1024 * 1024);
+    env.path = fake_npm(&env, &tarball);
+    let hcpx = env.command(&["--json", "install", "npm:bomb", "--yes"]);
+    let mut measured = std::process::Command::new("python3");
+    measured
+        .args([
+            "-c",
+            "import resource, subprocess, sys\n\
+             done = subprocess.run(sys.argv[1:], capture_output=True)\n\
+             sys.stderr.buffer.write(done.stdout)\n\
+             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n",
+        ])
+        .arg(hcpx.get_program())
+        .args(hcpx.get_args())
+        .current_dir(env.work())
+        .env_clear();
+    for (key, value) in hcpx.get_envs() {
+        measured.env(key, value.unwrap());
+    }
+    let output = measured.output().unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stderr).unwrap();
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2, "reason": "invalid_arguments",
+            "message": "the package unpacks to more than 64 MiB, the most an install reads; nothing was installed",
+        }),
+        "{envelope}"
+    );
+    assert_eq!(
+        envelope["data"],
+        json!({ "bound": "unpackedBytes", "limit": 64 * 1024 * 1024 })
+    );
+    let peak_kib: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+    assert!(peak_kib < 64 * 1024, "peak memory {peak_kib} KiB");
+    assert!(!env.home().join("packs/probe").exists());
+}
