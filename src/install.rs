@@ -30,6 +30,10 @@ pub enum InstallError {
     Bound { bound: Bound, limit: u64 },
     #[error("{0}")]
     State(#[from] state::StateError),
+    /// A crash simulated by the tests at a named point.
+    #[cfg(test)]
+    #[error("crashed at {0}")]
+    Crash(&'static str),
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -446,14 +450,200 @@ pub enum Outcome {
     Unchanged,
 }
 
-fn unique(dir: &Path, prefix: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    dir.join(format!(".{prefix}-{}-{nanos}", std::process::id()))
+/// Where a change in flight keeps everything it has not finished:
+/// `packs/.work/journal.json` (what the change is), `new/` (the staged version) and
+/// `old/` (the version it replaces or removes). The folder exists only while a
+/// change is in flight or after one was interrupted, so finding it costs one `stat`.
+const WORK: &str = ".work";
+const JOURNAL: &str = "journal.json";
+const NEW: &str = "new";
+const OLD: &str = "old";
+
+/// The one change in flight, written (atomically) before the packs folder changes.
+/// Whoever takes the lock next and finds it finishes the change or rolls it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "op", deny_unknown_fields)]
+enum Journal {
+    /// `new/` is swapped with `packs/<id>` (or renamed to it; where the kernel
+    /// cannot swap, the installed version is first renamed to `old/`), then the lock
+    /// entry is written.
+    Install { entry: Locked },
+    /// `packs/<id>` is renamed to `old/`, then the lock entry goes.
+    Remove { id: String },
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}
+
+fn remove_tree(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok() {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+/// The integrity of what is installed at `dir`, if it reads as a pack.
+fn installed_integrity(dir: &Path) -> Option<String> {
+    read_folder(dir).ok().map(|files| integrity(&files))
+}
+
+/// Finishes or rolls back a change a crash interrupted, and removes what it left.
+/// The caller holds the state lock.
+fn recover(home: &Path) -> Result<(), InstallError> {
+    let packs = home.join("packs");
+    let work = packs.join(WORK);
+    let journal_path = work.join(JOURNAL);
+    let lock_path = home.join("packs.lock.json");
+    let journal = match std::fs::read(&journal_path) {
+        Ok(bytes) => Some(serde_json::from_slice::<Journal>(&bytes).map_err(|_| {
+            InstallError::Refused(format!(
+                "{} cannot be parsed; remove {}, then check `hcpx search`",
+                journal_path.display(),
+                work.display()
+            ))
+        })?),
+        Err(error) if matches!(error.kind(), std::io::ErrorKind::NotFound) => None,
+        Err(source) => {
+            return Err(InstallError::Io {
+                what: format!("cannot read {}", journal_path.display()),
+                source,
+            });
+        }
+    };
+    match journal {
+        // No journal: the change never touched the installed pack.
+        None => {}
+        Some(Journal::Install { entry }) => {
+            let target = packs.join(&entry.id);
+            if installed_integrity(&target).as_deref() == Some(entry.integrity.as_str()) {
+                // The new version is in place: the lock follows it.
+                let mut lock = LockFile::load(&lock_path)?;
+                if lock.packs.get(&entry.id) != Some(&entry) {
+                    lock.version = 1;
+                    lock.packs.insert(entry.id.clone(), entry);
+                    lock.save(&lock_path)?;
+                }
+            } else if std::fs::symlink_metadata(&target).is_err() && work.join(OLD).is_dir() {
+                // The previous version was moved aside and nothing took its place.
+                std::fs::rename(work.join(OLD), &target)
+                    .map_err(io("cannot put the previous version back"))?;
+            }
+        }
+        // The pack was moved out: its lock entry goes too.
+        Some(Journal::Remove { id }) if std::fs::symlink_metadata(packs.join(&id)).is_err() => {
+            let mut lock = LockFile::load(&lock_path)?;
+            if lock.packs.remove(&id).is_some() {
+                lock.save(&lock_path)?;
+            }
+        }
+        // Not moved yet: nothing changed.
+        Some(Journal::Remove { .. }) => {}
+    }
+    finish(&packs)?;
+    // Staging and set-aside folders of older versions of hcpx.
+    if let Ok(entries) = std::fs::read_dir(&packs) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".tmp-") || name.starts_with(".old-") {
+                remove_tree(&entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Recovers from an interrupted install or uninstall if one left its work folder;
+/// a single `stat` when none did. For callers that read the packs folder.
+pub fn recover_if_needed(home: &Path) -> Result<(), InstallError> {
+    if std::fs::symlink_metadata(home.join("packs").join(WORK)).is_err() {
+        return Ok(());
+    }
+    let _lock = state::Lock::acquire(home)?;
+    recover(home)
+}
+
+/// Starts a change: a fresh work folder holding its journal.
+fn begin(packs: &Path, journal: &Journal) -> Result<PathBuf, InstallError> {
+    let work = packs.join(WORK);
+    std::fs::create_dir(&work).map_err(io("cannot create the install work folder"))?;
+    let text = serde_json::to_vec(journal).unwrap_or_default();
+    state::write_atomic(&work.join(JOURNAL), &text, 0o600)?;
+    Ok(work)
+}
+
+/// Ends a change whose lock entry is written: the work folder goes, journal last
+/// (a crash halfway leaves a folder without a journal, which recovery just removes).
+fn finish(packs: &Path) -> Result<(), InstallError> {
+    let work = packs.join(WORK);
+    if std::fs::symlink_metadata(&work).is_err() {
+        return Ok(());
+    }
+    remove_tree(&work.join(NEW));
+    remove_tree(&work.join(OLD));
+    std::fs::remove_dir_all(&work).map_err(io("cannot remove the install work folder"))?;
+    sync_dir(packs);
+    Ok(())
+}
+
+#[cfg(test)]
+thread_local! {
+    static CRASH_AT: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+    /// Tests of the two-rename path that kernels without an exchange take.
+    static TWO_RENAMES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn may_exchange() -> bool {
+    #[cfg(test)]
+    if TWO_RENAMES.with(std::cell::Cell::get) {
+        return false;
+    }
+    true
+}
+
+/// Whether a test asked this thread's change to stop dead at `point`, as a crash
+/// would: nothing after it runs, no clean-up.
+fn crash(point: &'static str) -> Result<(), InstallError> {
+    #[cfg(test)]
+    if CRASH_AT.with(std::cell::Cell::get) == Some(point) {
+        return Err(InstallError::Crash(point));
+    }
+    let _ = point;
+    Ok(())
+}
+
+/// Exchanges two folders in one step; `Ok(false)` where the kernel cannot.
+fn exchange(a: &Path, b: &Path) -> Result<bool, InstallError> {
+    #[cfg(target_os = "linux")]
+    {
+        match rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            a,
+            rustix::fs::CWD,
+            b,
+            rustix::fs::RenameFlags::EXCHANGE,
+        ) {
+            Ok(()) => return Ok(true),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(errno) => {
+                return Err(InstallError::Io {
+                    what: "cannot put the pack in place".to_owned(),
+                    source: errno.into(),
+                });
+            }
+        }
+    }
+    let _ = (a, b);
+    Ok(false)
 }
 
 /// Places the pack under `$HCP_HOME/packs/<id>/` and records it, under the lock.
+/// A journal records the change; the pack is staged beside its place and swapped
+/// with the installed one in one step (where the kernel can); then the lock file is
+/// written and the work folder removed. A crash at any point leaves a state that
+/// the next install, uninstall or catalog read finishes or rolls back.
 pub fn place(
     home: &Path,
     files: &Files,
@@ -464,20 +654,32 @@ pub fn place(
     let _lock = state::Lock::acquire(home)?;
     let packs = home.join("packs");
     std::fs::create_dir_all(&packs).map_err(io("cannot create HCP_HOME/packs"))?;
+    recover(home)?;
     let lock_path = home.join("packs.lock.json");
     let mut lock = LockFile::load(&lock_path)?;
     let sum = integrity(files);
     let target = packs.join(&manifest.id);
+    // "Nothing changed" only when the lock and the files on disk both say so.
     if let Some(existing) = lock.packs.get(&manifest.id)
         && existing.version == manifest.version.to_string()
         && existing.integrity == sum
-        && target.is_dir()
+        && existing.source == source
+        && installed_integrity(&target).as_deref() == Some(sum.as_str())
     {
         return Ok(Outcome::Unchanged);
     }
-    let staged = unique(&packs, &format!("tmp-{}", manifest.id));
-    std::fs::create_dir(&staged).map_err(io("cannot stage the pack"))?;
+    let entry = Locked {
+        id: manifest.id.clone(),
+        version: manifest.version.to_string(),
+        source: source.to_owned(),
+        integrity: sum,
+        installed_at: now,
+    };
+    let work = begin(&packs, &Journal::Install { entry: entry.clone() })?;
+    crash("journaled")?;
+    let (staged, aside) = (work.join(NEW), work.join(OLD));
     let stage = || -> Result<(), InstallError> {
+        std::fs::create_dir(&staged).map_err(io("cannot stage the pack"))?;
         for (name, bytes) in files {
             let mode = if manifest.bin_file() == Some(name.as_str()) {
                 0o755
@@ -486,63 +688,63 @@ pub fn place(
             };
             state::write_atomic(&staged.join(name), bytes, mode)?;
         }
-        Ok(())
+        sync_dir(&staged);
+        crash("staged")?;
+        let exists = std::fs::symlink_metadata(&target).is_ok();
+        if exists && may_exchange() && exchange(&staged, &target)? {
+            return Ok(());
+        }
+        if exists {
+            std::fs::rename(&target, &aside).map_err(io("cannot move the previous version aside"))?;
+            crash("aside")?;
+        }
+        std::fs::rename(&staged, &target).map_err(io("cannot put the pack in place"))
     };
     if let Err(error) = stage() {
-        let _ = std::fs::remove_dir_all(&staged);
+        #[cfg(test)]
+        if matches!(error, InstallError::Crash(_)) {
+            return Err(error);
+        }
+        recover(home)?;
         return Err(error);
     }
+    sync_dir(&packs);
+    crash("swapped")?;
     let replaced = lock.packs.get(&manifest.id).map(|old| old.version.clone());
-    if target.exists() {
-        // Swap old and new in one step where the kernel can; else two renames.
-        let old = unique(&packs, &format!("old-{}", manifest.id));
-        std::fs::rename(&target, &old).map_err(io("cannot move the previous version aside"))?;
-        if let Err(source) = std::fs::rename(&staged, &target) {
-            let _ = std::fs::rename(&old, &target);
-            let _ = std::fs::remove_dir_all(&staged);
-            return Err(InstallError::Io {
-                what: "cannot put the pack in place".to_owned(),
-                source,
-            });
-        }
-        let _ = std::fs::remove_dir_all(&old);
-    } else {
-        std::fs::rename(&staged, &target).map_err(io("cannot put the pack in place"))?;
-    }
     lock.version = 1;
-    lock.packs.insert(
-        manifest.id.clone(),
-        Locked {
-            id: manifest.id.clone(),
-            version: manifest.version.to_string(),
-            source: source.to_owned(),
-            integrity: sum,
-            installed_at: now,
-        },
-    );
+    lock.packs.insert(manifest.id.clone(), entry);
     lock.save(&lock_path)?;
+    crash("locked")?;
+    finish(&packs)?;
     Ok(Outcome::Installed { replaced })
 }
 
-/// Removes an installed pack and its lock entry, under the lock.
+/// Removes an installed pack and its lock entry, under the lock, journaled as
+/// [`place`] is.
 pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
     if !crate::template::is_pack_id(id) {
         return Err(InstallError::Refused(format!("{id:?} is not a pack id")));
     }
     let _lock = state::Lock::acquire(home)?;
+    let packs = home.join("packs");
+    recover(home)?;
     let lock_path = home.join("packs.lock.json");
     let mut lock = LockFile::load(&lock_path)?;
-    let target = home.join("packs").join(id);
+    let target = packs.join(id);
     let existed = target.is_dir();
     if existed {
-        let gone = unique(&home.join("packs"), &format!("old-{id}"));
-        std::fs::rename(&target, &gone).map_err(io("cannot remove the pack"))?;
-        let _ = std::fs::remove_dir_all(&gone);
+        let work = begin(&packs, &Journal::Remove { id: id.to_owned() })?;
+        crash("journaled")?;
+        std::fs::rename(&target, work.join(OLD)).map_err(io("cannot remove the pack"))?;
+        sync_dir(&packs);
+        crash("moved")?;
     }
     let locked = lock.packs.remove(id).is_some();
     if locked {
         lock.save(&lock_path)?;
     }
+    crash("locked")?;
+    finish(&packs)?;
     Ok(existed || locked)
 }
 
@@ -823,5 +1025,79 @@ mod tests {
             read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap(),
             files("1.0.0")
         );
+    }
+
+    /// What the lock and the folder say about `demo` after recovery: the version
+    /// both agree on, or `None` when neither has it. Nothing may be left over.
+    fn agreed(home: &Path) -> Option<String> {
+        let _lock = state::Lock::acquire(home).unwrap();
+        recover(home).unwrap();
+        let packs = home.join("packs");
+        let left: Vec<_> = std::fs::read_dir(&packs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != "demo")
+            .collect();
+        assert_eq!(left, Vec::<String>::new());
+        let lock = LockFile::load(&home.join("packs.lock.json")).unwrap();
+        match (lock.packs.get("demo"), read_folder(&packs.join("demo")).ok()) {
+            (None, None) => None,
+            (Some(entry), Some(files)) => {
+                assert_eq!(entry.integrity, integrity(&files));
+                Some(validate(&files).unwrap().version.to_string())
+            }
+            (entry, files) => panic!("lock {entry:?}, files {files:?}"),
+        }
+    }
+
+    /// Every point where an install or uninstall can die, on both the one-step
+    /// swap and the two-rename path: recovery leaves the old state or the new one,
+    /// with the lock and the folder in agreement.
+    #[test]
+    fn a_crash_at_each_point_is_finished_or_rolled_back() {
+        let expected = [
+            // (point, two renames, what the crashed change was, state after recovery)
+            ("journaled", false, "install", Some("1.0.0")),
+            ("staged", false, "install", Some("1.0.0")),
+            ("swapped", false, "install", Some("2.0.0")),
+            ("locked", false, "install", Some("2.0.0")),
+            ("staged", true, "install", Some("1.0.0")),
+            ("aside", true, "install", Some("1.0.0")),
+            ("swapped", true, "install", Some("2.0.0")),
+            ("journaled", false, "remove", Some("1.0.0")),
+            ("moved", false, "remove", None),
+            ("locked", false, "remove", None),
+        ];
+        for (point, two, change, after) in expected {
+            let home = tempfile::tempdir().unwrap();
+            let v1 = files("1.0.0");
+            place(home.path(), &v1, &validate(&v1).unwrap(), "./demo", "t".into()).unwrap();
+            CRASH_AT.with(|at| at.set(Some(point)));
+            TWO_RENAMES.with(|t| t.set(two));
+            let v2 = files("2.0.0");
+            let error = if change == "install" {
+                place(home.path(), &v2, &validate(&v2).unwrap(), "./demo", "t".into()).unwrap_err()
+            } else {
+                remove(home.path(), "demo").unwrap_err()
+            };
+            CRASH_AT.with(|at| at.set(None));
+            TWO_RENAMES.with(|t| t.set(false));
+            assert!(
+                matches!(error, InstallError::Crash(p) if p == point),
+                "{point}: {error}"
+            );
+            assert!(
+                home.path().join("packs").join(WORK).is_dir(),
+                "{point}: the work folder is there"
+            );
+            assert_eq!(
+                agreed(home.path()).as_deref(),
+                after,
+                "{change} crashed at {point} (two renames: {two})"
+            );
+            // And the next install of 1.0.0 reports a change exactly when it is one.
+            let outcome = place(home.path(), &v1, &validate(&v1).unwrap(), "./demo", "t".into()).unwrap();
+            assert_eq!(outcome == Outcome::Unchanged, after == Some("1.0.0"), "{point}");
+        }
     }
 }

@@ -56,6 +56,7 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
 }
 
 async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
+    super::recover_installs(ctx);
     let catalog = match &ctx.catalog_cache {
         Some(cache) => cache.one(&ctx.packs_dir(), &request.pack),
         None => Catalog::load_one(&ctx.packs_dir(), &request.pack),

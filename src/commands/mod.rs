@@ -22,9 +22,20 @@ use crate::policy::Policies;
 /// The catalog (and its search index, built on first use): the server's cached
 /// one, or loaded now.
 pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::catalog::Indexed> {
+    recover_installs(ctx);
     match &ctx.catalog_cache {
         Some(cache) => cache.get(&ctx.packs_dir()),
         None => std::sync::Arc::new(crate::catalog::Indexed::build(&ctx.packs_dir())),
+    }
+}
+
+/// Finishes or rolls back an install or uninstall a crash interrupted, before the
+/// packs folder is read. One `stat` when there is none; a failure is logged and
+/// the call goes on (a pack whose lock entry disagrees with its files gets none of
+/// its bindings).
+pub(crate) fn recover_installs(ctx: &Context) {
+    if let Err(error) = crate::install::recover_if_needed(&ctx.home) {
+        tracing::warn!("an interrupted install could not be recovered: {error}");
     }
 }
 

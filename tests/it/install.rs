@@ -338,3 +338,108 @@ fn amplification_tarball_is_refused_within_bounded_memory() {
     assert!(peak_kib < 64 * 1024, "peak memory {peak_kib} KiB");
     assert!(!env.home().join("packs/probe").exists());
 }
+
+/// What the packs folder and the lock file say about the probe pack, after a
+/// command that reads the catalog (and so recovers an interrupted change) ran.
+fn agreed_state(env: &TestEnv) -> Option<String> {
+    let (code, envelope) = env.json(&["search", "probe"]);
+    assert_eq!(code, 0, "{envelope}");
+    let packs = env.home().join("packs");
+    let leftovers: Vec<String> = std::fs::read_dir(&packs)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with('.'))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        leftovers,
+        Vec::<String>::new(),
+        "temporaries or a journal left behind"
+    );
+    let locked = std::fs::read_to_string(env.home().join("packs.lock.json"))
+        .ok()
+        .map(|text| serde_json::from_str::<Value>(&text).unwrap()["packs"]["probe"].clone())
+        .filter(|entry| !entry.is_null());
+    let on_disk = hcpx::install::read_folder(&packs.join("probe")).ok();
+    match (locked, on_disk) {
+        (None, None) => None,
+        (Some(entry), Some(files)) => {
+            assert_eq!(
+                entry["integrity"],
+                json!(hcpx::install::integrity(&files)),
+                "lock and files differ"
+            );
+            let manifest: Value = serde_json::from_slice(&files["hcp.json"]).unwrap();
+            assert_eq!(entry["version"], manifest["version"]);
+            Some(manifest["version"].as_str().unwrap().to_owned())
+        }
+        (locked, on_disk) => panic!("lock {locked:?} but files {:?}", on_disk.map(|f| f.len())),
+    }
+}
+
+/// Installs and uninstalls killed (SIGKILL) at spread-out moments: after each, the
+/// next hcpx finishes or rolls back what was interrupted, the lock and the folder
+/// agree, nothing is left in packs/, and installing a version reports a change
+/// exactly when the files on disk were not that version.
+#[test]
+fn installs_killed_at_any_moment_leave_the_lock_and_folder_in_agreement() {
+    let env = TestEnv::new();
+    source(&env, "ver1", "1.0.0");
+    source(&env, "ver2", "2.0.0");
+    // A deterministic spread of kill moments over a whole install, calibrated on
+    // this machine: the slowest of four uninterrupted installs of a changed version.
+    let mut whole = 0;
+    for version in ["ver2", "ver1", "ver2", "ver1"] {
+        let started = std::time::Instant::now();
+        let (code, envelope) = env.json(&["install", version, "--yes"]);
+        assert_eq!(
+            (code, &envelope["data"]["changed"]),
+            (0, &json!(true)),
+            "{envelope}"
+        );
+        whole = whole.max(started.elapsed().as_micros() as u64);
+    }
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut moments = Vec::new();
+    for _ in 0..40 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        moments.push(seed % whole);
+    }
+    let mut interrupted = 0;
+    for (round, micros) in moments.into_iter().enumerate() {
+        let args: &[&str] = match round % 5 {
+            4 => &["uninstall", "probe", "--yes"],
+            n if n % 2 == 0 => &["install", "ver2", "--yes"],
+            _ => &["install", "ver1", "--yes"],
+        };
+        let mut child = env
+            .command(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(micros));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.code().is_none() {
+            interrupted += 1;
+        }
+        let before = agreed_state(&env);
+        let (code, envelope) = env.json(&["install", "ver1", "--yes"]);
+        assert_eq!(code, 0, "{envelope}");
+        assert_eq!(
+            envelope["data"]["changed"],
+            json!(before.as_deref() != Some("1.0.0")),
+            "round {round}: state before was {before:?}"
+        );
+        assert_eq!(agreed_state(&env).as_deref(), Some("1.0.0"));
+    }
+    assert!(
+        interrupted >= 10,
+        "only {interrupted} of 40 calls were killed before they ended"
+    );
+}
