@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::binding::Store;
+use crate::binding::{Identity, Resolved, Store};
 use crate::catalog::{Origin, Pack, check_bin_file};
 use crate::context::{Principal, env_vars};
 use crate::policy::{self, Policies};
@@ -124,6 +124,8 @@ pub struct Here<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub policies: &'a Policies,
     pub bindings: Result<&'a Store, &'a str>,
+    /// What a pack is now, to match against what its bindings were given to.
+    pub identity: &'a dyn Fn(&Pack) -> Identity,
     pub machine: &'a Machine,
     pub mode: Mode,
 }
@@ -163,23 +165,38 @@ pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         });
     }
     let id = &pack.manifest.id;
+    // Computed only when a binding is stored for the pack: it reads its files.
+    let current = match bindings {
+        Ok(store) if store.has_any(id) => Some((here.identity)(pack)),
+        _ => None,
+    };
     for (key, spec) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
-        let bound = match bindings {
-            Ok(store) => store.resolve(id, key, env).is_some(),
-            Err(_) => false,
+        let resolved = match (bindings, &current) {
+            (Ok(store), Some(current)) => Ok(store.resolve(id, key, env, current)),
+            (Ok(_), None) => Ok(Resolved::Unset),
+            (Err(error), _) => Err(error),
         };
-        if !bound {
-            let reason = match bindings {
-                Err(error) => error.to_owned(),
-                Ok(_) if spec.secret => format!("required credential {key} is not bound"),
-                Ok(_) => format!("required setting {key} is not bound"),
-            };
-            problems.push(Problem {
-                flag: Flag::Bound,
-                reason,
-                fix: format!("hcpx bind {id} {key}"),
-            });
-        }
+        let (reason, fix) = match (resolved, &current) {
+            (Ok(Resolved::Set(_)), _) => continue,
+            (Ok(Resolved::HeldBack { bound_for }), Some(current)) => (
+                Resolved::held_back_reason(bound_for.as_ref(), id, key, current),
+                format!("a person who trusts this {id}: hcpx bind {id} {key} --keep"),
+            ),
+            (Err(error), _) => (error.to_owned(), format!("hcpx bind {id} {key}")),
+            _ if spec.secret => (
+                format!("required credential {key} is not bound"),
+                format!("hcpx bind {id} {key}"),
+            ),
+            _ => (
+                format!("required setting {key} is not bound"),
+                format!("hcpx bind {id} {key}"),
+            ),
+        };
+        problems.push(Problem {
+            flag: Flag::Bound,
+            reason,
+            fix,
+        });
     }
     let commands = pack
         .manifest
@@ -236,6 +253,10 @@ mod tests {
             env: &env,
             policies: &policies,
             bindings: Ok(&store),
+            identity: &|pack| Identity {
+                source: format!("builtin:{}", pack.id()),
+                integrity: None,
+            },
             machine,
             mode,
         };

@@ -100,17 +100,26 @@ pub enum Command {
         yes: bool,
     },
     /// Store a credential for one pack: read from the terminal without echo, or from stdin (a person's command).
+    ///
+    /// A binding is tied to the pack it was given to: its source and the digest of its
+    /// files. If the pack with that id is later installed from elsewhere or changes,
+    /// the binding is held back until a person runs `hcpx bind PACK KEY --keep`.
     #[command(after_help = "Examples:\n  hcpx bind weather WEATHER_API_KEY\n  \
                             printf %s \"$KEY\" | hcpx bind weather WEATHER_API_KEY\n  \
-                            hcpx bind weather WEATHER_API_KEY --from-env MY_WEATHER_KEY")]
+                            hcpx bind weather WEATHER_API_KEY --from-env MY_WEATHER_KEY\n  \
+                            hcpx bind weather WEATHER_API_KEY --keep")]
     Bind {
         /// The pack id.
         pack: String,
         /// The binding's name, as the pack's manifest declares it.
         key: String,
         /// Store only the name of this environment variable; its value is read at each exec.
-        #[arg(long, value_name = "VAR")]
+        #[arg(long, value_name = "VAR", conflicts_with = "keep")]
         from_env: Option<String>,
+        /// Release a binding held back because the pack with this id changed (another
+        /// source or other files): it reaches the pack installed now, unchanged.
+        #[arg(long)]
+        keep: bool,
     },
     /// Remove one stored credential (a person's command).
     Unbind {

@@ -39,8 +39,18 @@ pub async fn dispatch(
             };
             commands::exec::run(ctx, request).await
         }
-        Command::Bind { pack, key, from_env } => {
-            commands::bind::bind(ctx, &pack, &key, from_env.as_deref(), argv)
+        Command::Bind {
+            pack,
+            key,
+            from_env,
+            keep,
+        } => {
+            let how = match (keep, from_env.as_deref()) {
+                (true, _) => commands::bind::How::Keep,
+                (false, Some(var)) => commands::bind::How::FromEnv(var),
+                (false, None) => commands::bind::How::Value,
+            };
+            commands::bind::bind(ctx, &pack, &key, how, argv)
         }
         Command::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
         Command::Bindings => commands::bind::list(ctx),

@@ -13,7 +13,8 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha512};
 
-use crate::catalog::{MANIFEST_FILE, SKILL_FILE, parse_pack};
+use crate::binding::Identity;
+use crate::catalog::{MANIFEST_FILE, Origin, Pack, SKILL_FILE, parse_pack};
 use crate::manifest::{Manifest, Problem};
 use crate::state;
 
@@ -446,7 +447,10 @@ impl LockFile {
 /// What an install did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Installed { replaced: Option<String> },
+    /// With the lock entry of the version it replaced, if one was recorded.
+    Installed {
+        previous: Option<Locked>,
+    },
     Unchanged,
 }
 
@@ -710,13 +714,60 @@ pub fn place(
     }
     sync_dir(&packs);
     crash("swapped")?;
-    let replaced = lock.packs.get(&manifest.id).map(|old| old.version.clone());
     lock.version = 1;
-    lock.packs.insert(manifest.id.clone(), entry);
+    let previous = lock.packs.insert(manifest.id.clone(), entry);
     lock.save(&lock_path)?;
     crash("locked")?;
     finish(&packs)?;
-    Ok(Outcome::Installed { replaced })
+    Ok(Outcome::Installed { previous })
+}
+
+/// What the pack with this id is now, for bindings: a built-in by its source; an
+/// installed pack by the source its lock entry records and the integrity of its
+/// files as they are on disk (what will run), so a pack changed by any means no
+/// longer matches what a credential was bound for.
+pub fn identity(home: &Path, pack: &Pack) -> Identity {
+    match &pack.origin {
+        Origin::Builtin { .. } => Identity {
+            source: format!("builtin:{}", pack.id()),
+            integrity: None,
+        },
+        Origin::Installed { dir } => {
+            let source = LockFile::load(&home.join("packs.lock.json"))
+                .ok()
+                .and_then(|lock| lock.packs.get(pack.id()).map(|entry| entry.source.clone()))
+                .unwrap_or_else(|| format!("unrecorded:{}", dir.display()));
+            Identity {
+                source,
+                integrity: Some(installed_integrity(dir).unwrap_or_else(|| "unreadable".to_owned())),
+            }
+        }
+    }
+}
+
+/// The identity a lock entry records.
+pub fn locked_identity(entry: &Locked) -> Identity {
+    Identity {
+        source: entry.source.clone(),
+        integrity: Some(entry.integrity.clone()),
+    }
+}
+
+/// Whether two sources are the same place, so that a person's update from one to
+/// the other may keep the pack's bindings: the same npm package name, the same
+/// folder, or the same built-in id.
+pub fn same_place(a: &str, b: &str) -> bool {
+    fn origin(source: &str) -> &str {
+        match source.strip_prefix("npm:") {
+            // `npm:NAME@VERSION`; a scoped NAME starts with `@`.
+            Some(spec) => match spec.get(1..).and_then(|rest| rest.rfind('@')) {
+                Some(at) => &source[..4 + 1 + at],
+                None => source,
+            },
+            None => source,
+        }
+    }
+    origin(a) == origin(b)
 }
 
 /// Removes an installed pack and its lock entry, under the lock, journaled as
@@ -775,7 +826,7 @@ mod tests {
         let manifest = validate(&v1).unwrap();
         assert_eq!(
             place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
-            Outcome::Installed { replaced: None }
+            Outcome::Installed { previous: None }
         );
         assert_eq!(
             place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
@@ -783,12 +834,14 @@ mod tests {
         );
         let v2 = files("2.0.0");
         let manifest = validate(&v2).unwrap();
-        assert_eq!(
-            place(home.path(), &v2, &manifest, "./demo", "t".into()).unwrap(),
-            Outcome::Installed {
-                replaced: Some("1.0.0".into())
-            }
-        );
+        let Outcome::Installed {
+            previous: Some(previous),
+        } = place(home.path(), &v2, &manifest, "./demo", "t".into()).unwrap()
+        else {
+            panic!("2.0.0 replaces 1.0.0")
+        };
+        assert_eq!(previous.version, "1.0.0");
+        assert_eq!(previous.integrity, integrity(&v1));
         let lock = LockFile::load(&home.path().join("packs.lock.json")).unwrap();
         assert_eq!(lock.packs["demo"].version, "2.0.0");
         assert!(lock.packs["demo"].integrity.starts_with("sha512-"));
@@ -1099,5 +1152,17 @@ mod tests {
             let outcome = place(home.path(), &v1, &validate(&v1).unwrap(), "./demo", "t".into()).unwrap();
             assert_eq!(outcome == Outcome::Unchanged, after == Some("1.0.0"), "{point}");
         }
+    }
+
+    #[test]
+    fn same_place_is_the_npm_name_the_folder_or_the_builtin() {
+        assert!(same_place("npm:rt@1.0.0", "npm:rt@2.0.0"));
+        assert!(same_place("npm:@acme/rt@1.0.0", "npm:@acme/rt@2.0.0"));
+        assert!(!same_place("npm:@acme/rt@1.0.0", "npm:@evil/rt@1.0.0"));
+        assert!(!same_place("npm:rt@1.0.0", "npm:rtx@1.0.0"));
+        assert!(!same_place("npm:rt@1.0.0", "/home/me/rt"));
+        assert!(same_place("/home/me/rt", "/home/me/rt"));
+        assert!(!same_place("/home/me/rt", "/tmp/rt"));
+        assert!(same_place("builtin:git", "builtin:git"));
     }
 }

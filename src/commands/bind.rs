@@ -5,9 +5,10 @@ use serde_json::json;
 
 use super::{find_pack, load_catalog, refuse_agents, to_json};
 use crate::Reply;
-use crate::binding::{Bound, Secret, Store};
+use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::install;
 use crate::state;
 
 fn state_failure(error: &impl std::fmt::Display) -> Failure {
@@ -20,7 +21,7 @@ fn state_failure(error: &impl std::fmt::Display) -> Failure {
 
 /// Loads, changes and writes the store under the lock. An unparsable store is
 /// never overwritten.
-fn update(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, Failure> {
+pub(crate) fn update(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, Failure> {
     let _lock = state::Lock::acquire(&ctx.home).map_err(|error| state_failure(&error))?;
     let path = ctx.bindings_path();
     let mut store = Store::load(&path).map_err(|error| state_failure(&error))?;
@@ -43,7 +44,7 @@ pub fn bind(
     ctx: &Context,
     pack_id: &str,
     key: &str,
-    from_env: Option<&str>,
+    how: How<'_>,
     argv: &[String],
 ) -> Result<Reply, Failure> {
     refuse_agents(ctx)?;
@@ -67,6 +68,12 @@ pub fn bind(
         };
         return Err(Failure::new(Reason::UnknownParam, message).next(format!("hcpx skill {pack_id}")));
     }
+    let identity = install::identity(&ctx.home, pack);
+    let from_env = match how {
+        How::Keep => return keep(ctx, pack_id, key, identity, argv),
+        How::FromEnv(var) => Some(var),
+        How::Value => None,
+    };
     let bound = match from_env {
         Some(var) if is_env_name(var) => Bound::FromEnv(var.to_owned()),
         Some(_) => {
@@ -101,17 +108,84 @@ pub fn bind(
         Bound::Value(_) => "(the value is stored in HCP_HOME/bindings.json, mode 0600)".to_owned(),
     };
     update(ctx, |store| {
-        store
-            .packs
-            .entry(pack_id.to_owned())
-            .or_default()
-            .insert(key.to_owned(), bound);
+        store.packs.entry(pack_id.to_owned()).or_default().insert(
+            key.to_owned(),
+            Binding {
+                bound,
+                pack: Some(identity),
+            },
+        );
         true
     })?;
     let warning = super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now());
     Ok(Reply {
         text: format!("bound {pack_id} {key} {how}\n"),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
+        warnings: warning,
+        run: None,
+    })
+}
+
+/// How `bind` gets what it stores.
+#[derive(Debug, Clone, Copy)]
+pub enum How<'a> {
+    /// A value read from the terminal or stdin.
+    Value,
+    /// The name of an environment variable.
+    FromEnv(&'a str),
+    /// Nothing new: the stored binding is confirmed for the pack installed now.
+    Keep,
+}
+
+/// `bind PACK KEY --keep`: a person confirms that a binding held back (given to
+/// another pack with this id) may reach the pack installed now.
+fn keep(
+    ctx: &Context,
+    pack_id: &str,
+    key: &str,
+    identity: Identity,
+    argv: &[String],
+) -> Result<Reply, Failure> {
+    let mut before = None;
+    update(ctx, |store| {
+        match store.packs.get_mut(pack_id).and_then(|keys| keys.get_mut(key)) {
+            Some(binding) if binding.pack.as_ref() != Some(&identity) => {
+                before = Some(binding.pack.replace(identity.clone()));
+                true
+            }
+            Some(_) => {
+                before = Some(Some(identity.clone()));
+                false
+            }
+            None => false,
+        }
+    })?;
+    let Some(before) = before else {
+        return Err(Failure::new(
+            Reason::Unbound,
+            format!("nothing to keep: {pack_id} {key} is not bound"),
+        )
+        .next(format!("hcpx bind {pack_id} {key}")));
+    };
+    let changed = before.as_ref() != Some(&identity);
+    let warning = if changed {
+        super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now())
+    } else {
+        String::new()
+    };
+    let text = if changed {
+        let was = before.map_or_else(|| "an unrecorded pack".to_owned(), |before| before.to_string());
+        format!(
+            "kept {pack_id} {key} for the {pack_id} installed now, from {identity} (it was given to {was})\n"
+        )
+    } else {
+        format!("{pack_id} {key} is already bound for the {pack_id} installed now; nothing changed\n")
+    };
+    Ok(Reply {
+        text,
+        data: Some(
+            json!({ "pack": pack_id, "key": key, "kept": true, "changed": changed, "for": to_json(&identity) }),
+        ),
         warnings: warning,
         run: None,
     })
@@ -162,6 +236,30 @@ struct Row {
     /// `value`, `env` or null; never the value itself.
     source: Option<&'static str>,
     variable: Option<String>,
+    /// Why the binding is held back from the pack installed now (it was given to
+    /// another pack with this id), or null.
+    held_back: Option<String>,
+}
+
+impl Row {
+    fn new(pack: &str, key: &str, stored: Option<&Binding>) -> Self {
+        Self {
+            pack: pack.to_owned(),
+            key: key.to_owned(),
+            declared: false,
+            required: false,
+            set: stored.is_some(),
+            source: stored.map(|binding| match binding.bound {
+                Bound::Value(_) => "value",
+                Bound::FromEnv(_) => "env",
+            }),
+            variable: match stored.map(|binding| &binding.bound) {
+                Some(Bound::FromEnv(var)) => Some(var.clone()),
+                _ => None,
+            },
+            held_back: None,
+        }
+    }
 }
 
 pub fn list(ctx: &Context) -> Result<Reply, Failure> {
@@ -176,47 +274,30 @@ pub fn list(ctx: &Context) -> Result<Reply, Failure> {
     })?;
     let mut rows = Vec::new();
     for pack in &catalog.packs {
+        let id = pack.id();
+        let current = store.has_any(id).then(|| install::identity(&ctx.home, pack));
         for (key, spec) in &pack.manifest.bindings {
-            let stored = store.packs.get(pack.id()).and_then(|keys| keys.get(key));
-            rows.push(Row {
-                pack: pack.id().to_owned(),
-                key: key.clone(),
-                declared: true,
-                required: spec.required,
-                set: store.resolve(pack.id(), key, &ctx.env).is_some(),
-                source: stored.map(|bound| {
-                    if matches!(bound, Bound::Value(_)) {
-                        "value"
-                    } else {
-                        "env"
+            let mut row = Row::new(id, key, store.get(id, key));
+            row.declared = true;
+            row.required = spec.required;
+            row.set = false;
+            if let Some(current) = &current {
+                match store.resolve(id, key, &ctx.env, current) {
+                    Resolved::Set(_) => row.set = true,
+                    Resolved::Unset => {}
+                    Resolved::HeldBack { bound_for } => {
+                        row.held_back =
+                            Some(Resolved::held_back_reason(bound_for.as_ref(), id, key, current));
                     }
-                }),
-                variable: match stored {
-                    Some(Bound::FromEnv(var)) => Some(var.clone()),
-                    _ => None,
-                },
-            });
+                }
+            }
+            rows.push(row);
         }
     }
     for (pack, keys) in &store.packs {
-        for (key, bound) in keys {
+        for (key, binding) in keys {
             if !rows.iter().any(|row| &row.pack == pack && &row.key == key) {
-                rows.push(Row {
-                    pack: pack.clone(),
-                    key: key.clone(),
-                    declared: false,
-                    required: false,
-                    set: true,
-                    source: Some(if matches!(bound, Bound::Value(_)) {
-                        "value"
-                    } else {
-                        "env"
-                    }),
-                    variable: match bound {
-                        Bound::FromEnv(var) => Some(var.clone()),
-                        Bound::Value(_) => None,
-                    },
-                });
+                rows.push(Row::new(pack, key, Some(binding)));
             }
         }
     }
@@ -225,12 +306,16 @@ pub fn list(ctx: &Context) -> Result<Reply, Failure> {
         text.push_str("No pack declares a binding, and none is stored.\n");
     }
     for row in &rows {
-        let state = match (row.set, row.source, &row.variable) {
-            (true, _, Some(var)) => format!("set (from ${var})"),
-            (false, _, Some(var)) => format!("NOT set (${var} is empty or unset)"),
-            (true, _, None) => "set".to_owned(),
-            (false, _, None) if row.required => "NOT set (required)".to_owned(),
-            (false, _, None) => "not set".to_owned(),
+        let state = match (row.set, &row.held_back, &row.variable) {
+            (_, Some(why), _) => format!(
+                "HELD BACK ({why}); a person who trusts this pack runs: hcpx bind {} {} --keep",
+                row.pack, row.key
+            ),
+            (true, None, Some(var)) => format!("set (from ${var})"),
+            (false, None, Some(var)) => format!("NOT set (${var} is empty or unset)"),
+            (true, None, None) => "set".to_owned(),
+            (false, None, None) if row.required => "NOT set (required)".to_owned(),
+            (false, None, None) => "not set".to_owned(),
         };
         let note = if row.declared {
             ""

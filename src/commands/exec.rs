@@ -13,10 +13,11 @@ use serde_json::{Value, json};
 use super::{find_pack, load_policies, to_json};
 use crate::Reply;
 use crate::audit;
-use crate::binding::{Secret, Store};
+use crate::binding::{Resolved, Secret, Store};
 use crate::catalog::{Catalog, Origin, Pack, ProgramError};
 use crate::context::{Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
+use crate::install;
 use crate::invocation::{self, InvocationError};
 use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS, ScalarType};
 use crate::output::{PlanText, RunInfo, StreamTruncation, Truncation};
@@ -341,39 +342,48 @@ async fn decide(
 /// shown in step 2 hides them.
 struct Bindings {
     found: Vec<(String, Secret)>,
+    /// Keys bound for another pack with this id: (key, why), for a person to release.
+    held_back: Vec<(String, String)>,
     /// Why the store cannot be used, when the pack has bindings and it cannot.
     unusable: Option<String>,
 }
 
 fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
     let manifest = &pack.manifest;
+    let mut bindings = Bindings {
+        found: Vec::new(),
+        held_back: Vec::new(),
+        unusable: None,
+    };
     if manifest.bindings.is_empty() {
-        return Bindings {
-            found: Vec::new(),
-            unusable: None,
-        };
+        return bindings;
     }
-    match Store::load(&ctx.bindings_path()) {
-        Ok(store) => Bindings {
-            found: manifest
-                .bindings
-                .iter()
-                .filter_map(|(key, _)| {
-                    store
-                        .resolve(&manifest.id, key, &ctx.env)
-                        .map(|secret| (key.clone(), secret))
-                })
-                .collect(),
-            unusable: None,
-        },
-        Err(error) => Bindings {
-            found: Vec::new(),
-            unusable: Some(error.to_string()),
-        },
+    let store = match Store::load(&ctx.bindings_path()) {
+        Ok(store) => store,
+        Err(error) => {
+            bindings.unusable = Some(error.to_string());
+            return bindings;
+        }
+    };
+    if !store.has_any(&manifest.id) {
+        return bindings;
     }
+    let current = install::identity(&ctx.home, pack);
+    for (key, _) in &manifest.bindings {
+        match store.resolve(&manifest.id, key, &ctx.env, &current) {
+            Resolved::Set(secret) => bindings.found.push((key.clone(), secret)),
+            Resolved::Unset => {}
+            Resolved::HeldBack { bound_for } => bindings.held_back.push((
+                key.clone(),
+                Resolved::held_back_reason(bound_for.as_ref(), &manifest.id, key, &current),
+            )),
+        }
+    }
+    bindings
 }
 
-/// Step 3: the pack's bindings, every required one present.
+/// Step 3: the pack's bindings, every required one present and bound for this
+/// very pack.
 fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secret)>, Failure> {
     if let Some(error) = bindings.unusable {
         return Err(Failure::new(
@@ -384,6 +394,13 @@ fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secret)>, Failur
     }
     let id = &pack.manifest.id;
     for (key, _) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
+        if let Some((_, why)) = bindings.held_back.iter().find(|(held, _)| held == key) {
+            return Err(Failure::new(Reason::Unbound, why.clone())
+                .data(json!({ "heldBack": [key] }))
+                .next(format!(
+                    "a person who trusts this {id} runs: hcpx bind {id} {key} --keep   (or binds a new value: hcpx bind {id} {key})"
+                )));
+        }
         if !bindings.found.iter().any(|(found, _)| found == key) {
             return Err(Failure::new(
                 Reason::Unbound,

@@ -10,8 +10,9 @@ use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
 use crate::availability::resolve_program;
+use crate::binding::{Identity, Store};
 use crate::catalog::builtin_files;
-use crate::context::{Context, env_vars};
+use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, Outcome};
 use crate::runtime;
@@ -209,19 +210,47 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
     let manifest = install::validate(&files).map_err(failure)?;
     let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now()).map_err(failure)?;
     let (id, version) = (&manifest.id, manifest.version.to_string());
-    let (text, changed) = match &outcome {
+    let sum = install::integrity(&files);
+    let (mut text, changed) = match &outcome {
         Outcome::Unchanged => (
             format!("{id} {version} is already installed; nothing changed\n"),
             false,
         ),
-        Outcome::Installed { replaced: Some(old) } => (
-            format!("installed {id} {version} (replacing {old}) from {recorded}\n"),
+        Outcome::Installed { previous: Some(old) } => (
+            format!(
+                "installed {id} {version} (replacing {}) from {recorded}\n",
+                old.version
+            ),
             true,
         ),
-        Outcome::Installed { replaced: None } => {
+        Outcome::Installed { previous: None } => {
             (format!("installed {id} {version} from {recorded}\n"), true)
         }
     };
+    let now = Identity {
+        source: recorded.clone(),
+        integrity: Some(sum.clone()),
+    };
+    let (kept, held_back) = match &outcome {
+        Outcome::Installed { previous } => follow_bindings(ctx, id, previous.as_ref(), &now),
+        Outcome::Unchanged => Ok((Vec::new(), Vec::new())),
+    }
+    .unwrap_or_else(|error| {
+        text.push_str(&format!("warning: {error}\n"));
+        (Vec::new(), Vec::new())
+    });
+    if !kept.is_empty() {
+        text.push_str(&format!(
+            "kept its bindings {} (a person's update from the same place)\n",
+            kept.join(", ")
+        ));
+    }
+    if !held_back.is_empty() {
+        text.push_str(&format!(
+            "held back its bindings {}: they were given to another {id}; a person who trusts this one runs: hcpx bind {id} KEY --keep\n",
+            held_back.join(", ")
+        ));
+    }
     let warning = super::record(
         ctx,
         argv,
@@ -230,16 +259,67 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
         if changed { "installed" } else { "unchanged" },
         started,
     );
+    let replaced = match &outcome {
+        Outcome::Installed { previous } => previous.as_ref().map(|old| old.version.clone()),
+        Outcome::Unchanged => None,
+    };
     Ok(Reply {
         text: format!("{text}next: hcpx skill {id}\n"),
         data: Some(json!({
             "id": id, "version": version, "source": recorded, "changed": changed,
-            "replaced": match outcome { Outcome::Installed { replaced } => replaced, Outcome::Unchanged => None },
-            "integrity": install::integrity(&files),
+            "replaced": replaced, "integrity": sum,
+            "bindings": { "kept": kept, "heldBack": held_back },
         })),
         warnings: warning,
         run: None,
     })
+}
+
+/// After an install: a person's update from the same place (the same npm package,
+/// folder or built-in) keeps the bindings given to the version it replaces; any
+/// other install (an agent's, or from elsewhere) carries nothing over, and the
+/// pack's bindings stay held back until a person confirms them. Returns the keys
+/// kept and the keys held back.
+fn follow_bindings(
+    ctx: &Context,
+    id: &str,
+    previous: Option<&install::Locked>,
+    now: &Identity,
+) -> Result<(Vec<String>, Vec<String>), Failure> {
+    if !Store::load(&ctx.bindings_path()).is_ok_and(|store| store.has_any(id)) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let before = match previous {
+        Some(entry) => Some(install::locked_identity(entry)),
+        // The first install over a built-in of that id replaces the built-in.
+        None => builtin_files(id).map(|_| Identity {
+            source: format!("builtin:{id}"),
+            integrity: None,
+        }),
+    };
+    let person = ctx.principal == Principal::Terminal;
+    let mut kept = Vec::new();
+    let mut held_back = Vec::new();
+    super::bind::update(ctx, |store| {
+        if let Some(before) = &before
+            && person
+            && install::same_place(&before.source, &now.source)
+        {
+            kept = store.carry_over(id, before, now);
+        }
+        held_back = store
+            .packs
+            .get(id)
+            .map(|keys| {
+                keys.iter()
+                    .filter(|(_, binding)| binding.pack.as_ref() != Some(now))
+                    .map(|(key, _)| key.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        !kept.is_empty()
+    })?;
+    Ok((kept, held_back))
 }
 
 pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {

@@ -103,6 +103,7 @@ pub(crate) fn flags(
             env: &ctx.env,
             policies,
             bindings: bindings.as_ref().map_err(String::as_str),
+            identity: &|pack| crate::install::identity(&ctx.home, pack),
             machine,
             mode: ctx.sandbox_mode,
         },

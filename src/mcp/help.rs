@@ -73,7 +73,9 @@ pub(super) fn markdown(read_only: bool) -> String {
          - The policy decides: `allow` runs; `confirm` needs `confirm: true` (or the host asks the user); \
          `confirm-human` only the user can give, through the host; `deny` never runs.\n\
          - Credentials are bound by the user with `hcpx bind` at a terminal; you never see them. An `unbound` \
-         refusal means asking the user to bind.\n\
+         refusal means asking the user to bind. A credential is tied to the pack it was bound for: installing \
+         another pack under that id (or an update you install) holds it back until the user runs \
+         `hcpx bind PACK KEY --keep`.\n\
          - Long output shows its head and tail; page the rest with `[\"output\", ID, \"--offset\", \"N\"]` \
          or read `hcp://output/ID`.\n\n\
          ## Commands\n\n",
@@ -109,7 +111,7 @@ mod tests {
         }
         assert!(help.contains("-- KEY=VALUE..."), "{help}");
         assert!(
-            help.contains("`bind PACK KEY [--from-env VAR]`: Store a credential"),
+            help.contains("`bind PACK KEY [--from-env VAR] [--keep]`: Store a credential"),
             "{help}"
         );
         assert!(help.contains("`search [QUERY...] [--limit LIMIT]`"), "{help}");

@@ -207,10 +207,8 @@ fn availability_reports_each_false_flag_with_a_fix() {
 fn bound_flag_follows_the_binding_store() {
     let env = TestEnv::new().env("MY_KEY", "value-from-env");
     env.install_fixture("locked", "locked");
-    env.write(
-        "home/bindings.json",
-        r#"{"version":1,"packs":{"locked":{"LOCKED_KEY":{"fromEnv":"MY_KEY"}}}}"#,
-    );
+    let (code, envelope) = env.json(&["bind", "locked", "LOCKED_KEY", "--from-env", "MY_KEY"]);
+    assert_eq!(code, 0, "{envelope}");
     let (_, envelope) = env.json(&["availability", "locked"]);
     assert_eq!(envelope["data"]["bound"], json!(true));
     env.write("home/bindings.json", "{ not json");

@@ -12,6 +12,7 @@
 mod common;
 
 mod adopt;
+mod bindings;
 mod builtins;
 mod catalog;
 mod exec;
