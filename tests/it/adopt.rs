@@ -79,7 +79,7 @@ const CASES: [(&str, &str, &str, &str); 11] = [
 fn entry_of(host: &str, text: &str) -> Value {
     if host == "codex" {
         let doc: toml_edit::DocumentMut = text.parse().unwrap();
-        let table = doc["mcp_servers"]["hcpx"].as_table().unwrap();
+        let table = doc["mcp_servers"]["hcp"].as_table().unwrap();
         return json!({
             "command": table["command"].as_str().unwrap(),
             "args": table["args"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(),
@@ -93,7 +93,7 @@ fn entry_of(host: &str, text: &str) -> Value {
         "opencode" => &root["mcp"],
         _ => &root["mcpServers"],
     };
-    servers[if host == "mcp" { "hcp" } else { "hcpx" }].clone()
+    servers["hcp"].clone()
 }
 
 #[test]
