@@ -159,6 +159,9 @@ pub enum Command {
         /// For a shell agent: install the hcpx skill, an instructions block and HCP_AGENT=1 instead.
         #[arg(long)]
         native: bool,
+        /// Replace an entry under hcpx's key that hcpx did not write (--remove puts it back).
+        #[arg(long)]
+        force: bool,
         /// Confirm the write (the default policy asks).
         #[arg(long)]
         yes: bool,

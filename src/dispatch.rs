@@ -50,6 +50,7 @@ pub async fn dispatch(
             remove,
             scope,
             native,
+            force,
             yes,
         } => {
             let request = commands::adopt::Request {
@@ -58,6 +59,7 @@ pub async fn dispatch(
                 remove,
                 scope: scope.as_deref(),
                 native,
+                force,
                 yes,
             };
             commands::adopt::run(ctx, &request, argv).await
