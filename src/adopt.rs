@@ -687,6 +687,11 @@ pub fn plan(
     };
     let new = edit(change.format, text, change.path, change.key, Some(value))?;
     let before = digest(text.as_bytes());
+    if old.is_none() {
+        // The file is gone: what adopt noted about it no longer holds, and a new
+        // file holds nothing of a person's.
+        record.files.remove(file);
+    }
     let file_record = record.files.entry(file.to_owned()).or_insert_with(|| FileRecord {
         original: Some(match old {
             None => Original::Absent,
@@ -936,6 +941,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(removed.new, None, "deleted");
+        // Deleted by a person and made again: adopt made it, again.
+        let again = plan(
+            &made.record,
+            "/f",
+            None,
+            None,
+            &key_edit(&servers, Some(&ours), false),
+        )
+        .unwrap();
+        assert_eq!(again.record, made.record);
         // A second key in the file was changed by a person: only the entry goes.
         let edited = text.replacen('{', "{\"theme\": \"dark\",", 1);
         let removed = plan(
