@@ -142,7 +142,9 @@ pub enum Command {
         after_help = "Hosts: mcp (.hcp/mcp.json), claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, \
                             gemini, opencode, copilot-cli.\n\nExamples:\n  hcpx adopt cursor            (show the diff)\n  \
                             hcpx adopt cursor --write --yes\n  hcpx adopt codex --remove --write --yes\n\n\
-                            Comments, order and every other setting are kept; the old file stays as NAME.bak."
+                            Comments, order and every other setting are kept; the file before the first adopt \
+                            stays as NAME.bak. An entry hcpx did not write is replaced only with --force, and \
+                            --remove puts it back."
     )]
     Adopt {
         /// The host: mcp, claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, gemini, opencode, copilot-cli.
