@@ -1,8 +1,16 @@
-//! `adopt` (SPEC §9): the host data files under `adopt/` (embedded), where each host
-//! keeps its configuration, and in-place edits of those files. JSON and JSONC go
-//! through a concrete syntax tree and TOML through `toml_edit`, so comments, order,
-//! trailing commas and every other setting stay as they were; only hcpx's own entry
-//! is added, changed or removed.
+//! `adopt`: the host data files under `adopt/` (embedded), where each host keeps its
+//! configuration, and in-place edits of those files. JSON and JSONC go through a
+//! concrete syntax tree and TOML through `toml_edit`, so comments, order, trailing
+//! commas and every other setting stay as they were; only hcpx's own entry is added,
+//! changed or removed.
+//!
+//! hcpx's entry is recognised by [`record`]: adopt notes in `$HCP_HOME/adopted.json`
+//! what it wrote under which key of which file, and what was there before. [`plan`]
+//! never replaces an entry adopt did not write unless forced, and undoing puts back
+//! what was there: the file's old bytes (from `NAME.bak`) when nothing but adopt
+//! changed it, else the previous entry under the key.
+
+pub mod record;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,6 +73,22 @@ pub enum AdoptError {
     Unparsable(String),
     #[error("{0}")]
     Shape(String),
+    /// The key holds an entry that adopt did not write, and replacing it was not forced.
+    #[error("`{key}` holds an entry that hcpx did not write")]
+    Foreign { key: String, entry: Found },
+    #[error("{path} cannot be read: {why}")]
+    Record { path: PathBuf, why: String },
+    #[error("{0} is a link that never ends in a file")]
+    LinkLoop(PathBuf),
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+}
+
+/// An entry as a host file holds it: its value, and its text as written there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub value: Value,
+    pub text: String,
 }
 
 /// Every host hcpx knows, by id.
@@ -171,8 +195,14 @@ fn to_input(value: &Value) -> CstInputValue {
 
 /// Sets (`Some`) or removes (`None`) `key` under `path` in JSON or JSONC text.
 /// Containers on the path are created when needed, and dropped again when a
-/// removal leaves them empty.
-fn edit_json(text: &str, path: &[String], key: &str, value: Option<&Value>) -> Result<String, AdoptError> {
+/// removal leaves them empty, except the first `keep` (they were there before).
+fn edit_json(
+    text: &str,
+    path: &[String],
+    key: &str,
+    value: Option<&Value>,
+    keep: usize,
+) -> Result<String, AdoptError> {
     let source = if text.trim().is_empty() { "{}\n" } else { text };
     let root = CstRootNode::parse(source, &jsonc_parser::ParseOptions::default())
         .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
@@ -214,7 +244,8 @@ fn edit_json(text: &str, path: &[String], key: &str, value: Option<&Value>) -> R
             prop.remove();
             // Drop the containers the entry left empty, innermost first.
             for (depth, segment) in path.iter().enumerate().rev() {
-                if chain[depth + 1].properties().is_empty()
+                if depth >= keep
+                    && chain[depth + 1].properties().is_empty()
                     && let Some(prop) = chain[depth].get(segment)
                 {
                     prop.remove();
@@ -230,7 +261,10 @@ fn edit_json(text: &str, path: &[String], key: &str, value: Option<&Value>) -> R
 fn toml_value(value: &Value) -> Option<toml_edit::Value> {
     Some(match value {
         Value::Bool(flag) => toml_edit::Value::from(*flag),
-        Value::Number(number) => toml_edit::Value::from(number.as_i64()?),
+        Value::Number(number) => match number.as_i64() {
+            Some(integer) => toml_edit::Value::from(integer),
+            None => toml_edit::Value::from(number.as_f64()?),
+        },
         Value::String(text) => toml_edit::Value::from(text.as_str()),
         Value::Array(items) => toml_edit::Value::Array(items.iter().filter_map(toml_value).collect()),
         Value::Object(map) => {
@@ -245,24 +279,32 @@ fn toml_value(value: &Value) -> Option<toml_edit::Value> {
 }
 
 /// Removes `key` under `path`; the tables on the path that this removal leaves
-/// empty go too (adopt made them). Returns whether the key was there.
-fn remove_toml(table: &mut toml_edit::Table, path: &[String], key: &str) -> bool {
+/// empty go too (adopt made them), except the first `keep`. Returns whether the key
+/// was there.
+fn remove_toml(table: &mut toml_edit::Table, path: &[String], key: &str, keep: usize) -> bool {
     let Some((head, rest)) = path.split_first() else {
         return table.remove(key).is_some();
     };
     let Some(child) = table.get_mut(head).and_then(toml_edit::Item::as_table_mut) else {
         return false;
     };
-    let removed = remove_toml(child, rest, key);
-    let prune = removed && child.is_empty();
+    let removed = remove_toml(child, rest, key, keep.saturating_sub(1));
+    let prune = removed && keep == 0 && child.is_empty();
     if prune {
         table.remove(head);
     }
     removed
 }
 
-/// Sets or removes `[path.key]` in TOML text.
-fn edit_toml(text: &str, path: &[String], key: &str, value: Option<&Value>) -> Result<String, AdoptError> {
+/// Sets or removes `[path.key]` in TOML text; a removal keeps the first `keep`
+/// tables of the path.
+fn edit_toml(
+    text: &str,
+    path: &[String],
+    key: &str,
+    value: Option<&Value>,
+    keep: usize,
+) -> Result<String, AdoptError> {
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
@@ -319,7 +361,7 @@ fn edit_toml(text: &str, path: &[String], key: &str, value: Option<&Value>) -> R
             table.insert(key, toml_edit::Item::Table(entry));
         }
         None => {
-            if !remove_toml(doc.as_table_mut(), path, key) {
+            if !remove_toml(doc.as_table_mut(), path, key, keep) {
                 return Ok(text.to_owned());
             }
         }
@@ -335,10 +377,350 @@ pub fn edit(
     key: &str,
     value: Option<&Value>,
 ) -> Result<String, AdoptError> {
+    edit_keeping(format, text, path, key, value, 0)
+}
+
+/// [`edit`], where a removal keeps the first `keep` containers of the path even
+/// when they are left empty.
+fn edit_keeping(
+    format: Format,
+    text: &str,
+    path: &[String],
+    key: &str,
+    value: Option<&Value>,
+    keep: usize,
+) -> Result<String, AdoptError> {
     match format {
-        Format::Json | Format::Jsonc => edit_json(text, path, key, value),
-        Format::Toml => edit_toml(text, path, key, value),
+        Format::Json | Format::Jsonc => edit_json(text, path, key, value, keep),
+        Format::Toml => edit_toml(text, path, key, value, keep),
     }
+}
+
+/// How many containers of `path`, from the top, the file already has.
+fn containers(format: Format, text: &str, path: &[String]) -> Result<usize, AdoptError> {
+    match format {
+        Format::Json | Format::Jsonc => {
+            if text.trim().is_empty() {
+                return Ok(0);
+            }
+            let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
+                .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+            let mut object = root.object_value();
+            let mut depth = 0;
+            for segment in path {
+                object = object.and_then(|object| object.object_value(segment));
+                if object.is_none() {
+                    break;
+                }
+                depth += 1;
+            }
+            Ok(depth)
+        }
+        Format::Toml => {
+            let doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+            let mut table: Option<&dyn toml_edit::TableLike> = Some(doc.as_table());
+            let mut depth = 0;
+            for segment in path {
+                table = table
+                    .and_then(|table| table.get(segment))
+                    .and_then(toml_edit::Item::as_table_like);
+                if table.is_none() {
+                    break;
+                }
+                depth += 1;
+            }
+            Ok(depth)
+        }
+    }
+}
+
+/// The entry under `key` in `path`, when the file has one.
+pub fn find(format: Format, text: &str, path: &[String], key: &str) -> Result<Option<Found>, AdoptError> {
+    match format {
+        Format::Json | Format::Jsonc => find_json(text, path, key),
+        Format::Toml => find_toml(text, path, key),
+    }
+}
+
+fn find_json(text: &str, path: &[String], key: &str) -> Result<Option<Found>, AdoptError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
+        .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+    let Some(mut object) = root.object_value() else {
+        return Ok(None);
+    };
+    for segment in path {
+        let Some(next) = object.object_value(segment) else {
+            return Ok(None);
+        };
+        object = next;
+    }
+    Ok(object.get(key).and_then(|prop| prop.value()).map(|node| Found {
+        value: node.to_serde_value().unwrap_or(Value::Null),
+        text: node.to_string(),
+    }))
+}
+
+fn find_toml(text: &str, path: &[String], key: &str) -> Result<Option<Found>, AdoptError> {
+    let doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    for segment in path {
+        let Some(next) = table.get(segment).and_then(toml_edit::Item::as_table_like) else {
+            return Ok(None);
+        };
+        table = next;
+    }
+    let Some(item) = table.get(key).filter(|item| !item.is_none()) else {
+        return Ok(None);
+    };
+    // The entry's text: the entry alone in a document, under its tables' names.
+    let mut alone = toml_edit::DocumentMut::new();
+    let mut parent = alone.as_table_mut();
+    for segment in path {
+        let mut implicit = toml_edit::Table::new();
+        implicit.set_implicit(true);
+        parent.insert(segment, toml_edit::Item::Table(implicit));
+        let Some(next) = parent.get_mut(segment).and_then(toml_edit::Item::as_table_mut) else {
+            return Ok(None);
+        };
+        parent = next;
+    }
+    let mut shown = item.clone();
+    if let Some(shown_table) = shown.as_table_mut() {
+        shown_table.decor_mut().clear();
+    }
+    parent.insert(key, shown);
+    Ok(Some(Found {
+        value: toml_json(item),
+        text: alone.to_string(),
+    }))
+}
+
+/// A TOML item as a JSON value (dates as their text).
+fn toml_json(item: &toml_edit::Item) -> Value {
+    fn value(item: &toml_edit::Value) -> Value {
+        match item {
+            toml_edit::Value::String(text) => Value::String(text.value().clone()),
+            toml_edit::Value::Integer(integer) => Value::from(*integer.value()),
+            toml_edit::Value::Float(float) => {
+                serde_json::Number::from_f64(*float.value()).map_or(Value::Null, Value::Number)
+            }
+            toml_edit::Value::Boolean(flag) => Value::Bool(*flag.value()),
+            toml_edit::Value::Datetime(date) => Value::String(date.value().to_string()),
+            toml_edit::Value::Array(items) => Value::Array(items.iter().map(value).collect()),
+            toml_edit::Value::InlineTable(table) => Value::Object(
+                table
+                    .iter()
+                    .map(|(key, item)| (key.to_owned(), value(item)))
+                    .collect(),
+            ),
+        }
+    }
+    fn table(table: &toml_edit::Table) -> Value {
+        Value::Object(
+            table
+                .iter()
+                .map(|(key, item)| (key.to_owned(), toml_json(item)))
+                .collect(),
+        )
+    }
+    match item {
+        toml_edit::Item::None => Value::Null,
+        toml_edit::Item::Value(item) => value(item),
+        toml_edit::Item::Table(item) => table(item),
+        toml_edit::Item::ArrayOfTables(tables) => Value::Array(tables.iter().map(table).collect()),
+    }
+}
+
+/// Where the bytes of a host file are: links followed to their end, which may not
+/// exist yet. The folder is made canonical when it exists, so that one file has one
+/// name in the record.
+pub fn resolve(path: &Path) -> Result<PathBuf, AdoptError> {
+    /// As many links as Linux follows before ELOOP.
+    const MAX_LINKS: usize = 40;
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let Ok(target) = std::fs::read_link(&current) else {
+            let canonical = current
+                .parent()
+                .and_then(|dir| dir.canonicalize().ok())
+                .zip(current.file_name())
+                .map(|(dir, name)| dir.join(name));
+            return Ok(canonical.unwrap_or(current));
+        };
+        current = match current.parent() {
+            Some(dir) => dir.join(target),
+            None => target,
+        };
+    }
+    Err(AdoptError::LinkLoop(path.to_path_buf()))
+}
+
+/// Whether a file is there and must not be written: its owner has no write
+/// permission (which root would ignore), or this process may not write it.
+pub fn read_only(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o200 == 0
+            || rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_err()
+    }
+    #[cfg(not(unix))]
+    {
+        meta.permissions().readonly()
+    }
+}
+
+/// One key adopt sets or takes out in one file.
+pub struct KeyEdit<'a> {
+    pub format: Format,
+    pub path: &'a [String],
+    pub key: &'a str,
+    /// The entry to write; `None` takes adopt's entry out.
+    pub value: Option<&'a Value>,
+    /// Replace an entry adopt did not write.
+    pub force: bool,
+}
+
+/// What a [`KeyEdit`] does to a file and to the record.
+#[derive(Debug, PartialEq)]
+pub struct Plan {
+    /// The file's new text; `None` deletes it (adopt created it, and nothing else
+    /// changed it since).
+    pub new: Option<String>,
+    /// The record once the edit is written.
+    pub record: record::Record,
+    /// `--remove` found an entry under the key that adopt did not write, and left it.
+    pub kept_foreign: bool,
+}
+
+/// Plans `change` on `file` (its record name, links followed), whose text is `old`
+/// (`None`: no file yet); `backup` is the text of its `NAME.bak`, when there is one.
+pub fn plan(
+    recorded: &record::Record,
+    file: &str,
+    old: Option<&str>,
+    backup: Option<&str>,
+    change: &KeyEdit<'_>,
+) -> Result<Plan, AdoptError> {
+    use record::{EntryRecord, FileRecord, Original, Previous, digest};
+    let text = old.unwrap_or("");
+    let found = find(change.format, text, change.path, change.key)?;
+    let own = recorded
+        .entry(file, change.path, change.key)
+        .filter(|entry| found.as_ref().is_some_and(|found| found.value == entry.wrote));
+    let unchanged = |kept_foreign| Plan {
+        new: Some(text.to_owned()),
+        record: recorded.clone(),
+        kept_foreign,
+    };
+    let mut record = recorded.clone();
+    let Some(value) = change.value else {
+        // Take out adopt's own entry only, putting back what was there before.
+        let Some(own) = own else {
+            return Ok(unchanged(found.is_some()));
+        };
+        let previous = own.previous.as_ref().map(|previous| &previous.value);
+        let mut new = Some(edit_keeping(
+            change.format,
+            text,
+            change.path,
+            change.key,
+            previous,
+            own.path_existed,
+        )?);
+        if let Some(file_record) = record.files.get_mut(file) {
+            file_record
+                .entries
+                .retain(|entry| !(entry.path == change.path && entry.key == change.key));
+            let only_adopt = digest(text.as_bytes()) == file_record.after;
+            if file_record.entries.is_empty() {
+                match (only_adopt, &file_record.original) {
+                    (true, Some(Original::Absent)) => new = None,
+                    (true, Some(Original::Sha256(sum)))
+                        if backup.is_some_and(|backup| digest(backup.as_bytes()) == *sum) =>
+                    {
+                        new = backup.map(str::to_owned);
+                    }
+                    _ => {}
+                }
+                record.files.remove(file);
+            } else {
+                if !only_adopt {
+                    file_record.original = None;
+                }
+                file_record.after = digest(new.as_deref().unwrap_or_default().as_bytes());
+            }
+        }
+        return Ok(Plan {
+            new,
+            record,
+            kept_foreign: false,
+        });
+    };
+    if found.as_ref().is_some_and(|found| found.value == *value) {
+        return Ok(unchanged(false));
+    }
+    let path_existed = match own {
+        Some(own) => own.path_existed,
+        None => containers(change.format, text, change.path)?,
+    };
+    let previous = match (own, found) {
+        (Some(own), _) => own.previous.clone(),
+        (None, Some(found)) if change.force => Some(Previous { value: found.value }),
+        (None, Some(found)) => {
+            return Err(AdoptError::Foreign {
+                key: change.key.to_owned(),
+                entry: found,
+            });
+        }
+        (None, None) => None,
+    };
+    let new = edit(change.format, text, change.path, change.key, Some(value))?;
+    let before = digest(text.as_bytes());
+    if old.is_none() {
+        // The file is gone: what adopt noted about it no longer holds, and a new
+        // file holds nothing of a person's.
+        record.files.remove(file);
+    }
+    let file_record = record.files.entry(file.to_owned()).or_insert_with(|| FileRecord {
+        original: Some(match old {
+            None => Original::Absent,
+            Some(_) => Original::Sha256(before.clone()),
+        }),
+        after: before.clone(),
+        entries: Vec::new(),
+    });
+    if file_record.after != before {
+        // Someone else changed the file since adopt wrote it: its old bytes can no
+        // longer simply come back.
+        file_record.original = None;
+    }
+    file_record.after = digest(new.as_bytes());
+    file_record
+        .entries
+        .retain(|entry| !(entry.path == change.path && entry.key == change.key));
+    file_record.entries.push(EntryRecord {
+        path: change.path.to_vec(),
+        key: change.key.to_owned(),
+        wrote: value.clone(),
+        previous,
+        path_existed,
+    });
+    Ok(Plan {
+        new: Some(new),
+        record,
+        kept_foreign: false,
+    })
 }
 
 /// The marks around hcpx's block in an instructions file.
@@ -392,6 +774,211 @@ mod tests {
 
     fn path(segments: &[&str]) -> Vec<String> {
         segments.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn ours() -> Value {
+        json!({ "command": "hcpx", "args": ["mcp"] })
+    }
+
+    fn key_edit<'a>(servers: &'a [String], value: Option<&'a Value>, force: bool) -> KeyEdit<'a> {
+        KeyEdit {
+            format: Format::Json,
+            path: servers,
+            key: "hcp",
+            value,
+            force,
+        }
+    }
+
+    #[test]
+    fn plan_refuses_a_foreign_entry_and_forcing_records_it() {
+        use record::{EntryRecord, FileRecord, Original, Previous, Record, digest};
+        let servers = path(&["mcpServers"]);
+        let ours = ours();
+        let original = "{\"mcpServers\": {\"hcp\": {\"command\": \"old\"}}}\n";
+        let refused = plan(
+            &Record::default(),
+            "/f",
+            Some(original),
+            None,
+            &key_edit(&servers, Some(&ours), false),
+        );
+        let Err(AdoptError::Foreign { key, entry }) = refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(key, "hcp");
+        assert_eq!(
+            entry,
+            Found {
+                value: json!({ "command": "old" }),
+                text: "{\"command\": \"old\"}".to_owned()
+            }
+        );
+        let forced = plan(
+            &Record::default(),
+            "/f",
+            Some(original),
+            None,
+            &key_edit(&servers, Some(&ours), true),
+        )
+        .unwrap();
+        let new = forced.new.clone().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&new).unwrap(),
+            json!({ "mcpServers": { "hcp": ours } })
+        );
+        let mut expected = Record::default();
+        expected.files.insert(
+            "/f".to_owned(),
+            FileRecord {
+                original: Some(Original::Sha256(digest(original.as_bytes()))),
+                after: digest(new.as_bytes()),
+                entries: vec![EntryRecord {
+                    path: servers.clone(),
+                    key: "hcp".to_owned(),
+                    wrote: ours.clone(),
+                    previous: Some(Previous {
+                        value: json!({ "command": "old" }),
+                    }),
+                    path_existed: 1,
+                }],
+            },
+        );
+        assert_eq!(
+            forced,
+            Plan {
+                new: Some(new.clone()),
+                record: expected.clone(),
+                kept_foreign: false
+            }
+        );
+        // Adopt's own now: writing it again changes nothing.
+        assert_eq!(
+            plan(
+                &expected,
+                "/f",
+                Some(&new),
+                None,
+                &key_edit(&servers, Some(&ours), false)
+            )
+            .unwrap(),
+            Plan {
+                new: Some(new.clone()),
+                record: expected.clone(),
+                kept_foreign: false
+            }
+        );
+        // Removing with the backup intact gives the old bytes back.
+        assert_eq!(
+            plan(
+                &expected,
+                "/f",
+                Some(&new),
+                Some(original),
+                &key_edit(&servers, None, false)
+            )
+            .unwrap(),
+            Plan {
+                new: Some(original.to_owned()),
+                record: Record::default(),
+                kept_foreign: false
+            }
+        );
+        // Without it (or with another), the previous entry goes back under the key.
+        let restored = plan(
+            &expected,
+            "/f",
+            Some(&new),
+            Some("{}"),
+            &key_edit(&servers, None, false),
+        )
+        .unwrap();
+        assert_eq!(
+            restored.new.as_deref(),
+            Some("{\"mcpServers\": {\"hcp\": {\n      \"command\": \"old\"\n    }}}\n")
+        );
+        assert_eq!(restored.record, Record::default());
+        // The person's entry is not adopt's: removing again leaves it and says so.
+        let text = restored.new.unwrap_or_default();
+        assert_eq!(
+            plan(
+                &Record::default(),
+                "/f",
+                Some(&text),
+                None,
+                &key_edit(&servers, None, false)
+            )
+            .unwrap(),
+            Plan {
+                new: Some(text.clone()),
+                record: Record::default(),
+                kept_foreign: true
+            }
+        );
+    }
+
+    #[test]
+    fn plan_deletes_a_file_adopt_made_unless_someone_else_changed_it() {
+        use record::{Original, Record};
+        let servers = path(&["mcpServers"]);
+        let ours = ours();
+        let made = plan(
+            &Record::default(),
+            "/f",
+            None,
+            None,
+            &key_edit(&servers, Some(&ours), false),
+        )
+        .unwrap();
+        assert_eq!(made.record.files["/f"].original, Some(Original::Absent));
+        let text = made.new.unwrap_or_default();
+        let removed = plan(
+            &made.record,
+            "/f",
+            Some(&text),
+            None,
+            &key_edit(&servers, None, false),
+        )
+        .unwrap();
+        assert_eq!(removed.new, None, "deleted");
+        // Deleted by a person and made again: adopt made it, again.
+        let again = plan(
+            &made.record,
+            "/f",
+            None,
+            None,
+            &key_edit(&servers, Some(&ours), false),
+        )
+        .unwrap();
+        assert_eq!(again.record, made.record);
+        // A second key in the file was changed by a person: only the entry goes.
+        let edited = text.replacen('{', "{\"theme\": \"dark\",", 1);
+        let removed = plan(
+            &made.record,
+            "/f",
+            Some(&edited),
+            None,
+            &key_edit(&servers, None, false),
+        )
+        .unwrap();
+        assert_eq!(removed.new.as_deref(), Some("{\"theme\": \"dark\"\n}\n"));
+        assert_eq!(removed.record, Record::default());
+    }
+
+    #[test]
+    fn find_shows_toml_entries_as_the_file_has_them() {
+        let text = "model = \"o4\"\n\n# mine\n[mcp_servers.hcp]\ncommand = \"old\" # keep\nargs = [1, 2.5]\n";
+        assert_eq!(
+            find(Format::Toml, text, &path(&["mcp_servers"]), "hcp").unwrap(),
+            Some(Found {
+                value: json!({ "command": "old", "args": [1, 2.5] }),
+                text: "[mcp_servers.hcp]\ncommand = \"old\" # keep\nargs = [1, 2.5]\n".to_owned(),
+            })
+        );
+        assert_eq!(
+            find(Format::Toml, text, &path(&["mcp_servers"]), "other").unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -151,7 +151,9 @@ pub enum Command {
         after_help = "Hosts: mcp (.hcp/mcp.json), claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, \
                             gemini, opencode, copilot-cli.\n\nExamples:\n  hcpx adopt cursor            (show the diff)\n  \
                             hcpx adopt cursor --write --yes\n  hcpx adopt codex --remove --write --yes\n\n\
-                            Comments, order and every other setting are kept; the old file stays as NAME.bak."
+                            Comments, order and every other setting are kept; the file before the first adopt \
+                            stays as NAME.bak. An entry hcpx did not write is replaced only with --force, and \
+                            --remove puts it back."
     )]
     Adopt {
         /// The host: mcp, claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, gemini, opencode, copilot-cli.
@@ -168,6 +170,9 @@ pub enum Command {
         /// For a shell agent: install the hcpx skill, an instructions block and HCP_AGENT=1 instead.
         #[arg(long)]
         native: bool,
+        /// Replace an entry under hcpx's key that hcpx did not write (--remove puts it back).
+        #[arg(long)]
+        force: bool,
         /// Confirm the write (the default policy asks).
         #[arg(long)]
         yes: bool,

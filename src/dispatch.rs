@@ -60,6 +60,7 @@ pub async fn dispatch(
             remove,
             scope,
             native,
+            force,
             yes,
         } => {
             let request = commands::adopt::Request {
@@ -68,6 +69,7 @@ pub async fn dispatch(
                 remove,
                 scope: scope.as_deref(),
                 native,
+                force,
                 yes,
             };
             commands::adopt::run(ctx, &request, argv).await

@@ -1,15 +1,21 @@
-//! `hcpx adopt HOST [--write] [--remove] [--scope project|user] [--yes]`: plugs hcpx
-//! into a host's configuration (SPEC §9). Without `--write` it shows the file and a
-//! diff; with it, it edits in place, keeps the old file as `NAME.bak` and writes
-//! atomically. `--write` is a write command of the pseudo-pack `hcp` (`hcp.adopt`).
+//! `hcpx adopt HOST [--write] [--remove] [--force] [--scope project|user] [--yes]`:
+//! plugs hcpx into a host's configuration. Without `--write` it shows the file and a
+//! diff; with it, it edits in place (at a link's target), keeps the file before the
+//! first adopt as `NAME.bak`, writes atomically and notes what it wrote in
+//! `$HCP_HOME/adopted.json` (see [`crate::adopt::record`]). An entry it did not write
+//! is replaced only with `--force`; `--remove` takes out only its own and puts back
+//! what was there; a read-only file is refused. `--write` is a write command of the
+//! pseudo-pack `hcp` (`hcp.adopt`).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Asked, confirm, to_json};
 use crate::Reply;
-use crate::adopt::{self, AdoptError, Host};
+use crate::adopt::record::Record;
+use crate::adopt::{self, AdoptError, Found, Host, KeyEdit};
 use crate::availability::resolve_program;
 use crate::context::{Context, env_vars};
 use crate::error::{Failure, Reason};
@@ -22,6 +28,8 @@ pub struct Request<'a> {
     pub remove: bool,
     pub scope: Option<&'a str>,
     pub native: bool,
+    /// Replace an entry adopt did not write.
+    pub force: bool,
     pub yes: bool,
 }
 
@@ -57,15 +65,43 @@ Run command-line tools through `hcpx` when a pack exists for the job: `hcpx sear
 `hcpx skill PACK`, then `hcpx exec PACK COMMAND -- KEY=VALUE`. Confirmation and credentials are the \
 user's to give: on `needs_confirmation` or `unbound`, ask the user; never work around a refusal.";
 
+/// The key an older hcpx wrote its entry under; adopt leaves such an entry alone
+/// and points it out.
+const LEGACY_KEY: &str = "hcpx";
+
 /// One file adopt would change.
+#[derive(Debug, PartialEq)]
 struct Change {
-    path: std::path::PathBuf,
+    /// The file as the host reads it.
+    path: PathBuf,
+    /// Where its bytes are: `path` with links followed.
+    target: PathBuf,
     old: String,
-    new: String,
+    /// `None` deletes the file.
+    new: Option<String>,
     existed: bool,
 }
 
-fn read(path: &std::path::Path) -> Result<(String, bool), Failure> {
+impl Change {
+    fn changed(&self) -> bool {
+        match &self.new {
+            None => self.existed,
+            Some(new) => *new != self.old,
+        }
+    }
+}
+
+/// Everything one run would do.
+struct Planned {
+    changes: Vec<Change>,
+    /// The adopt record as it is, and once the changes are written.
+    recorded: Record,
+    record: Record,
+    /// Lines for a person; also `data.warnings`.
+    warnings: Vec<String>,
+}
+
+fn read(path: &Path) -> Result<(String, bool), Failure> {
     if !path.exists() {
         return Ok((String::new(), false));
     }
@@ -79,9 +115,22 @@ fn read(path: &std::path::Path) -> Result<(String, bool), Failure> {
         })
 }
 
-fn edit_failure(path: &std::path::Path, host: &str, error: AdoptError) -> Failure {
+/// `NAME.bak` next to the file as the host reads it.
+fn backup_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{name}.bak"))
+}
+
+fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
     let why = match error {
+        AdoptError::Foreign { key, entry } => return foreign_failure(path, request, &key, &entry),
         AdoptError::Unparsable(why) | AdoptError::Shape(why) => why,
+        other => {
+            return Failure::new(Reason::InvalidArguments, other.to_string());
+        }
     };
     Failure::new(
         Reason::InvalidArguments,
@@ -91,19 +140,105 @@ fn edit_failure(path: &std::path::Path, host: &str, error: AdoptError) -> Failur
         ),
     )
     .next(format!(
-        "fix {} by hand, then run hcpx adopt {host} again",
-        path.display()
+        "fix {} by hand, then run hcpx adopt {} again",
+        path.display(),
+        request.host
+    ))
+}
+
+/// The refusal to replace an entry adopt did not write: the entry as the file has
+/// it, and the two ways on.
+fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found) -> Failure {
+    let mut details = vec![format!("`{key}` now:")];
+    details.extend(entry.text.lines().map(|line| format!("  {line}")));
+    Failure::new(
+        Reason::InvalidArguments,
+        format!(
+            "{} has a `{key}` entry that hcpx did not write; nothing was written. \
+             Replace it with --force (--remove puts it back), or rename or remove that entry",
+            path.display()
+        ),
+    )
+    .details(details)
+    .data(json!({ "path": path, "key": key, "entry": entry.text }))
+    .next(format!(
+        "hcpx adopt {}{}{} --write --force",
+        request.host,
+        if request.native { " --native" } else { "" },
+        request
+            .scope
+            .map(|scope| format!(" --scope {scope}"))
+            .unwrap_or_default(),
     ))
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
-fn pick(paths: &BTreeMap<String, String>, scope: &str, ctx: &Context) -> Option<std::path::PathBuf> {
+fn pick(paths: &BTreeMap<String, String>, scope: &str, ctx: &Context) -> Option<PathBuf> {
     let path = paths.get(scope).or_else(|| paths.values().next())?;
     adopt::expand(path, &ctx.env, &ctx.cwd)
 }
 
+/// One key of a configuration file (the server entry, `HCP_AGENT`), planned against
+/// the record: an entry adopt did not write is replaced only with `--force`, and
+/// `--remove` takes out only adopt's own.
+struct Keyed<'a> {
+    path: PathBuf,
+    format: adopt::Format,
+    servers_path: &'a [String],
+    key: &'a str,
+    value: &'a Value,
+}
+
+fn keyed_change(
+    request: &Request<'_>,
+    keyed: Keyed<'_>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+) -> Result<Change, Failure> {
+    let path = keyed.path;
+    let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
+    let (old, existed) = read(&target)?;
+    let backup = std::fs::read_to_string(backup_path(&path)).ok();
+    let planned = adopt::plan(
+        record,
+        &target.display().to_string(),
+        existed.then_some(old.as_str()),
+        backup.as_deref(),
+        &KeyEdit {
+            format: keyed.format,
+            path: keyed.servers_path,
+            key: keyed.key,
+            value: (!request.remove).then_some(keyed.value),
+            force: request.force,
+        },
+    )
+    .map_err(|error| edit_failure(&path, request, error))?;
+    if planned.kept_foreign {
+        warnings.push(format!(
+            "{}: the `{}` entry there was not written by hcpx, so --remove leaves it",
+            path.display(),
+            keyed.key
+        ));
+    }
+    *record = planned.record;
+    Ok(Change {
+        path,
+        target,
+        old,
+        new: planned.new,
+        existed,
+    })
+}
+
 /// The MCP server entry in the host's configuration.
-fn mcp_change(ctx: &Context, host: &Host, scope: &str, remove: bool) -> Result<Change, Failure> {
+fn mcp_change(
+    ctx: &Context,
+    host: &Host,
+    scope: &str,
+    request: &Request<'_>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+) -> Result<Change, Failure> {
     let Some(paths) = host.scopes.get(scope) else {
         let scopes: Vec<&str> = host.scopes.keys().map(String::as_str).collect();
         return Err(Failure::new(
@@ -125,25 +260,39 @@ fn mcp_change(ctx: &Context, host: &Host, scope: &str, remove: bool) -> Result<C
         .var(env_vars::HCP_HOME)
         .map(|_| [(env_vars::HCP_HOME.to_owned(), ctx.home.display().to_string())].into());
     let entry = adopt::entry(host, &launcher(ctx), env.as_ref());
-    let (old, existed) = read(&path)?;
-    let new = adopt::edit(
-        host.format,
-        &old,
-        &host.servers_path,
-        &host.key,
-        (!remove).then_some(&entry),
-    )
-    .map_err(|error| edit_failure(&path, &host.host, error))?;
-    Ok(Change {
-        path,
-        old,
-        new,
-        existed,
-    })
+    let change = keyed_change(
+        request,
+        Keyed {
+            path,
+            format: host.format,
+            servers_path: &host.servers_path,
+            key: &host.key,
+            value: &entry,
+        },
+        record,
+        warnings,
+    )?;
+    let legacy = adopt::find(host.format, &change.old, &host.servers_path, LEGACY_KEY);
+    if host.key != LEGACY_KEY && matches!(legacy, Ok(Some(_))) {
+        warnings.push(format!(
+            "{}: it also has an `{LEGACY_KEY}` entry, from an older hcpx; hcpx now uses `{}` and \
+             leaves that one alone: remove it by hand when nothing needs it",
+            change.path.display(),
+            host.key
+        ));
+    }
+    Ok(change)
 }
 
 /// What `--native` changes: the skill, the instructions block, `HCP_AGENT=1`.
-fn native_changes(ctx: &Context, host: &Host, scope: &str, remove: bool) -> Result<Vec<Change>, Failure> {
+fn native_changes(
+    ctx: &Context,
+    host: &Host,
+    scope: &str,
+    request: &Request<'_>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Change>, Failure> {
     let Some(native) = &host.native else {
         let agents: Vec<String> = adopt::hosts()
             .into_values()
@@ -159,86 +308,119 @@ fn native_changes(ctx: &Context, host: &Host, scope: &str, remove: bool) -> Resu
             ),
         ));
     };
+    let remove = request.remove;
     let mut changes = Vec::new();
     if let Some(dir) = pick(&native.skills, scope, ctx) {
         let path = dir.join("hcpx").join("SKILL.md");
-        let (old, existed) = read(&path)?;
-        let new = if remove {
-            String::new()
-        } else {
-            HCPX_SKILL.to_owned()
-        };
+        let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
+        let (old, existed) = read(&target)?;
+        let new = (!remove).then(|| HCPX_SKILL.to_owned());
         changes.push(Change {
             path,
+            target,
             old,
             new,
             existed,
         });
     }
     if let Some(path) = pick(&native.instructions, scope, ctx) {
-        let (old, existed) = read(&path)?;
+        let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
+        let (old, existed) = read(&target)?;
         let new = adopt::edit_block(&old, (!remove).then_some(INSTRUCTIONS));
         changes.push(Change {
             path,
+            target,
             old,
-            new,
+            new: Some(new),
             existed,
         });
     }
     if let Some(agent_env) = &native.agent_env
         && let Some(path) = pick(&agent_env.path, scope, ctx)
     {
-        let (old, existed) = read(&path)?;
-        let value = serde_json::Value::String("1".to_owned());
-        let new = adopt::edit(
-            agent_env.format,
-            &old,
-            &agent_env.env_path,
-            "HCP_AGENT",
-            (!remove).then_some(&value),
-        )
-        .map_err(|error| edit_failure(&path, &host.host, error))?;
-        changes.push(Change {
-            path,
-            old,
-            new,
-            existed,
-        });
+        let value = Value::String("1".to_owned());
+        changes.push(keyed_change(
+            request,
+            Keyed {
+                path,
+                format: agent_env.format,
+                servers_path: &agent_env.env_path,
+                key: "HCP_AGENT",
+                value: &value,
+            },
+            record,
+            warnings,
+        )?);
     }
     Ok(changes)
 }
 
+/// Reads the record and every file, and plans the run.
+fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
+    let recorded = Record::load(&ctx.home).map_err(|error| {
+        Failure::new(Reason::InvalidArguments, error.to_string())
+            .next(format!("fix or move it, then run hcpx adopt {} again", host.host))
+    })?;
+    let mut record = recorded.clone();
+    let mut warnings = Vec::new();
+    let changes = if request.native {
+        native_changes(ctx, host, scope, request, &mut record, &mut warnings)?
+    } else {
+        vec![mcp_change(ctx, host, scope, request, &mut record, &mut warnings)?]
+    };
+    Ok(Planned {
+        changes,
+        recorded,
+        record,
+        warnings,
+    })
+}
+
+fn state_failure(error: impl std::fmt::Display) -> Failure {
+    Failure::new(Reason::InvalidArguments, error.to_string())
+}
+
 pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
     // Writing a host's configuration can take HCP_AGENT=1 out of it: an agent would
-    // change how it is recognised (SPEC §4).
+    // change how it is recognised.
     if request.write || request.remove || request.native {
         super::refuse_agents(ctx)?;
     }
     let host = find_host(request.host)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
-    let changes = if request.native {
-        native_changes(ctx, &host, scope, request.remove)?
-    } else {
-        vec![mcp_change(ctx, &host, scope, request.remove)?]
-    };
-    let changed: Vec<&Change> = changes.iter().filter(|change| change.new != change.old).collect();
+    let planned = plan(ctx, &host, scope, request)?;
+    let changed: Vec<&Change> = planned.changes.iter().filter(|change| change.changed()).collect();
     let diffs: Vec<String> = changed
         .iter()
-        .map(|change| adopt::diff(&change.path, &change.old, &change.new))
+        .map(|change| {
+            adopt::diff(
+                &change.path,
+                &change.old,
+                change.new.as_deref().unwrap_or_default(),
+            )
+        })
         .collect();
-    let files: Vec<serde_json::Value> = changes
+    let files: Vec<Value> = planned
+        .changes
         .iter()
-        .map(|change| json!({ "path": change.path, "changed": change.new != change.old }))
+        .map(|change| json!({ "path": change.path, "changed": change.changed() }))
+        .collect();
+    let warnings: String = planned
+        .warnings
+        .iter()
+        .map(|warning| format!("warning: {warning}\n"))
         .collect();
     let mut data = json!({
         "host": host.host, "scope": scope, "native": request.native, "files": files,
         "changed": !changed.is_empty(), "written": false, "backups": [], "diff": diffs.concat(),
+        "warnings": planned.warnings,
     });
     if !request.write {
         let flags = format!(
-            "{}{}",
+            "{}{}{}",
             if request.native { " --native" } else { "" },
-            if request.remove { " --remove" } else { "" }
+            if request.remove { " --remove" } else { "" },
+            if request.force { " --force" } else { "" }
         );
         let text = if changed.is_empty() {
             format!("{}: nothing to change\n", host.name)
@@ -253,25 +435,55 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         return Ok(Reply {
             text,
             data: Some(data),
+            warnings,
             ..Reply::default()
         });
     }
     // Writing is `hcp.adopt`, through the policy like install.
     let evaluation = super::pseudo_evaluation(ctx, "adopt");
-    let plan = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
+    let plan_data = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
     let asked = Asked {
         what: format!("Change {} file(s) for {}?", changed.len(), host.name),
         yes: request.yes,
         retry: format!("hcpx adopt {} --write --yes", host.host),
         by_hand: format!("hcpx adopt {} --write", host.host),
     };
-    confirm(ctx, &asked, &evaluation, &plan).await?;
+    confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
         return Ok(Reply {
             text: format!("{}: already up to date; nothing written\n", host.name),
             data: Some(data),
+            warnings,
             ..Reply::default()
         });
+    }
+    // Under the lock, from what the files and the record are now: a prompt can take
+    // long, and what was confirmed must still be what is written.
+    let _lock = state::Lock::acquire(&ctx.home).map_err(state_failure)?;
+    let again = plan(ctx, &host, scope, request)?;
+    if again.changes != planned.changes {
+        return Err(Failure::new(
+            Reason::InvalidArguments,
+            "a file changed while hcpx was asking; nothing was written",
+        )
+        .next(format!("hcpx adopt {} --write", host.host)));
+    }
+    for change in &changed {
+        if change.existed && adopt::read_only(&change.target) {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "{} is read-only, so hcpx leaves it as it is; nothing was written. \
+                     Make it writable, then run adopt again",
+                    change.target.display()
+                ),
+            )
+            .next(format!("chmod u+w {}", change.target.display())));
+        }
+    }
+    // The record first: an entry adopt wrote is always one it knows.
+    if again.record != again.recorded {
+        again.record.save(&ctx.home).map_err(state_failure)?;
     }
     let mut backups = Vec::new();
     let mut lines = String::new();
@@ -282,33 +494,29 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
                 format!("cannot write {}: {error}", change.path.display()),
             )
         };
-        let mode = file_mode(&change.path);
-        if change.existed {
-            let name = change
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let backup = change.path.with_file_name(format!("{name}.bak"));
+        let mode = file_mode(&change.target);
+        // NAME.bak is the file before the first adopt: written once, never replaced.
+        let backup = backup_path(&change.path);
+        if change.existed && !request.remove && std::fs::symlink_metadata(&backup).is_err() {
             state::write_atomic(&backup, change.old.as_bytes(), mode)
                 .map_err(|error| failure(error.to_string()))?;
             backups.push(backup);
         }
-        if change.new.is_empty() && !change.existed {
-            continue;
-        }
-        if change.new.is_empty() {
-            // Removing what adopt wrote: the file goes, its .bak stays.
-            std::fs::remove_file(&change.path).map_err(|error| failure(error.to_string()))?;
-            if let Some(dir) = change.path.parent() {
-                let _ = std::fs::remove_dir(dir);
+        match &change.new {
+            None => {
+                // Adopt made this file and nothing else changed it: it goes.
+                std::fs::remove_file(&change.target).map_err(|error| failure(error.to_string()))?;
+                if let Some(dir) = change.target.parent() {
+                    let _ = std::fs::remove_dir(dir);
+                }
             }
-        } else {
-            if let Some(parent) = change.path.parent() {
-                std::fs::create_dir_all(parent).map_err(|error| failure(error.to_string()))?;
+            Some(new) => {
+                if let Some(parent) = change.target.parent() {
+                    std::fs::create_dir_all(parent).map_err(|error| failure(error.to_string()))?;
+                }
+                state::write_atomic(&change.target, new.as_bytes(), mode)
+                    .map_err(|error| failure(error.to_string()))?;
             }
-            state::write_atomic(&change.path, change.new.as_bytes(), mode)
-                .map_err(|error| failure(error.to_string()))?;
         }
         lines.push_str(&format!("  {}\n", change.path.display()));
     }
@@ -317,7 +525,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     } else {
         "adopted"
     };
-    let warnings = super::record(
+    let audit_warning = super::record(
         ctx,
         argv,
         super::policy::PSEUDO_PACK,
@@ -335,13 +543,13 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     Ok(Reply {
         text: format!("{}: {what}:\n{lines}", host.name),
         data: Some(data),
-        warnings,
+        warnings: warnings + &audit_warning,
         run: None,
     })
 }
 
 /// The file's own permissions, kept when it is rewritten; 0644 for a new one.
-fn file_mode(path: &std::path::Path) -> u32 {
+fn file_mode(path: &Path) -> u32 {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
