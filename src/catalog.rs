@@ -88,15 +88,7 @@ impl Pack {
         let Origin::Builtin { bin: Some(bytes) } = &self.origin else {
             return Ok(());
         };
-        if std::fs::read(program).is_ok_and(|existing| existing == *bytes) {
-            return Ok(());
-        }
-        let failed = |error: &dyn std::fmt::Display| ProgramError::Materialize(error.to_string());
-        crate::state::ensure_home(home).map_err(|error| failed(&error))?;
-        let dir = program.parent().unwrap_or(home);
-        std::fs::create_dir_all(dir).map_err(|error| failed(&error))?;
-        let _lock = crate::state::Lock::acquire(home).map_err(|error| failed(&error))?;
-        crate::state::write_atomic(program, bytes, 0o755).map_err(|error| failed(&error))
+        write_program(home, program, bytes)
     }
 
     pub fn source_label(&self) -> &'static str {
@@ -105,6 +97,21 @@ impl Pack {
             Origin::Installed { .. } => "installed",
         }
     }
+}
+
+/// Writes a CLI's bytes to `program` under `$HCP_HOME` (mode 0755), unless the file
+/// already holds exactly them: the folder is named after the content, so what runs
+/// from it is what was checked.
+pub fn write_program(home: &Path, program: &Path, bytes: &[u8]) -> Result<(), ProgramError> {
+    if std::fs::read(program).is_ok_and(|existing| existing == bytes) {
+        return Ok(());
+    }
+    let failed = |error: &dyn std::fmt::Display| ProgramError::Materialize(error.to_string());
+    crate::state::ensure_home(home).map_err(|error| failed(&error))?;
+    let dir = program.parent().unwrap_or(home);
+    std::fs::create_dir_all(dir).map_err(|error| failed(&error))?;
+    let _lock = crate::state::Lock::acquire(home).map_err(|error| failed(&error))?;
+    crate::state::write_atomic(program, bytes, 0o755).map_err(|error| failed(&error))
 }
 
 /// An installed pack that could not be loaded.

@@ -727,20 +727,34 @@ pub fn place(
 /// files as they are on disk (what will run), so a pack changed by any means no
 /// longer matches what a credential was bound for.
 pub fn identity(home: &Path, pack: &Pack) -> Identity {
+    identity_and_files(home, pack).0
+}
+
+/// [`identity`], with the files of an installed pack it was computed from (`None`
+/// for a built-in, or when they cannot be read as a pack).
+pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>) {
     match &pack.origin {
-        Origin::Builtin { .. } => Identity {
-            source: format!("builtin:{}", pack.id()),
-            integrity: None,
-        },
+        Origin::Builtin { .. } => (
+            Identity {
+                source: format!("builtin:{}", pack.id()),
+                integrity: None,
+            },
+            None,
+        ),
         Origin::Installed { dir } => {
             let source = LockFile::load(&home.join("packs.lock.json"))
                 .ok()
                 .and_then(|lock| lock.packs.get(pack.id()).map(|entry| entry.source.clone()))
                 .unwrap_or_else(|| format!("unrecorded:{}", dir.display()));
-            Identity {
-                source,
-                integrity: Some(installed_integrity(dir).unwrap_or_else(|| "unreadable".to_owned())),
-            }
+            let files = read_folder(dir).ok();
+            let integrity = files.as_ref().map_or_else(|| "unreadable".to_owned(), integrity);
+            (
+                Identity {
+                    source,
+                    integrity: Some(integrity),
+                },
+                files,
+            )
         }
     }
 }

@@ -14,7 +14,7 @@ use super::{find_pack, load_policies, to_json};
 use crate::Reply;
 use crate::audit;
 use crate::binding::{Resolved, Secret, Store};
-use crate::catalog::{Catalog, Origin, Pack, ProgramError};
+use crate::catalog::{self, Catalog, Origin, Pack, ProgramError};
 use crate::context::{Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::install;
@@ -63,15 +63,16 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         None => Catalog::load_one(&ctx.packs_dir(), &request.pack),
     };
     let target = validate(&catalog, ctx, request)?;
-    let bindings = read_bindings(ctx, target.pack);
+    let mut bindings = read_bindings(ctx, target.pack);
     let plan = decide(ctx, request, &target, &bindings, audit).await?;
+    let pinned = bindings.pinned.take();
     let bound = bind(target.pack, bindings)?;
     audit.redactor = Redactor::new(&bound);
     let program = runnable(ctx, &target, &plan)?;
     if request.dry_run {
         return Ok(dry_run(ctx, &plan));
     }
-    let (child, tmpdir) = confine(ctx, &target, &plan, program, &bound)?;
+    let (child, tmpdir) = confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
     let finished = spawn(ctx, request, &target, child).await?;
     drop(tmpdir);
     audit.ran(&finished);
@@ -184,7 +185,10 @@ fn plan(
 ) -> Plan {
     let manifest = &target.pack.manifest;
     let command = target.command;
-    let program = target.pack.program(&ctx.home, ctx.var(env_vars::PATH));
+    let program = match &bindings.pinned {
+        Some(pinned) => Ok(pinned.program.clone()),
+        None => target.pack.program(&ctx.home, ctx.var(env_vars::PATH)),
+    };
     // A read needs no write grant, so it runs in any folder, `$HOME` included.
     let writes = if command.effect == Effect::Read {
         Vec::new()
@@ -340,8 +344,18 @@ async fn decide(
 
 /// The pack's bound values, read once: step 3 checks them, and the confirmation
 /// shown in step 2 hides them.
+/// The bytes of an installed pack's CLI whose digest matched its bindings, and the
+/// content-named copy under `$HCP_HOME/.installed/` it runs from: an install that
+/// replaces the pack while the call starts cannot put other code in front of the
+/// credentials.
+struct Pinned {
+    program: PathBuf,
+    bytes: Vec<u8>,
+}
+
 struct Bindings {
     found: Vec<(String, Secret)>,
+    pinned: Option<Pinned>,
     /// Keys bound for another pack with this id: (key, why), for a person to release.
     held_back: Vec<(String, String)>,
     /// Why the store cannot be used, when the pack has bindings and it cannot.
@@ -352,6 +366,7 @@ fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
     let manifest = &pack.manifest;
     let mut bindings = Bindings {
         found: Vec::new(),
+        pinned: None,
         held_back: Vec::new(),
         unusable: None,
     };
@@ -368,7 +383,7 @@ fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
     if !store.has_any(&manifest.id) {
         return bindings;
     }
-    let current = install::identity(&ctx.home, pack);
+    let (current, files) = install::identity_and_files(&ctx.home, pack);
     for (key, _) in &manifest.bindings {
         match store.resolve(&manifest.id, key, &ctx.env, &current) {
             Resolved::Set(secret) => bindings.found.push((key.clone(), secret)),
@@ -378,6 +393,26 @@ fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
                 Resolved::held_back_reason(bound_for.as_ref(), &manifest.id, key, &current),
             )),
         }
+    }
+    if !bindings.found.is_empty()
+        && let (Some(mut files), Some(bin), Some(integrity)) =
+            (files, manifest.bin_file(), &current.integrity)
+        && let Some(bytes) = files.remove(bin)
+    {
+        let tag: String = integrity
+            .trim_start_matches("sha512-")
+            .chars()
+            .take(22)
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        bindings.pinned = Some(Pinned {
+            program: ctx
+                .home
+                .join(".installed")
+                .join(format!("{}-{tag}", manifest.id))
+                .join(bin),
+            bytes,
+        });
     }
     bindings
 }
@@ -507,12 +542,14 @@ fn confine(
     target: &Target<'_>,
     plan: &Plan,
     program: &Path,
+    pinned: Option<&Pinned>,
     bound: &[(String, Secret)],
 ) -> Result<(sandbox::Spawn, tempfile::TempDir), Failure> {
-    target
-        .pack
-        .materialize(&ctx.home, program)
-        .map_err(|error| program_failure(&error, target.pack))?;
+    match pinned {
+        Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
+        None => target.pack.materialize(&ctx.home, program),
+    }
+    .map_err(|error| program_failure(&error, target.pack))?;
     let tmpdir = ctx.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
         Failure::new(
             Reason::NotRunnable,

@@ -37,7 +37,7 @@ const DEVICES: [&str; 5] = [
     "/dev/urandom",
 ];
 /// The folders of `$HCP_HOME` a pack may read: they hold only pack files.
-const HOME_READS: [&str; 2] = ["packs", ".builtin"];
+const HOME_READS: [&str; 3] = ["packs", ".builtin", ".installed"];
 /// Devices every pack may write.
 const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
@@ -165,7 +165,7 @@ pub(super) fn probe() -> Machine {
 
 /// A folder on the way to `$HCP_HOME` as it was when the base layer was built: a
 /// new entry in it changes its modification time, and the layer is built again. In
-/// `$HCP_HOME` itself only its `packs` and `.builtin` folders count (see
+/// `$HCP_HOME` itself only its pack folders ([`HOME_READS`]) count (see
 /// [`base_ruleset`]), by identity: its own files come and go without changing the
 /// layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -453,7 +453,7 @@ impl Rules {
     }
 }
 
-/// Everything but `$HCP_HOME` (whose `packs` and `.builtin` folders stay readable:
+/// Everything but `$HCP_HOME` (whose pack folders, [`HOME_READS`], stay readable:
 /// they hold only pack files), and of `/dev` only [`DEVICES`]. Each folder on the way
 /// to `$HCP_HOME` stays listable; all its other entries get full access, which the
 /// call's layer narrows.

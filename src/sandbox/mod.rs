@@ -352,7 +352,7 @@ pub struct ChildPlan {
     /// Write grants relative to `cwd`, as the manifest has them; resolved without
     /// following links out of `cwd`.
     pub writes: Vec<String>,
-    /// `$HCP_HOME`: never readable nor writable, but for its `packs` and `.builtin`
+    /// `$HCP_HOME`: never readable nor writable, but for its `packs`, `.builtin` and `.installed`
     /// folders, which hold only pack files.
     pub home: PathBuf,
     pub reads: Reads,

@@ -191,3 +191,55 @@ fn updates_keep_bindings_only_when_a_person_runs_them() {
         ))
     );
 }
+
+/// The race: an agent swaps the installed `probe` between the real pack and a thief
+/// as fast as it can while calls run. Whatever the timing, the CLI that gets the
+/// token is one whose files matched the binding: a call runs the bytes it checked,
+/// from a copy named after their digest, never what is installed a moment later.
+#[test]
+fn an_install_racing_a_call_never_gets_the_credential() {
+    let env = TestEnv::new();
+    pack_folder(&env, "real", "1.0.0", false);
+    pack_folder(&env, "thief", "1.0.0", true);
+    install(&env, "real", false);
+    env.bind("probe", "PROBE_TOKEN", TOKEN);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let commands: Vec<std::process::Command> = ["thief", "real"]
+            .iter()
+            .map(|folder| {
+                let mut command = env.command(&["install", folder, "--yes"]);
+                command.env("HCP_AGENT", "1").stdout(std::process::Stdio::null());
+                command
+            })
+            .collect();
+        std::thread::spawn(move || {
+            let mut commands = commands;
+            let mut swaps = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for command in &mut commands {
+                    assert!(command.status().unwrap().success());
+                    swaps += 1;
+                }
+            }
+            swaps
+        })
+    };
+    let (mut ran_real, mut refused) = (0, 0);
+    for _ in 0..150 {
+        let (code, envelope) = token_seen(&env, true);
+        let stdout = envelope["stdout"].as_str().unwrap_or_default();
+        assert!(!stdout.contains(&hex(TOKEN)), "the token was stolen: {envelope}");
+        match code {
+            0 if stdout.contains("PROBE_TOKEN=[REDACTED:PROBE_TOKEN]") => ran_real += 1,
+            _ => refused += 1,
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(
+        swaps >= 10 && ran_real > 0 && refused > 0,
+        "swaps {swaps}, ran {ran_real}, refused {refused}"
+    );
+}

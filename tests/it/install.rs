@@ -389,9 +389,10 @@ fn installs_killed_at_any_moment_leave_the_lock_and_folder_in_agreement() {
     source(&env, "ver1", "1.0.0");
     source(&env, "ver2", "2.0.0");
     // A deterministic spread of kill moments over a whole install, calibrated on
-    // this machine: the slowest of four uninterrupted installs of a changed version.
-    let mut whole = 0;
-    for version in ["ver2", "ver1", "ver2", "ver1"] {
+    // this machine as it is now: the median of five uninterrupted installs of a
+    // changed version (the slowest would be an outlier when other tests run).
+    let mut durations = Vec::new();
+    for version in ["ver2", "ver1", "ver2", "ver1", "ver2"] {
         let started = std::time::Instant::now();
         let (code, envelope) = env.json(&["install", version, "--yes"]);
         assert_eq!(
@@ -399,8 +400,10 @@ fn installs_killed_at_any_moment_leave_the_lock_and_folder_in_agreement() {
             (0, &json!(true)),
             "{envelope}"
         );
-        whole = whole.max(started.elapsed().as_micros() as u64);
+        durations.push(started.elapsed().as_micros() as u64);
     }
+    durations.sort_unstable();
+    let whole = durations[2];
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut moments = Vec::new();
     for _ in 0..48 {
@@ -441,7 +444,7 @@ fn installs_killed_at_any_moment_leave_the_lock_and_folder_in_agreement() {
         assert_eq!(agreed_state(&env).as_deref(), Some("1.0.0"));
     }
     assert!(
-        interrupted >= 10,
-        "only {interrupted} of 40 calls were killed before they ended"
+        interrupted >= 12,
+        "only {interrupted} of 48 calls were killed before they ended (durations {durations:?} µs)"
     );
 }
