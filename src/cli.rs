@@ -177,13 +177,16 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// Serve hcpx to MCP hosts over stdio: one tool, `hcp`, taking the same argv.
-    #[command(after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.")]
-    Mcp {
-        /// Deny every command that is not a read, and say so in the tool's annotations.
-        #[arg(long)]
-        read_only: bool,
-    },
+    /// Serve hcpx to MCP hosts over stdio, or over Streamable HTTP with --http: one tool, `hcp`, taking the same argv.
+    #[command(
+        after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.\n\n\
+                            Over HTTP:\n  hcpx mcp --http 127.0.0.1:8765\n  \
+                            HCP_MCP_TOKEN=... hcpx mcp --http 0.0.0.0:8765 --allow-host my-host.lan\n\n\
+                            The endpoint is /mcp. A loopback address needs no token; any other address needs one \
+                            (--token-file PATH or HCP_MCP_TOKEN), which every request must then carry as \
+                            `Authorization: Bearer TOKEN`."
+    )]
+    Mcp(McpArgs),
     /// Show the effective policy, check one decision, or set a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -192,6 +195,37 @@ pub enum Command {
     Pack(PackCommand),
     /// Report HCP_HOME, packs, policy files and which sandbox layers this machine enforces.
     Doctor,
+}
+
+/// `hcpx mcp`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct McpArgs {
+    /// Deny every command that is not a read, and say so in the tool's annotations.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Serve Streamable HTTP at /mcp on this IP:PORT instead of stdio (port 0 picks a free one,
+    /// printed on stderr).
+    #[arg(long, value_name = "IP:PORT")]
+    pub http: Option<String>,
+    /// Read the bearer token every HTTP request must carry from this file (else HCP_MCP_TOKEN).
+    /// Required on an address that is not loopback.
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub token_file: Option<PathBuf>,
+    /// Also accept requests from this browser origin (scheme://host:port); repeatable.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// Also accept this name in the Host header (besides loopback names and the bound address);
+    /// repeatable.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
+    /// End an HTTP session after this many seconds without a request.
+    #[arg(long, value_name = "N", default_value_t = 1800, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub session_idle_secs: u64,
+    /// Keep no HTTP sessions: every request stands alone (no elicitation; list changes only through
+    /// subscriptions/listen).
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -102,7 +102,7 @@ pub async fn dispatch(
             usize::try_from(limit).unwrap_or(usize::MAX),
         ),
         // The server itself is started by `main.rs`; through the tool it is refused.
-        Command::Mcp { .. } => Err(Failure::new(
+        Command::Mcp(_) => Err(Failure::new(
             crate::error::Reason::AccessRefused,
             "`mcp` starts a server; it cannot run inside one, nor from an agent's call",
         )

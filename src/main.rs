@@ -44,23 +44,68 @@ fn fail(message: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Runs the MCP server on stdio until the client closes stdin. `--help` and bad
-/// arguments go through the command tree like any other command.
+/// Cancels `cancel` on SIGINT, SIGTERM or SIGHUP: the running children's groups go
+/// first, then the process ends.
+fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                    _ = hangup.recv() => {}
+                }
+                cancel.cancel();
+            }
+        }
+    });
+}
+
+/// Runs the MCP server on stdio until the client closes stdin, or over HTTP until
+/// SIGTERM or SIGINT. `--help` and bad arguments go through the command tree like
+/// any other command.
 fn serve_mcp(argv: &[String], ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     use clap::Parser as _;
-    let read_only = match hcpx::cli::Cli::try_parse_from(
+    let args = match hcpx::cli::Cli::try_parse_from(
         std::iter::once("hcpx").chain(argv.iter().map(String::as_str)),
     ) {
         Ok(hcpx::cli::Cli {
-            command: hcpx::cli::Command::Mcp { read_only },
+            command: hcpx::cli::Command::Mcp(args),
             ..
-        }) => read_only,
+        }) => args,
         _ => {
             let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams::default()));
             return ExitCode::from(outcome.exit_code);
         }
     };
-    let options = hcpx::mcp::Options::from_context(&ctx, read_only);
+    let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
+    if args.http.is_some() {
+        let settings = match hcpx::mcp::http::Settings::resolve(&args, &ctx) {
+            Ok(settings) => settings,
+            Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
+        };
+        let cancel = ctx.cancel.clone();
+        let server = hcpx::mcp::Server::new(ctx, options);
+        return match runtime.block_on(async {
+            let bound = hcpx::mcp::http::bind(settings).await?;
+            let _ = writeln!(
+                std::io::stderr(),
+                "hcpx: serving MCP at http://{}/mcp (stop with Ctrl-C or SIGTERM)",
+                bound.address()
+            );
+            cancel_on_signals(cancel);
+            bound.serve(server).await
+        }) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => fail(&error.to_string(), hcpx::error::EXIT_FAILED),
+        };
+    }
     let server = hcpx::mcp::Server::new(ctx, options);
     // Non-blocking pipes where stdin and stdout are FIFOs (Linux), so no read or
     // write waits on a blocking thread; the plain stdio handles elsewhere.
@@ -139,25 +184,7 @@ fn main() -> ExitCode {
     }
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.
-        let cancel = ctx.cancel.clone();
-        tokio::spawn(async move {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{SignalKind, signal};
-                if let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hangup)) = (
-                    signal(SignalKind::interrupt()),
-                    signal(SignalKind::terminate()),
-                    signal(SignalKind::hangup()),
-                ) {
-                    tokio::select! {
-                        _ = interrupt.recv() => {}
-                        _ = terminate.recv() => {}
-                        _ = hangup.recv() => {}
-                    }
-                    cancel.cancel();
-                }
-            }
-        });
+        cancel_on_signals(ctx.cancel.clone());
         hcpx::run(argv, &ctx, &mut StdStreams { progress_shown }).await
     });
     ExitCode::from(outcome.exit_code)

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod fit;
 mod help;
+pub mod http;
 pub mod lines;
 
 use std::future::Future;
@@ -18,11 +19,12 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, JsonObject, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ToolAnnotations,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::service::{ElicitationMode, NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -63,12 +65,68 @@ impl Options {
     }
 }
 
-/// The `hcp` server: shared by every request of a session.
+/// Who hears that the list of resources changed (an install or uninstall through
+/// the tool): every open `subscriptions/listen` stream (protocol 2026-07-28, which
+/// allows the notification nowhere else), and every session that began with
+/// `initialize` (earlier protocols, which get the plain notification). Shared by
+/// all the sessions of one server, so an install in one is heard in the others.
+pub struct Changes {
+    listeners: tokio::sync::broadcast::Sender<()>,
+    sessions: std::sync::Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self {
+            listeners: tokio::sync::broadcast::channel(16).0,
+            sessions: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl Changes {
+    /// A session that began with `initialize` hears of changes from now on.
+    fn join(&self, peer: Peer<RoleServer>) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.retain(|peer| !peer.is_transport_closed());
+            sessions.push(peer);
+        }
+    }
+
+    /// Tells every listener and every session; a session that is gone is forgotten.
+    async fn announce(&self) {
+        // No listener is not an error: nobody asked.
+        let _ = self.listeners.send(());
+        let sessions = self
+            .sessions
+            .lock()
+            .map(|mut sessions| std::mem::take(&mut *sessions))
+            .unwrap_or_default();
+        let mut alive = Vec::with_capacity(sessions.len());
+        for peer in sessions {
+            if !peer.is_transport_closed() && peer.notify_resource_list_changed().await.is_ok() {
+                alive.push(peer);
+            }
+        }
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.extend(alive);
+        }
+    }
+}
+
+/// The `hcp` server: shared by every request of a session, and (cloned) by every
+/// session of an HTTP server. Clones share the output store, the sealing key, the
+/// list of listeners and the calls in flight.
 #[derive(Clone)]
 pub struct Server {
+    /// The context every call starts from: an agent's. Its cancellation token is the
+    /// server's: when it fires (shutdown), every running call is cancelled.
     base: Context,
     options: Options,
     outputs: Arc<OutputStore>,
+    changes: Arc<Changes>,
+    /// The tool calls in flight, so that a shutdown can wait for their children.
+    calls: tokio_util::task::TaskTracker,
     /// Seals confirmation state with a key only this process holds.
     seal: Option<Arc<rmcp::model::RequestStateCodec>>,
     /// Nonces of sealed states already used, with when they expire.
@@ -133,6 +191,8 @@ impl Server {
             base,
             options,
             outputs,
+            changes: Arc::default(),
+            calls: tokio_util::task::TaskTracker::new(),
             seal,
             used: Arc::default(),
             nonces: Arc::default(),
@@ -142,6 +202,38 @@ impl Server {
     /// The one tool's definition.
     pub fn tool(&self) -> Tool {
         tool(self.options.read_only)
+    }
+
+    /// Cancels every running call (their children are killed) and ends every
+    /// `subscriptions/listen` stream; resolves once the calls have returned.
+    pub async fn shut_down(&self) {
+        self.base.cancel.cancel();
+        self.calls.close();
+        self.calls.wait().await;
+    }
+}
+
+/// The server's name and version, as `initialize` and `server/discover` give it.
+fn implementation() -> Implementation {
+    Implementation::new("hcpx", env!("CARGO_PKG_VERSION"))
+}
+
+/// Whether a request is on protocol 2026-07-28 or later.
+fn modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// On 2026-07-28, every result names the server that produced it in
+/// `_meta["io.modelcontextprotocol/serverInfo"]` (the protocol says it should).
+fn stamp(meta: &mut Option<MetaObject>, ctx: &RequestContext<RoleServer>) {
+    if !modern(ctx) {
+        return;
+    }
+    if let Ok(info) = serde_json::to_value(implementation()) {
+        meta.get_or_insert_default()
+            .0
+            .insert("io.modelcontextprotocol/serverInfo".to_owned(), info);
     }
 }
 
@@ -418,12 +510,22 @@ impl Server {
         call.confirmed = input.confirm;
         let mut deferred = None;
         let mut forwarder = None;
+        // The call stops when its request is cancelled or the server shuts down.
+        let cancel = ctx.map_or_else(
+            || self.base.cancel.child_token(),
+            |request| request.ct.child_token(),
+        );
+        let shutdown = self.base.cancel.clone();
+        let linked = cancel.clone();
+        let _link = AbortOnDrop(tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.cancelled() => linked.cancel(),
+                () = linked.cancelled() => {}
+            }
+        }));
+        call.cancel = cancel;
         if let Some(request) = ctx {
-            call.cancel = request.ct.child_token();
-            let modern = request
-                .protocol_version()
-                .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-            if modern {
+            if modern(request) {
                 let elicits = request
                     .client_capabilities()
                     .is_some_and(|caps| caps.elicitation.is_some());
@@ -538,12 +640,8 @@ impl Server {
             .data
             .as_ref()
             .is_some_and(|data| data["changed"] == json!(true) || data["removed"] == json!(true));
-        if changes_packs
-            && envelope.ok
-            && changed
-            && let Some(request) = ctx
-        {
-            let _ = request.peer.notify_resource_list_changed().await;
+        if changes_packs && envelope.ok && changed {
+            self.changes.announce().await;
         }
         apply_view(&mut envelope, &self.options, &self.outputs);
         let mut text = text_for(&envelope, &executed.text);
@@ -643,6 +741,15 @@ impl Server {
     }
 }
 
+/// Aborts a helper task when the call that spawned it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn result(envelope: Envelope, text: String) -> CallToolResult {
     let ok = envelope.ok;
     let mut result = if ok {
@@ -660,7 +767,7 @@ impl ServerHandler for Server {
         ServerConfig::new(
             ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build(),
         )
-        .with_server_info(Implementation::new("hcpx", env!("CARGO_PKG_VERSION")))
+        .with_server_info(implementation())
         .with_instructions(
             "hcpx runs command-line tools (packs) for you through one tool, `hcp`, under the user's policy, \
              credentials and sandbox. Start with {\"argv\": [\"search\", \"WORDS\"]}, then [\"skill\", \"PACK\"], \
@@ -668,12 +775,47 @@ impl ServerHandler for Server {
         )
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Only sessions that began with `initialize` send this: they get the plain
+        // list_changed notification.
+        self.changes.join(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed.filter(|wanted| *wanted);
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.changes.listeners.subscribe();
+        let shutdown = self.base.cancel.clone();
+        let wanted = context.accepted().resources_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                // The server is going away: the stream ends with its final result.
+                () = shutdown.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if wanted && context.sink().notify_resource_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        let mut result = ListToolsResult::with_all_items(vec![self.tool()]);
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -693,13 +835,23 @@ impl ServerHandler for Server {
             .input_responses
             .as_ref()
             .zip(request.request_state.as_deref());
-        Ok(self.call(&arguments, resume, Some(&ctx)).await)
+        // A call that starts after shutdown began is cancelled at once.
+        let mut response = self
+            .calls
+            .track_future(self.call(&arguments, resume, Some(&ctx)))
+            .await;
+        match &mut response {
+            CallToolResponse::Complete(result) => stamp(&mut result.meta, &ctx),
+            CallToolResponse::InputRequired(result) => stamp(&mut result.meta, &ctx),
+            _ => {}
+        }
+        Ok(response)
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let resources = self
             .resources()
@@ -707,32 +859,36 @@ impl ServerHandler for Server {
             .into_iter()
             .map(|(uri, name, mime)| Resource::new(uri, name).with_mime_type(mime))
             .collect();
-        Ok(ListResourcesResult::with_all_items(resources))
+        let mut result = ListResourcesResult::with_all_items(resources);
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
+        let mut result = ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new("hcp://skill/{pack_id}", "skill").with_mime_type("text/markdown"),
             ResourceTemplate::new("hcp://output/{id}", "output").with_mime_type("text/plain"),
-        ]))
+        ]);
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.as_str();
         match self.resource(uri).await {
             Some((text, mime)) => {
-                Ok(
-                    ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)])
-                        .into(),
-                )
+                let mut result =
+                    ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]);
+                stamp(&mut result.meta, &ctx);
+                Ok(result.into())
             }
             None => Err(McpError::resource_not_found(
                 "no such resource",

@@ -1,0 +1,340 @@
+//! `hcpx mcp --http ADDR`: the same server as on stdio, behind rmcp's Streamable
+//! HTTP transport at `/mcp`. This module is only the front end: where to listen,
+//! who may call (a bearer token, checked in constant time and never logged), which
+//! `Host` and `Origin` values are accepted (against DNS rebinding and foreign web
+//! pages), how big a request may be, how long an idle session lives, and an orderly
+//! stop that cancels running calls so that their children are killed. The tool, the
+//! resources and confirmation are [`super::Server`]'s, unchanged.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse as _, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest as _, Sha256};
+
+use crate::context::Context;
+
+/// The environment variable that holds the bearer token when no file is given.
+pub const TOKEN_VAR: &str = "HCP_MCP_TOKEN";
+/// The largest request body read; a bigger one gets 413 without being held.
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// The shortest token accepted: anything shorter is guessable.
+const MIN_TOKEN: usize = 16;
+/// How long a stop waits for open connections (event streams) to close by themselves.
+const CLOSE_GRACE: Duration = Duration::from_secs(3);
+/// How long a stop waits for cancelled calls to return (their children are killed
+/// at once; this only bounds a call that does not notice).
+const CALLS_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    #[error("`{0}` is not an address to listen on: give IP:PORT, e.g. 127.0.0.1:8765 (port 0 picks one)")]
+    Address(String),
+    #[error(
+        "{0} is not a loopback address, so every request must carry a bearer token: pass --token-file PATH \
+         or set HCP_MCP_TOKEN"
+    )]
+    TokenRequired(SocketAddr),
+    #[error("the token file {path} cannot be read: {source}")]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the bearer token is shorter than {MIN_TOKEN} characters; use a long random one")]
+    TokenTooShort,
+    #[error("--allow-origin `{0}` is not an origin: give scheme://host[:port], e.g. https://app.example.com")]
+    Origin(String),
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the HTTP server stopped: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// A bearer token. Its `Debug` never shows it, and it is compared in constant time.
+#[derive(Clone)]
+pub struct Token(Arc<[u8]>);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    /// Whether `offered` is this token. Both sides are hashed first, so the time
+    /// taken says nothing about the token, its length included.
+    fn matches(&self, offered: &[u8]) -> bool {
+        let expected = Sha256::digest(&self.0);
+        let offered = Sha256::digest(offered);
+        expected
+            .iter()
+            .zip(offered.iter())
+            .fold(0_u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
+    }
+}
+
+/// What `hcpx mcp --http` was asked for, resolved and checked.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub address: SocketAddr,
+    pub token: Option<Token>,
+    pub allow_hosts: Vec<String>,
+    pub allow_origins: Vec<String>,
+    pub session_idle: Duration,
+    pub stateless: bool,
+}
+
+impl Settings {
+    /// Resolves the command line's HTTP options: the token comes from `--token-file`
+    /// or else `HCP_MCP_TOKEN` in `ctx`'s environment.
+    pub fn resolve(args: &crate::cli::McpArgs, ctx: &Context) -> Result<Self, HttpError> {
+        let raw = args.http.as_deref().unwrap_or_default();
+        let address: SocketAddr = raw.parse().map_err(|_| HttpError::Address(raw.to_owned()))?;
+        let token = match &args.token_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| HttpError::TokenFile {
+                    path: path.clone(),
+                    source,
+                })?;
+                Some(text.trim().to_owned())
+            }
+            None => ctx.var(TOKEN_VAR).map(|value| value.trim().to_owned()),
+        }
+        .filter(|token| !token.is_empty());
+        if token.as_ref().is_some_and(|token| token.len() < MIN_TOKEN) {
+            return Err(HttpError::TokenTooShort);
+        }
+        if token.is_none() && !address.ip().is_loopback() {
+            return Err(HttpError::TokenRequired(address));
+        }
+        for origin in &args.allow_origin {
+            if origin != "null" && !origin.contains("://") {
+                return Err(HttpError::Origin(origin.clone()));
+            }
+        }
+        Ok(Self {
+            address,
+            token: token.map(|token| Token(Arc::from(token.into_bytes()))),
+            allow_hosts: args.allow_host.clone(),
+            allow_origins: args.allow_origin.clone(),
+            session_idle: Duration::from_secs(args.session_idle_secs),
+            stateless: args.stateless,
+        })
+    }
+}
+
+/// A listening socket, before it serves.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    address: SocketAddr,
+    settings: Settings,
+}
+
+/// Binds the address (port 0 picks a free one: see [`Bound::address`]).
+pub async fn bind(settings: Settings) -> Result<Bound, HttpError> {
+    let listener = tokio::net::TcpListener::bind(settings.address)
+        .await
+        .map_err(|source| HttpError::Bind {
+            address: settings.address,
+            source,
+        })?;
+    let address = listener.local_addr().map_err(|source| HttpError::Bind {
+        address: settings.address,
+        source,
+    })?;
+    Ok(Bound {
+        listener,
+        address,
+        settings,
+    })
+}
+
+/// The names a `Host` header may carry: loopback names, the bound address (unless it
+/// is the wildcard) and any the user added. Any port.
+fn allowed_hosts(address: SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec();
+    if !address.ip().is_unspecified() {
+        hosts.push(address.ip().to_string());
+    }
+    hosts.extend(extra.iter().cloned());
+    hosts
+}
+
+/// The browser origins accepted: the server's own (loopback names on the bound
+/// port) and any the user added. A request without `Origin` (not from a browser)
+/// is not concerned.
+fn allowed_origins(address: SocketAddr, extra: &[String]) -> Vec<String> {
+    let port = address.port();
+    let mut origins = vec![
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+    ];
+    match address.ip() {
+        IpAddr::V4(ip) if !ip.is_unspecified() && !ip.is_loopback() => {
+            origins.push(format!("http://{ip}:{port}"))
+        }
+        IpAddr::V6(ip) if !ip.is_unspecified() && !ip.is_loopback() => {
+            origins.push(format!("http://[{ip}]:{port}"))
+        }
+        _ => {}
+    }
+    origins.extend(extra.iter().cloned());
+    origins
+}
+
+/// Refuses a request without the right `Authorization: Bearer` (when a token is set).
+async fn require_token(State(token): State<Option<Token>>, request: Request, next: Next) -> Response {
+    let Some(token) = token else {
+        return next.run(request).await;
+    };
+    let offered = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    if offered.is_some_and(|offered| token.matches(offered.trim().as_bytes())) {
+        return next.run(request).await;
+    }
+    tracing::debug!("refused an HTTP request without the right bearer token");
+    let mut refusal = (
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: a bearer token is required\n",
+    )
+        .into_response();
+    refusal
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    refusal
+}
+
+impl Bound {
+    /// The address actually listened on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until the server's cancellation token fires (main.rs fires it on
+    /// SIGTERM or SIGINT), then stops: running calls are cancelled (their
+    /// children killed) and awaited, and sessions end.
+    pub async fn serve(self, server: super::Server) -> Result<(), HttpError> {
+        let Self {
+            listener,
+            address,
+            settings,
+        } = self;
+        let shutdown = server.base.cancel.clone();
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(!settings.stateless)
+            .with_json_response(settings.stateless)
+            .with_allowed_hosts(allowed_hosts(address, &settings.allow_hosts))
+            .with_allowed_origins(allowed_origins(address, &settings.allow_origins))
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(MAX_BODY)
+            .with_cancellation_token(shutdown.child_token());
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(settings.session_idle);
+        // Every session (and every stateless request) gets a clone: the same agent
+        // context, policy and read-only setting, sharing the listeners and calls.
+        let factory = server.clone();
+        let service = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(sessions), config);
+        let app = axum::Router::new()
+            .nest_service("/mcp", service)
+            .layer(middleware::from_fn_with_state(
+                settings.token.clone(),
+                require_token,
+            ));
+        let stop = shutdown.clone();
+        let serving =
+            axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
+        let lingering = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(CLOSE_GRACE).await;
+        };
+        tokio::select! {
+            served = serving => served.map_err(HttpError::Serve)?,
+            // An event stream still open does not hold the stop.
+            () = lingering => {}
+        }
+        let _ = tokio::time::timeout(CALLS_GRACE, server.shut_down()).await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_match_only_themselves() {
+        let token = Token(Arc::from(&b"0123456789abcdef"[..]));
+        assert!(token.matches(b"0123456789abcdef"));
+        assert!(!token.matches(b"0123456789abcdeF"));
+        assert!(!token.matches(b"0123456789abcde"));
+        assert!(!token.matches(b""));
+        assert_eq!(format!("{token:?}"), "Token(..)");
+    }
+
+    fn args(http: &str) -> crate::cli::McpArgs {
+        crate::cli::McpArgs {
+            read_only: false,
+            http: Some(http.to_owned()),
+            token_file: None,
+            allow_origin: Vec::new(),
+            allow_host: Vec::new(),
+            session_idle_secs: 60,
+            stateless: false,
+        }
+    }
+
+    fn ctx(vars: &[(&str, &str)]) -> Context {
+        let vars = vars
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .chain([("HOME".to_owned(), "/h".to_owned())]);
+        Context::new(vars, "/w".into(), false).unwrap()
+    }
+
+    #[test]
+    fn a_token_is_needed_off_loopback() {
+        assert!(Settings::resolve(&args("127.0.0.1:0"), &ctx(&[])).is_ok());
+        assert!(Settings::resolve(&args("[::1]:0"), &ctx(&[])).is_ok());
+        assert!(matches!(
+            Settings::resolve(&args("0.0.0.0:0"), &ctx(&[])),
+            Err(HttpError::TokenRequired(_))
+        ));
+        let with_token =
+            Settings::resolve(&args("0.0.0.0:0"), &ctx(&[(TOKEN_VAR, "0123456789abcdef0123")])).unwrap();
+        assert!(with_token.token.is_some());
+        assert!(matches!(
+            Settings::resolve(&args("0.0.0.0:0"), &ctx(&[(TOKEN_VAR, "short")])),
+            Err(HttpError::TokenTooShort)
+        ));
+        assert!(matches!(
+            Settings::resolve(&args("localhost"), &ctx(&[])),
+            Err(HttpError::Address(_))
+        ));
+    }
+
+    #[test]
+    fn the_wildcard_is_no_allowed_host() {
+        let any: SocketAddr = "0.0.0.0:8765".parse().unwrap();
+        assert_eq!(allowed_hosts(any, &[]), ["localhost", "127.0.0.1", "::1"]);
+        let lan: SocketAddr = "10.1.2.3:8765".parse().unwrap();
+        assert!(allowed_hosts(lan, &[]).contains(&"10.1.2.3".to_owned()));
+        assert!(allowed_origins(lan, &[]).contains(&"http://10.1.2.3:8765".to_owned()));
+    }
+}
