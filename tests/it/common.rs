@@ -265,3 +265,207 @@ pub(crate) fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> b
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `hcpx mcp --http ...` running as a child, with the address it printed.
+pub(crate) struct HttpServer {
+    pub(crate) child: std::process::Child,
+    pub(crate) address: std::net::SocketAddr,
+    /// Everything it wrote to stderr so far.
+    pub(crate) stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServer {
+    /// Starts `hcpx mcp --http ADDRESS EXTRA...` and waits for the address line.
+    pub(crate) fn start(env: &TestEnv, address: &str, extra: &[&str]) -> Self {
+        use std::io::BufRead as _;
+        let mut args = vec!["mcp", "--http", address];
+        args.extend_from_slice(extra);
+        let mut child = env
+            .command(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (found, bound) = std::sync::mpsc::channel();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let log = stderr.clone();
+        std::thread::spawn(move || {
+            while let Some(Ok(line)) = lines.next() {
+                if let Some(rest) = line.split("http://").nth(1)
+                    && let Some(address) = rest.split("/mcp").next()
+                {
+                    let _ = found.send(address.to_owned());
+                }
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        let address = bound
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no address printed; stderr: {}", stderr.lock().unwrap()));
+        Self {
+            child,
+            address: address.parse().unwrap(),
+            stderr,
+        }
+    }
+
+    /// The address to connect to: loopback on the bound port.
+    pub(crate) fn loopback(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.address.port()))
+    }
+
+    /// One request to `/mcp` with the usual MCP headers plus `headers`.
+    pub(crate) fn post(&self, headers: &[(&str, &str)], body: &serde_json::Value) -> HttpResponse {
+        let mut all = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        all.extend_from_slice(headers);
+        http_request(self.loopback(), "POST", "/mcp", &all, body.to_string().as_bytes())
+    }
+
+    /// `initialize` on protocol 2025-11-25, then `notifications/initialized`: the
+    /// session id.
+    pub(crate) fn session(&self, headers: &[(&str, &str)]) -> String {
+        let response = self.post(
+            headers,
+            &serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": { "name": "hcpx-tests", "version": "0" } } }),
+        );
+        assert_eq!(response.status, 200, "{response:?}");
+        let session = response.header("mcp-session-id").unwrap().to_owned();
+        let mut with = headers.to_vec();
+        with.extend_from_slice(&[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ]);
+        let response = self.post(
+            &with,
+            &serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        );
+        assert_eq!(response.status, 202, "{response:?}");
+        session
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct HttpResponse {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
+}
+
+impl HttpResponse {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The JSON-RPC messages of the body: the body itself, or each SSE `data:` line.
+    pub(crate) fn messages(&self) -> Vec<serde_json::Value> {
+        if let Ok(value) = serde_json::from_str(&self.body) {
+            return vec![value];
+        }
+        self.body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+}
+
+/// One HTTP/1.1 request written by hand (`Connection: close`), its response read
+/// to the end (a chunked body is decoded). `Host` is the address unless `headers`
+/// sets one.
+pub(crate) fn http_request(
+    address: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\n");
+    if !headers.iter().any(|(key, _)| key.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    for (key, value) in headers {
+        head.push_str(&format!("{key}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server that refuses a body may answer (and close) before reading all of it.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let mut buffer = [0_u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => raw.extend_from_slice(&buffer[..read]),
+            Err(error) if raw.is_empty() => panic!("no response: {error}"),
+            Err(_) => break,
+        }
+    }
+    let split = raw
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP response: {:?}", String::from_utf8_lossy(&raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let rest = &raw[split + 4..];
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {head:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(key, value)| key.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
+    HttpResponse {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Some(end) = rest.windows(2).position(|window| window == b"\r\n") {
+        let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..end]).trim(), 16) else {
+            break;
+        };
+        let after = &rest[end + 2..];
+        if size == 0 || after.len() < size {
+            body.extend_from_slice(&after[..size.min(after.len())]);
+            break;
+        }
+        body.extend_from_slice(&after[..size]);
+        rest = after[size..].strip_prefix(b"\r\n").unwrap_or(&after[size..]);
+    }
+    body
+}

@@ -16,6 +16,7 @@ mod bindings;
 mod builtins;
 mod catalog;
 mod exec;
+mod http;
 mod install;
 mod mcp;
 mod npm;

@@ -1,0 +1,242 @@
+//! `hcpx mcp --http`: the real binary on a real socket, driven by HTTP/1.1 requests
+//! written by hand. Each protection is checked from the outside: the bearer token
+//! off loopback, the Host and Origin allow-lists, the body bound, idle sessions, and
+//! an orderly stop on SIGTERM that leaves no child behind.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{HttpServer, TestEnv, http_request, pids_of, wait_until};
+
+const TOKEN: &str = "test-token-0123456789abcdef";
+
+fn tools_list() -> Value {
+    json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" })
+}
+
+fn in_session<'a>(session: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut headers = vec![
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    headers.extend_from_slice(extra);
+    headers
+}
+
+#[test]
+fn off_loopback_every_request_needs_the_token() {
+    let env = TestEnv::new();
+    // Without a token, a wildcard address is refused before anything listens.
+    let refused = env.run(&["mcp", "--http", "0.0.0.0:0"]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(
+        refused.stderr.contains("needs") || refused.stderr.contains("token"),
+        "{refused}"
+    );
+
+    let env = env.env("HCP_MCP_TOKEN", TOKEN);
+    let server = HttpServer::start(&env, "0.0.0.0:0", &[]);
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } });
+    let bare = server.post(&[], &initialize);
+    assert_eq!(bare.status, 401, "{bare:?}");
+    assert_eq!(bare.header("www-authenticate"), Some("Bearer"));
+    let wrong = server.post(
+        &[("Authorization", "Bearer test-token-0123456789abcdeX")],
+        &initialize,
+    );
+    assert_eq!(wrong.status, 401, "{wrong:?}");
+    let prefix = server.post(&[("Authorization", "Bearer test-token")], &initialize);
+    assert_eq!(prefix.status, 401, "{prefix:?}");
+    let bearer = format!("Bearer {TOKEN}");
+    let session = server.session(&[("Authorization", &bearer)]);
+    let listed = server.post(
+        &in_session(&session, &[("Authorization", &bearer)]),
+        &tools_list(),
+    );
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert_eq!(listed.messages()[0]["result"]["tools"][0]["name"], json!("hcp"));
+    // The same session without the token is refused too.
+    let stolen = server.post(&in_session(&session, &[]), &tools_list());
+    assert_eq!(stolen.status, 401, "{stolen:?}");
+    assert!(
+        !server.stderr.lock().unwrap().contains(TOKEN),
+        "the token was logged"
+    );
+}
+
+#[test]
+fn a_foreign_origin_or_host_is_refused() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(
+        &env,
+        "127.0.0.1:0",
+        &["--allow-origin", "https://app.example.com"],
+    );
+    let port = server.address.port();
+    let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } });
+
+    let foreign = server.post(&[("Origin", "http://evil.example")], &ping);
+    assert_eq!(foreign.status, 403, "{foreign:?}");
+    let other_port = server.post(&[("Origin", "http://127.0.0.1:1")], &ping);
+    assert_eq!(other_port.status, 403, "{other_port:?}");
+    let own = format!("http://127.0.0.1:{port}");
+    assert_eq!(server.post(&[("Origin", &own)], &ping).status, 200);
+    assert_eq!(
+        server
+            .post(&[("Origin", "https://app.example.com")], &ping)
+            .status,
+        200,
+        "--allow-origin adds one"
+    );
+
+    // DNS rebinding: a name that resolves to 127.0.0.1 but is not ours.
+    let rebound = server.post(&[("Host", "evil.example")], &ping);
+    assert_eq!(rebound.status, 403, "{rebound:?}");
+    let rebound_port = format!("evil.example:{port}");
+    assert_eq!(server.post(&[("Host", &rebound_port)], &ping).status, 403);
+    let local = format!("localhost:{port}");
+    assert_eq!(server.post(&[("Host", &local)], &ping).status, 200);
+}
+
+#[test]
+fn an_oversize_body_is_refused() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    let session = server.session(&[]);
+    let big = "x".repeat(5 * 1024 * 1024);
+    let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "args": big } } });
+    let refused = server.post(&in_session(&session, &[]), &call);
+    assert_eq!(refused.status, 413, "{}", refused.status);
+    // Just under the bound is read and answered (as a refusal of the tool's own).
+    let under = "x".repeat(1024 * 1024 + 10);
+    let call = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "args": under } } });
+    let answered = server.post(&in_session(&session, &[]), &call);
+    assert_eq!(answered.status, 200, "{answered:?}");
+    let result = answered
+        .messages()
+        .into_iter()
+        .find(|message| message["id"] == json!(4))
+        .unwrap();
+    assert_eq!(
+        result["result"]["structuredContent"]["error"]["reason"],
+        json!("too_large")
+    );
+}
+
+#[test]
+fn an_idle_session_expires() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(&env, "127.0.0.1:0", &["--session-idle-secs", "1"]);
+    let session = server.session(&[]);
+    assert_eq!(server.post(&in_session(&session, &[]), &tools_list()).status, 200);
+    // Used within the bound, it stays.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(server.post(&in_session(&session, &[]), &tools_list()).status, 200);
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(server.post(&in_session(&session, &[]), &tools_list()).status, 200);
+    // Left alone past it, it is gone.
+    std::thread::sleep(Duration::from_millis(2500));
+    let expired = server.post(&in_session(&session, &[]), &tools_list());
+    assert_eq!(expired.status, 404, "{expired:?}");
+    // A new session works.
+    let fresh = server.session(&[]);
+    assert_eq!(server.post(&in_session(&fresh, &[]), &tools_list()).status, 200);
+}
+
+#[test]
+fn stateless_mode_answers_without_a_session() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(&env, "127.0.0.1:0", &["--stateless"]);
+    let call = json!({ "jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["search", "journey"] } } });
+    let answered = server.post(&[("MCP-Protocol-Version", "2025-11-25")], &call);
+    assert_eq!(answered.status, 200, "{answered:?}");
+    assert_eq!(answered.header("mcp-session-id"), None);
+    let result = &answered.messages()[0]["result"];
+    assert_eq!(
+        result["structuredContent"]["data"]["results"][0]["id"],
+        json!("transit")
+    );
+}
+
+#[test]
+fn read_only_holds_over_http() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(&env, "127.0.0.1:0", &["--read-only"]);
+    let session = server.session(&[]);
+    let listed = server.post(&in_session(&session, &[]), &tools_list());
+    assert_eq!(
+        listed.messages()[0]["result"]["tools"][0]["annotations"]["readOnlyHint"],
+        json!(true)
+    );
+    let call = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["install", "transit"], "confirm": true } } });
+    let refused = server.post(&in_session(&session, &[]), &call);
+    let result = refused
+        .messages()
+        .into_iter()
+        .find(|message| message["id"] == json!(6))
+        .unwrap();
+    assert_eq!(
+        result["result"]["structuredContent"]["error"]["reason"],
+        json!("denied_by_policy"),
+        "{result}"
+    );
+}
+
+/// SIGTERM while a call runs: the call is cancelled, its children are killed, and
+/// the server exits 0 by itself.
+#[test]
+fn sigterm_during_a_long_call_stops_cleanly_and_leaves_no_child() {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let mut server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    let session = server.session(&[]);
+    let address = server.loopback();
+    let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["exec", "probe", "sleep", "--", "seconds=4201"] } } });
+    let caller = std::thread::spawn(move || {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ];
+        // The connection ends with the server, answered or not.
+        std::panic::catch_unwind(|| {
+            http_request(address, "POST", "/mcp", &headers, call.to_string().as_bytes())
+        })
+    });
+    assert!(
+        wait_until(Duration::from_secs(10), || !pids_of("sleep 4201").is_empty()),
+        "the call started; stderr: {}",
+        server.stderr.lock().unwrap()
+    );
+    let pid = rustix::process::Pid::from_raw(i32::try_from(server.child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = Instant::now();
+    let mut status = None;
+    while started.elapsed() < Duration::from_secs(8) {
+        if let Some(exited) = server.child.try_wait().unwrap() {
+            status = Some(exited);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = status.expect("the server stopped within 8 s of SIGTERM");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{status:?}; stderr: {}",
+        server.stderr.lock().unwrap()
+    );
+    assert_eq!(pids_of("sleep 4201"), Vec::<String>::new());
+    let _ = caller.join();
+    // Nothing listens any more.
+    assert!(std::net::TcpStream::connect(address).is_err());
+}
