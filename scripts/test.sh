@@ -13,3 +13,4 @@ if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
 fi
 "$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
+"$venv/bin/python" tests/interop/python_http.py target/debug/hcpx
