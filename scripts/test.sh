@@ -2,7 +2,8 @@
 # Runs every test of hcpx: unit, integration (the real binary and real child
 # processes), snapshot and MCP tests, then the interop test in which the official
 # Python MCP SDK (pinned in tests/interop/requirements.txt, installed into a venv
-# under target/) drives `hcpx mcp`. Usage: scripts/test.sh
+# under target/) drives `hcpx mcp` over stdio and over Streamable HTTP.
+# Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
 cargo test --locked
