@@ -7,7 +7,9 @@
 //! (c) an exec through MCP against running the pack's CLI directly, interleaved;
 //!     with `HCP_BENCH_BASELINE=/path/to/an/older/hcpx`, that build's `hcpx mcp`
 //!     runs the same exec in the same rounds (before/after in one run);
-//! (d) spawn to `initialize` answered, and resident memory at rest.
+//! (d) spawn to `initialize` answered, and resident memory at rest;
+//! (e) `tools/call` of `search journey` through `hcpx mcp --http` (one session on
+//!     a kept-alive HTTP/1.1 connection), interleaved with (a) on stdio, 1,000 each.
 //!
 //! Prints p50 and p99 and the ratios; never asserts on time.
 
@@ -120,6 +122,126 @@ impl Server {
     }
 }
 
+/// `hcpx mcp --http 127.0.0.1:0` and one session on one kept-alive connection,
+/// spoken by hand (HTTP/1.1; the answers come as chunked event streams).
+struct HttpServer {
+    child: Child,
+    stream: BufReader<std::net::TcpStream>,
+    host: String,
+    session: Option<String>,
+    next_id: u64,
+}
+
+impl HttpServer {
+    fn start(home: &Path, work: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["mcp", "--http", "127.0.0.1:0"])
+            .current_dir(work)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HCP_HOME", home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        let host = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split("/mcp").next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        let stream = std::net::TcpStream::connect(&host).unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut server = Self {
+            child,
+            stream: BufReader::new(stream),
+            host,
+            session: None,
+            next_id: 1,
+        };
+        server.post(&json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" } } }));
+        server.post(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    }
+
+    /// Sends one message; returns the JSON-RPC messages of the answer.
+    fn post(&mut self, message: &Value) -> Vec<Value> {
+        let body = message.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.host,
+            body.len()
+        );
+        if let Some(session) = &self.session {
+            head.push_str(&format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+        }
+        head.push_str("\r\n");
+        head.push_str(&body);
+        self.stream.get_mut().write_all(head.as_bytes()).unwrap();
+        let mut length = None;
+        let mut chunked = false;
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let lower = line.to_ascii_lowercase();
+            if let Some(value) = lower.strip_prefix("content-length:") {
+                length = value.trim().parse::<usize>().ok();
+            } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+                chunked = true;
+            } else if lower.starts_with("mcp-session-id:") {
+                self.session = Some(line["mcp-session-id:".len()..].trim().to_owned());
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                self.stream.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim(), 16).unwrap();
+                let mut chunk = vec![0_u8; size + 2];
+                std::io::Read::read_exact(&mut self.stream, &mut chunk).unwrap();
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else if let Some(length) = length {
+            body.resize(length, 0);
+            std::io::Read::read_exact(&mut self.stream, &mut body).unwrap();
+        }
+        String::from_utf8_lossy(&body)
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+
+    fn call(&mut self, argv: &[&str]) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let answer = self.post(&json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "hcp", "arguments": { "argv": argv } } }));
+        let reply = answer.iter().find(|message| message["id"] == json!(id)).unwrap();
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn main() {
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home");
@@ -183,6 +305,12 @@ fn main() {
     let results = interleaved(EXEC_RUNS, &mut [&mut direct, &mut exec, &mut baseline_exec]);
     let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (results[0], results[1]);
 
+    let mut http = HttpServer::start(&home, &work);
+    let mut over_stdio = || server.call(&["search", "journey"]);
+    let mut over_http = || http.call(&["search", "journey"]);
+    let transports = interleaved(1000, &mut [&mut over_stdio, &mut over_http]);
+    let ((stdio_p50, stdio_p99), (http_p50, http_p99)) = (transports[0], transports[1]);
+
     println!("MCP benchmark (p50 / p99):");
     println!(
         "  spawn -> initialize answered            {:>8.3} ms (p50 of 20)",
@@ -217,6 +345,20 @@ fn main() {
         "      added by MCP + policy + sandbox     {:>8.3} ms at p50 ({:.2}x)",
         ms(exec_p50) - ms(direct_p50),
         exec_p50.as_secs_f64() / direct_p50.as_secs_f64()
+    );
+    println!(
+        "  (e) tools/call search, stdio            {:>8.3} ms / {:>8.3} ms  (n=1000, interleaved)",
+        ms(stdio_p50),
+        ms(stdio_p99)
+    );
+    println!(
+        "      tools/call search, HTTP             {:>8.3} ms / {:>8.3} ms  (n=1000, one session, kept alive)",
+        ms(http_p50),
+        ms(http_p99)
+    );
+    println!(
+        "      HTTP / stdio at p50                 {:>8.2}x",
+        http_p50.as_secs_f64() / stdio_p50.as_secs_f64()
     );
     if let Some(bin) = baseline_bin {
         let (base_p50, base_p99) = results[2];
