@@ -146,7 +146,9 @@ impl HttpServer {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let host = line
             .split("http://")
             .nth(1)
@@ -178,7 +180,9 @@ impl HttpServer {
             body.len()
         );
         if let Some(session) = &self.session {
-            head.push_str(&format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"));
+            head.push_str(&format!(
+                "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+            ));
         }
         head.push_str("\r\n");
         head.push_str(&body);
@@ -306,7 +310,9 @@ fn main() {
     let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (results[0], results[1]);
 
     let mut http = HttpServer::start(&home, &work);
-    let mut over_stdio = || server.call(&["search", "journey"]);
+    let mut over_stdio = || {
+        server.call(&["search", "journey"]);
+    };
     let mut over_http = || http.call(&["search", "journey"]);
     let transports = interleaved(1000, &mut [&mut over_stdio, &mut over_http]);
     let ((stdio_p50, stdio_p99), (http_p50, http_p99)) = (transports[0], transports[1]);

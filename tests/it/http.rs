@@ -28,12 +28,18 @@ fn in_session<'a>(session: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a st
 fn off_loopback_every_request_needs_the_token() {
     let env = TestEnv::new();
     // Without a token, a wildcard address is refused before anything listens.
-    let refused = env.run(&["mcp", "--http", "0.0.0.0:0"]);
-    assert_eq!(refused.code, 2, "{refused}");
-    assert!(
-        refused.stderr.contains("needs") || refused.stderr.contains("token"),
-        "{refused}"
-    );
+    let mut refused = env
+        .command(&["mcp", "--http", "0.0.0.0:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stopped = wait_until(Duration::from_secs(5), || refused.try_wait().unwrap().is_some());
+    let _ = refused.kill();
+    let output = refused.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stopped, "it served 0.0.0.0 without a token: {stderr}");
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bearer token"), "{stderr}");
 
     let env = env.env("HCP_MCP_TOKEN", TOKEN);
     let server = HttpServer::start(&env, "0.0.0.0:0", &[]);
