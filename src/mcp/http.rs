@@ -15,6 +15,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest as _, Sha256};
@@ -258,6 +259,11 @@ impl Bound {
                 require_token,
             ));
         let stop = shutdown.clone();
+        // An answer goes out in several writes (headers, events, the end): without
+        // NODELAY, Nagle holds the last one for the client's delayed ACK (40 ms).
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         let serving =
             axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
         let lingering = async {
