@@ -198,7 +198,7 @@ fn allowed_origins(address: SocketAddr, extra: &[String]) -> Vec<String> {
 }
 
 /// Refuses a request without the right `Authorization: Bearer` (when a token is set).
-async fn require_token(State(token): State<Option<Token>>, request: Request, next: Next) -> Response {
+async fn require_token(State(token): State<Option<Token>>, mut request: Request, next: Next) -> Response {
     let Some(token) = token else {
         return next.run(request).await;
     };
@@ -208,6 +208,9 @@ async fn require_token(State(token): State<Option<Token>>, request: Request, nex
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "));
     if offered.is_some_and(|offered| token.matches(offered.trim().as_bytes())) {
+        // Past this point nothing needs the token: it never reaches the MCP layer,
+        // whose request context (and any log of it) holds the request's headers.
+        request.headers_mut().remove(header::AUTHORIZATION);
         return next.run(request).await;
     }
     tracing::debug!("refused an HTTP request without the right bearer token");
