@@ -173,6 +173,10 @@ pub enum Command {
         /// Replace an entry under hcpx's key that hcpx did not write (--remove puts it back).
         #[arg(long)]
         force: bool,
+        /// Point the host at a running `hcpx mcp --http` server at this URL instead of starting hcpx
+        /// (hosts that take URL entries only; a token is never written: set it in the host).
+        #[arg(long, value_name = "URL", conflicts_with = "native")]
+        url: Option<String>,
         /// Confirm the write (the default policy asks).
         #[arg(long)]
         yes: bool,

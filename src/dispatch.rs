@@ -61,6 +61,7 @@ pub async fn dispatch(
             scope,
             native,
             force,
+            url,
             yes,
         } => {
             let request = commands::adopt::Request {
@@ -70,6 +71,7 @@ pub async fn dispatch(
                 scope: scope.as_deref(),
                 native,
                 force,
+                url: url.as_deref(),
                 yes,
             };
             commands::adopt::run(ctx, &request, argv).await

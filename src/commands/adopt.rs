@@ -30,6 +30,8 @@ pub struct Request<'a> {
     pub native: bool,
     /// Replace an entry adopt did not write.
     pub force: bool,
+    /// A running HTTP server to point the host at, instead of a command.
+    pub url: Option<&'a str>,
     pub yes: bool,
 }
 
@@ -259,7 +261,33 @@ fn mcp_change(
     let env: Option<BTreeMap<String, String>> = ctx
         .var(env_vars::HCP_HOME)
         .map(|_| [(env_vars::HCP_HOME.to_owned(), ctx.home.display().to_string())].into());
-    let entry = adopt::entry(host, &launcher(ctx), env.as_ref());
+    let entry = match request.url {
+        None => adopt::entry(host, &launcher(ctx), env.as_ref()),
+        Some(url) => {
+            if let Some(problem) = adopt::url_problem(url) {
+                return Err(Failure::new(Reason::InvalidArguments, problem));
+            }
+            adopt::url_entry(host, url).ok_or_else(|| {
+                let takers: Vec<String> = adopt::hosts()
+                    .into_values()
+                    .filter(|host| host.url_entry.is_some())
+                    .map(|host| host.host)
+                    .collect();
+                Failure::new(
+                    Reason::InvalidArguments,
+                    format!(
+                        "{} takes no URL entries; hosts that do: {}",
+                        host.name,
+                        takers.join(", ")
+                    ),
+                )
+                .next(format!(
+                    "hcpx adopt {} --write   (it starts hcpx itself)",
+                    host.host
+                ))
+            })?
+        }
+    };
     let change = keyed_change(
         request,
         Keyed {

@@ -655,3 +655,64 @@ fn remove_keeps_an_empty_servers_table_the_person_had() {
         assert_eq!(read(&path), expected, "{host}");
     }
 }
+
+/// `--url` points a host that takes URL entries at a running `hcpx mcp --http`:
+/// each in its own shape, minimal, idempotent and removable like a command entry;
+/// a host that takes none, or a URL that carries a secret, is refused.
+#[test]
+fn url_entries_for_the_hosts_that_take_them() {
+    const URL: &str = "http://127.0.0.1:8765/mcp";
+    let shapes = [
+        ("mcp", json!({ "url": URL })),
+        ("claude-code", json!({ "type": "http", "url": URL })),
+        ("cursor", json!({ "url": URL })),
+        ("vscode", json!({ "type": "http", "url": URL })),
+        ("windsurf", json!({ "serverUrl": URL })),
+        ("gemini", json!({ "httpUrl": URL })),
+        (
+            "opencode",
+            json!({ "type": "remote", "url": URL, "enabled": true }),
+        ),
+        (
+            "copilot-cli",
+            json!({ "type": "http", "url": URL, "tools": ["*"] }),
+        ),
+    ];
+    for (host, shape) in shapes {
+        let (_, scope, file, original) = CASES.iter().find(|case| case.0 == host).copied().unwrap();
+        let env = TestEnv::new();
+        let path = env.write(file, original);
+        let adopt = ["adopt", host, "--scope", scope, "--url", URL, "--write", "--yes"];
+        let (code, envelope) = env.json(&adopt);
+        assert_eq!(code, 0, "{host}: {envelope}");
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(entry_of(host, &written), shape, "{host}: {written}");
+        let (_, envelope) = env.json(&adopt);
+        assert_eq!(envelope["data"]["changed"], json!(false), "{host}");
+        let (code, _) = env.json(&["adopt", host, "--scope", scope, "--remove", "--write", "--yes"]);
+        assert_eq!(code, 0, "{host}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original, "{host}");
+    }
+    let env = TestEnv::new();
+    for host in ["claude-desktop", "codex", "zed"] {
+        let (code, envelope) = env.json(&["adopt", host, "--url", URL, "--write", "--yes"]);
+        assert_eq!(code, 2, "{host}: {envelope}");
+        assert!(
+            envelope["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("takes no URL entries"),
+            "{host}: {envelope}"
+        );
+    }
+    for url in [
+        "http://me:secret@127.0.0.1:8765/mcp",
+        "ftp://127.0.0.1/mcp",
+        "http:///mcp",
+    ] {
+        let (code, envelope) = env.json(&["adopt", "cursor", "--url", url, "--write", "--yes"]);
+        assert_eq!(code, 2, "{url}: {envelope}");
+        assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"), "{url}");
+    }
+    assert!(!env.work().join(".cursor").exists(), "nothing was written");
+}
