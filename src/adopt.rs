@@ -40,6 +40,9 @@ pub struct Host {
     pub servers_path: Vec<String>,
     pub key: String,
     pub entry: Value,
+    /// The entry for a server reached at a URL (`{url}`), for hosts that take one.
+    #[serde(default)]
+    pub url_entry: Option<Value>,
     pub default_scope: String,
     /// scope -> OS (`linux`, `macos`, `windows` or `any`) -> path.
     pub scopes: BTreeMap<String, BTreeMap<String, String>>,
@@ -176,6 +179,46 @@ pub fn entry(host: &Host, command: &str, env: Option<&BTreeMap<String, String>>)
         }
     }
     fill(&host.entry, command, env).unwrap_or(Value::Null)
+}
+
+/// The host's entry for a server at `url`, when the host takes URL entries.
+pub fn url_entry(host: &Host, url: &str) -> Option<Value> {
+    fn fill(value: &Value, url: &str) -> Value {
+        match value {
+            Value::String(text) if text == "{url}" => Value::String(url.to_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|item| fill(item, url)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| (key.clone(), fill(item, url)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    host.url_entry.as_ref().map(|entry| fill(entry, url))
+}
+
+/// Why `url` cannot go into a host file, if it cannot: only `http://` and
+/// `https://` URLs, and never one that carries a user or password (no secret goes
+/// into a host file).
+pub fn url_problem(url: &str) -> Option<&'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let Some(rest) = rest else {
+        return Some("the URL must start with http:// or https://");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Some("the URL has no host");
+    }
+    if authority.contains('@') {
+        return Some("the URL carries a user or password, and no secret goes into a host file");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("the URL contains spaces or control characters");
+    }
+    None
 }
 
 fn to_input(value: &Value) -> CstInputValue {
