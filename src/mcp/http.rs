@@ -225,6 +225,18 @@ async fn require_token(State(token): State<Option<Token>>, mut request: Request,
     refusal
 }
 
+/// A session ended with `DELETE` is answered `204 No Content` rather than rmcp's
+/// `202 Accepted`: the session is gone at once, and clients (the Python SDK among
+/// them) take anything but 200 or 204 for a failure.
+async fn session_ended(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
 impl Bound {
     /// The address actually listened on.
     pub fn address(&self) -> SocketAddr {
@@ -257,6 +269,7 @@ impl Bound {
         let service = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(sessions), config);
         let app = axum::Router::new()
             .nest_service("/mcp", service)
+            .layer(middleware::from_fn(session_ended))
             .layer(middleware::from_fn_with_state(
                 settings.token.clone(),
                 require_token,

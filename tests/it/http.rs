@@ -149,9 +149,12 @@ fn an_idle_session_expires() {
     std::thread::sleep(Duration::from_millis(2500));
     let expired = server.post(&in_session(&session, &[]), &tools_list());
     assert_eq!(expired.status, 404, "{expired:?}");
-    // A new session works.
+    // A new session works, until the client ends it.
     let fresh = server.session(&[]);
     assert_eq!(server.post(&in_session(&fresh, &[]), &tools_list()).status, 200);
+    let ended = http_request(server.loopback(), "DELETE", "/mcp", &in_session(&fresh, &[]), b"");
+    assert_eq!(ended.status, 204, "{ended:?}");
+    assert_eq!(server.post(&in_session(&fresh, &[]), &tools_list()).status, 404);
 }
 
 #[test]
