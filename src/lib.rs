@@ -76,7 +76,8 @@ pub struct Outcome {
 pub struct Reply {
     pub data: Option<serde_json::Value>,
     pub text: String,
-    /// Warnings for people (stderr); in JSON mode they are in `data`.
+    /// Warnings, one per line starting `warning: `: on stderr for people, in the
+    /// envelope's `warnings` for JSON.
     pub warnings: String,
     /// What the pack's CLI did, when one ran.
     pub run: Option<output::RunInfo>,
@@ -181,7 +182,13 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     };
     let mut executed = match result {
         Ok(reply) => {
-            let envelope = Envelope::ok(argv, reply.data);
+            let mut envelope = Envelope::ok(argv, reply.data);
+            envelope.warnings = reply
+                .warnings
+                .lines()
+                .map(|line| line.strip_prefix("warning: ").unwrap_or(line).to_owned())
+                .filter(|line| !line.is_empty())
+                .collect();
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,

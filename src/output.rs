@@ -56,6 +56,10 @@ pub struct Envelope {
     pub duration_ms: u64,
     pub error: Option<ErrorBody>,
     pub next: Option<String>,
+    /// What went wrong without failing the command (output that is not JSON, an
+    /// audit line not written); absent when nothing did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What a spawned child did, for the envelope.
@@ -98,6 +102,7 @@ impl Envelope {
             duration_ms: 0,
             error: None,
             next: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -699,6 +699,10 @@ fn report(
     if let Some(failure) = failure {
         return Err(failure.run(run));
     }
+    // The child's exit code says whether the command worked; output that is not
+    // JSON only leaves `data` empty (a write that printed nothing succeeded, and
+    // must not be retried as if it had failed).
+    let mut warnings = String::new();
     let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
             Ok(mut value) => {
@@ -706,13 +710,9 @@ fn report(
                 redactor.redact_value(&mut value);
                 Some(value)
             }
-            Err(position) => {
-                return Err(Failure::new(
-                    Reason::Failed,
-                    format!("the pack's output is not valid JSON ({position})"),
-                )
-                .next(format!("hcpx exec {pack} {command} -- …   (without --json)"))
-                .run(run));
+            Err(why) => {
+                warnings = format!("warning: the pack's output is not JSON ({why}), so data is null\n");
+                None
             }
         }
     } else {
@@ -720,7 +720,7 @@ fn report(
     };
     Ok(Reply {
         text: String::new(),
-        warnings: String::new(),
+        warnings,
         data,
         run: Some(run),
     })

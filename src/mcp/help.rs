@@ -63,7 +63,7 @@ pub(super) fn markdown(read_only: bool) -> String {
          would, with every shell metacharacter refused. Add `\"confirm\": true` only when the user agreed to a \
          command that answered `needs_confirmation`. `--json` is implied: the result's `structuredContent` is \
          the envelope (`ok`, `argv`, `child`, `spawned`, `exitCode`, `stdout`, `stderr`, `data`, \
-         `outputTruncated`, `truncation`, `outputId`, `durationMs`, `error {code, reason, message}`, `next`).\n\n\
+         `outputTruncated`, `truncation`, `outputId`, `durationMs`, `error {code, reason, message}`, `next`, and `warnings` when something went wrong without failing the call, such as output that is not JSON).\n\n\
          ## A first session\n\n\
          1. `{\"argv\": [\"search\", \"plan a journey\"]}`: packs that fit, with whether each is ready.\n\
          2. `{\"argv\": [\"skill\", \"transit\"]}`: the pack's guide and every command's parameters.\n\

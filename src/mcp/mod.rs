@@ -198,7 +198,8 @@ pub fn tool(read_only: bool) -> Tool {
                     "message": { "type": "string" }
                 }
             },
-            "next": { "type": ["string", "null"] }
+            "next": { "type": ["string", "null"] },
+            "warnings": { "type": "array", "items": { "type": "string" } }
         },
         "required": ["ok", "argv", "spawned", "exitCode", "durationMs"]
     }));
@@ -347,6 +348,9 @@ fn text_for(envelope: &Envelope, human: &str) -> String {
         }
     } else if envelope.error.is_none() {
         text.push_str(human);
+    }
+    for warning in &envelope.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
     }
     if let Some(id) = &envelope.output_id {
         text.push_str(&format!(

@@ -605,13 +605,21 @@ fn json_output_is_parsed_and_bad_json_is_reported() {
     assert_eq!(code, 0);
     assert_eq!(envelope["data"], json!({ "ok": true, "n": 3 }));
     assert_eq!(envelope["child"][2], json!("--json"));
+    // The CLI exited 0: the command worked, whatever it printed.
     let (code, envelope) = env.json(&["exec", "probe", "json", "--", "bad=true"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["ok"], json!(true));
+    assert_eq!(envelope["data"], json!(null));
+    assert_eq!(envelope["error"], json!(null));
     assert_eq!(
-        envelope["error"]["message"],
-        json!("the pack's output is not valid JSON (line 2, column 0)")
+        envelope["warnings"],
+        json!(["the pack's output is not JSON (line 2, column 0), so data is null"])
     );
     assert_eq!(envelope["stdout"], json!("{\"broken\": \n"));
+    let output = env.run(&["exec", "probe", "json", "--", "bad=true"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(output.stdout, "{\"broken\": \n");
+    assert_eq!(output.stderr, "");
 }
 
 #[test]
