@@ -428,6 +428,17 @@ pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Pa
     text
 }
 
+/// A character as a prompt may show it: control characters and the marks that
+/// reorder text (bidirectional overrides) escaped, everything else itself.
+pub(crate) fn printable(c: char) -> String {
+    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if c.is_control() || reorders {
+        c.escape_default().collect()
+    } else {
+        c.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -266,7 +266,11 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
     for word in &request.params {
         let (key, value) = word.split_once('=').unwrap_or((word, ""));
         let value = redactor.redact_str(value);
-        let shown: String = value.chars().take(SHOWN_VALUE).map(printable).collect();
+        let shown: String = value
+            .chars()
+            .take(SHOWN_VALUE)
+            .map(crate::output::printable)
+            .collect();
         let shown = if value.chars().count() > SHOWN_VALUE {
             format!("{shown}… ({} bytes)", value.len())
         } else {
@@ -275,17 +279,6 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
         text.push_str(&format!("\n  {key}={shown}"));
     }
     text
-}
-
-/// A character as a prompt may show it: control characters and the marks that
-/// reorder text (bidirectional overrides) escaped, everything else itself.
-fn printable(c: char) -> String {
-    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if c.is_control() || reorders {
-        c.escape_default().collect()
-    } else {
-        c.to_string()
-    }
 }
 
 /// Step 2: the policy's decision for this caller, confirmed when it asks for it.
@@ -805,7 +798,7 @@ mod tests {
 
     #[test]
     fn prompts_show_characters_that_could_fake_lines_escaped() {
-        let shown: String = "a\nb\u{202e}c€\t".chars().map(printable).collect();
+        let shown: String = "a\nb\u{202e}c€\t".chars().map(crate::output::printable).collect();
         assert_eq!(shown, "a\\nb\\u{202e}c€\\t");
     }
 
