@@ -41,6 +41,24 @@ pub struct Request {
 }
 
 impl Request {
+    /// This very call as a command line, with or without `--yes`: what `next`
+    /// suggests, with the caller's own values, quoted for a shell.
+    fn command_line(&self, yes: bool) -> String {
+        let mut words = vec!["hcpx", "exec", self.pack.as_str(), self.command.as_str()];
+        if yes {
+            words.push("--yes");
+        }
+        let timeout = self.timeout_ms.map(|ms| ms.to_string());
+        if let Some(ms) = &timeout {
+            words.extend(["--timeout-ms", ms.as_str()]);
+        }
+        if !self.params.is_empty() {
+            words.push("--");
+            words.extend(self.params.iter().map(String::as_str));
+        }
+        shell_words::join(words)
+    }
+
     fn timeout(&self, pack: &Pack) -> Duration {
         Duration::from_millis(
             self.timeout_ms
@@ -103,6 +121,14 @@ async fn spawn(
         .data(json!({ "details": [error.to_string()] }))
         .next(format!("hcpx availability {}", request.pack))
     })
+}
+
+/// Text hcpx writes that may hold a caller's value, with every bound value hidden.
+fn redact_text(text: &str, found: &[(String, Secret)]) -> String {
+    if found.is_empty() {
+        return text.to_owned();
+    }
+    String::from_utf8_lossy(&Redactor::new(found).redact_owned(text.as_bytes().to_vec())).into_owned()
 }
 
 /// Step 1's result: the pack, its command and the pack CLI's arguments.
@@ -307,20 +333,15 @@ async fn decide(
     let plan = plan(ctx, request, target, bindings, evaluation);
     if request.dry_run {
         if plan.evaluation.decision == Decision::Deny {
-            return Err(Failure::new(
-                Reason::DeniedByPolicy,
-                format!("denied by {}", plan.evaluation.rule),
-            )
-            .next("hcpx policy show")
-            .data(plan.json));
+            return Err(super::denied(&plan.evaluation, &plan.json));
         }
         return Ok(plan);
     }
     let asked = super::Asked {
         what: plan.summary.clone(),
         yes: request.yes,
-        retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
-        by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
+        retry: redact_text(&request.command_line(true), &bindings.found),
+        by_hand: redact_text(&request.command_line(false), &bindings.found),
     };
     if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
         audit.decision = Some(match failure.reason {

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod fit;
 mod help;
+mod hints;
 pub mod lines;
 
 use std::future::Future;
@@ -532,6 +533,8 @@ impl Server {
             return InputRequiredResult::new(Some(requests), Some(state)).into();
         }
         let mut envelope = executed.envelope;
+        // Suggestions are written for a terminal; this caller acts through the tool.
+        envelope.next = envelope.next.take().map(|next| hints::as_tool_call(&next));
         // An install or uninstall changed the skills there are: tell the client.
         let changes_packs = input
             .argv

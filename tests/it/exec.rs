@@ -428,7 +428,10 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
     let (code, envelope) = env.json(&["exec", "probe", "write", "--", "target=out.txt"]);
     assert_eq!(code, 2);
     assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
-    assert_eq!(envelope["next"], json!("hcpx exec probe write --yes -- …"));
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes -- 'target=out.txt'")
+    );
     assert_eq!(envelope["data"]["child"][1], json!("write"));
     assert!(!env.work().join("out.txt").exists());
     assert_eq!(
@@ -451,6 +454,10 @@ fn a_confirmation_never_shows_a_bound_value() {
     assert!(
         summary.ends_with("\n  target=out/[REDACTED:PROBE_TOKEN]"),
         "{summary}"
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes -- 'target=out/[REDACTED:PROBE_TOKEN]'")
     );
 }
 
@@ -702,4 +709,29 @@ fn concurrent_execs_each_leave_one_whole_audit_line() {
         assert_eq!(entry["principal"], json!("terminal"));
         assert!(entry["outputBytes"].as_u64().unwrap() > 0);
     }
+}
+
+/// At a terminal `next` is the command line to type: this very call, with `--yes`
+/// and the caller's own values quoted, never an ellipsis.
+#[test]
+fn needs_confirmation_suggests_the_same_command_with_yes() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "probe",
+        "write",
+        "--timeout-ms",
+        "5000",
+        "target=out/a b.txt",
+    ]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes --timeout-ms 5000 -- 'target=out/a b.txt'")
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "wipe"]);
+    assert_eq!(
+        envelope["next"],
+        json!("a person runs, at a terminal and without HCP_AGENT=1: hcpx exec probe wipe")
+    );
 }
