@@ -46,7 +46,11 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
             });
         }
         check(param, value, cwd)?;
-        slot.push(value.to_owned());
+        slot.push(if param.ty == ScalarType::Path {
+            anchored(value)
+        } else {
+            value.to_owned()
+        });
     }
     for param in &command.params {
         if values.contains_key(&param.name) {
@@ -61,6 +65,17 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
         }
     }
     Ok(values)
+}
+
+/// A `path` value as the pack's CLI gets it: starting with `./` (or `../`), so no
+/// CLI can read it as anything but a file here: not a URI (`file:/x` to SQLite), a
+/// remote (`host:path` to git or rsync), an option, or `-` for stdin.
+fn anchored(value: &str) -> String {
+    if value == "." || value == ".." || value.starts_with("./") || value.starts_with("../") {
+        value.to_owned()
+    } else {
+        format!("./{value}")
+    }
 }
 
 fn check(param: &Param, value: &str, cwd: &Path) -> Result<(), InvocationError> {
@@ -211,8 +226,24 @@ mod tests {
         );
         assert_eq!(
             render_words(&["to=x", "at=12", "word=w", "file=a/b"]).unwrap(),
-            ["c", "--to=x", "--at=12", "-n5", "w", "--", "a/b"]
+            ["c", "--to=x", "--at=12", "-n5", "w", "--", "./a/b"]
         );
+    }
+
+    /// A path reaches the CLI as a file here, whatever else its text could mean.
+    #[test]
+    fn paths_are_anchored_to_the_working_directory() {
+        for (given, passed) in [
+            ("file:/etc/x.db", "./file:/etc/x.db"),
+            ("host:repo", "./host:repo"),
+            ("-", "./-"),
+            ("a/b", "./a/b"),
+            ("./a", "./a"),
+            (".", "."),
+        ] {
+            let words = render_words(&["to=x", &format!("file={given}")]).unwrap();
+            assert_eq!(words.last().map(String::as_str), Some(passed), "{given}");
+        }
     }
 
     #[test]

@@ -210,3 +210,31 @@ fn every_builtin_json_command_succeeds_when_its_cli_does() {
         assert_eq!(envelope.get("warnings"), None, "{args:?}");
     }
 }
+
+/// A `path` value that SQLite would read as a URI (`file:/elsewhere/x.db`) reaches
+/// it anchored (`./file:/...`), a file name in the working directory: the database
+/// outside is never opened, with or without the sandbox's confined reads.
+#[test]
+fn sqlite_never_opens_a_uri_given_as_a_path() {
+    if !have("sqlite3") {
+        return;
+    }
+    let env = TestEnv::new().env("HCP_SANDBOX", "best-effort");
+    let outside = env.root.path().join("outside.db");
+    let status = Command::new("sqlite3")
+        .arg(&outside)
+        .arg("create table s(v); insert into s values ('outside-secret');")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(env.work().join("file:")).unwrap();
+    let db = format!("db=file:{}", outside.display());
+    let (code, envelope) = env.json(&["exec", "sqlite", "query", "--", &db, "sql=select v from s"]);
+    assert_eq!(code, 1, "{envelope}");
+    let anchored = json!(format!("./file:{}", outside.display()));
+    assert!(
+        envelope["child"].as_array().unwrap().contains(&anchored),
+        "{envelope}"
+    );
+    assert!(!envelope.to_string().contains("outside-secret"), "{envelope}");
+}

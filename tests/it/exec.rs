@@ -118,7 +118,8 @@ fn caller_values_never_become_options() {
         [
             "[--text=--upload-pack=evil]",
             "[--]",
-            "[-x]",
+            // A path reaches the CLI anchored to the working directory.
+            "[./-x]",
             "[-rf]",
             "[--exec=sh]"
         ]
