@@ -83,12 +83,77 @@ fn pack_new_writes_a_pack_that_passes_check_and_runs() {
     assert_eq!(code, 0);
     // Its CLI does what the manifest says, with a quote that needs JSON escaping.
     let out = std::process::Command::new(env.work().join("weather/weather"))
-        .args(["hello", "--name=Ada \"the\" first", "--json"])
+        .args(["hello", "--name=Ada \"the\" first", "--lang=en", "--json"])
         .output()
         .unwrap();
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(value, json!({ "greeting": "Hello, Ada \"the\" first!" }));
+    assert_eq!(
+        value,
+        json!({ "greeting": "Hello, Ada \"the\" first!", "key": "unset" })
+    );
     // A second time refuses, and bad ids are refused.
     assert_eq!(env.run(&["pack", "new", "weather"]).code, 2);
     assert_eq!(env.run(&["pack", "new", "Bad Id"]).code, 2);
+    // Ids whose upper-case form is no binding name the manifest accepts fall back
+    // to API_KEY; every generated pack passes its own check.
+    for (id, key) in [
+        ("7zip", "API_KEY"),
+        ("ld", "API_KEY"),
+        ("hcp-x", "API_KEY"),
+        ("my.tool", "MY_TOOL_API_KEY"),
+    ] {
+        assert_eq!(env.run(&["pack", "new", id]).code, 0, "{id}");
+        let manifest = std::fs::read_to_string(env.work().join(id).join("hcp.json")).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        assert!(manifest["bindings"][key].is_object(), "{id}: {manifest}");
+    }
+}
+
+/// The steps docs/packs.md walks through: new, check, install, exec (text and
+/// `--json`), bind the declared key as the README shows, exec again.
+#[test]
+fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
+    let env = TestEnv::new();
+    assert_eq!(env.run(&["pack", "new", "weather"]).code, 0);
+    assert_eq!(env.run(&["pack", "check", "weather"]).code, 0);
+    let (code, envelope) = env.json(&["install", "./weather", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+
+    let output = env.run(&["exec", "weather", "hello", "--", "name=Ada"]);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "Hello, Ada!\n"),
+        "{output}"
+    );
+
+    // Unbound, the optional key is simply absent; the enum's default is rendered.
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada", "lang=fr"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!({ "greeting": "Bonjour, Ada!", "key": "unset" })
+    );
+    assert_eq!(
+        envelope["child"].as_array().unwrap()[1..],
+        json!(["hello", "--name=Ada", "--lang=fr", "--json"])
+            .as_array()
+            .unwrap()[..]
+    );
+
+    // `printf %s "$KEY" | hcpx bind weather WEATHER_API_KEY`, as in the README.
+    let (code, envelope) = env.json(&["bindings"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(envelope.to_string().contains("WEATHER_API_KEY"), "{envelope}");
+    env.bind("weather", "WEATHER_API_KEY", "wx-0123456789");
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!({ "greeting": "Hello, Ada!", "key": "set" })
+    );
+    assert!(!envelope.to_string().contains("wx-0123456789"));
+    // Another key is refused with the one the pack declares.
+    let output = env.run(&["bind", "weather", "API_KEY"]);
+    assert_eq!(output.code, 2, "{output}");
+    assert!(output.stderr.contains("it declares: WEATHER_API_KEY"), "{output}");
 }
