@@ -157,3 +157,50 @@ fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
     assert_eq!(output.code, 2, "{output}");
     assert!(output.stderr.contains("it declares: WEATHER_API_KEY"), "{output}");
 }
+
+/// Every whole manifest in docs/packs.md passes `pack check`, and the one shown for
+/// `pack new weather` is what `pack new` writes: the reference cannot drift from
+/// the validator unnoticed.
+#[test]
+fn the_manifests_in_docs_packs_md_pass_check() {
+    let env = TestEnv::new();
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/packs.md"))
+        .unwrap();
+    let blocks: Vec<serde_json::Value> = doc
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("\n```").next())
+        .filter(|block| block.starts_with("{\n  \"hcp\": 1,"))
+        .map(|block| serde_json::from_str(block).unwrap())
+        .collect();
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    for manifest in &blocks {
+        let id = manifest["id"].as_str().unwrap();
+        let dir = env.work().join("docs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("hcp.json"), manifest.to_string()).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {id}\ndescription: An example from docs/packs.md.\n---\n"),
+        )
+        .unwrap();
+        if let Some(file) = manifest["bin"][0].as_str().unwrap().strip_prefix("./") {
+            std::fs::write(dir.join(file), "#!/bin/sh\n").unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let folder = format!("docs/{id}");
+        let (code, envelope) = env.json(&["pack", "check", &folder]);
+        assert_eq!(code, 0, "{id}: {envelope}");
+    }
+    assert_eq!(env.run(&["pack", "new", "weather"]).code, 0);
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("weather/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        blocks[0], written,
+        "docs/packs.md shows another manifest than pack new writes"
+    );
+}
