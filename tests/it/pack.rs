@@ -140,6 +140,10 @@ fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
             .unwrap()[..]
     );
 
+    // The plan names only the variables the child would get: no unbound key.
+    let (_, dry) = env.json(&["exec", "weather", "hello", "--dry-run", "--", "name=Ada"]);
+    assert_eq!(dry["data"]["env"], json!(["HOME", "PATH", "TMPDIR"]), "{dry}");
+
     // `printf %s "$KEY" | hcpx bind weather WEATHER_API_KEY`, as in the README.
     let (code, envelope) = env.json(&["bindings"]);
     assert_eq!(code, 0, "{envelope}");
@@ -152,6 +156,12 @@ fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
         json!({ "greeting": "Hello, Ada!", "key": "set" })
     );
     assert!(!envelope.to_string().contains("wx-0123456789"));
+    let (_, dry) = env.json(&["exec", "weather", "hello", "--dry-run", "--", "name=Ada"]);
+    assert_eq!(
+        dry["data"]["env"],
+        json!(["HOME", "PATH", "TMPDIR", "WEATHER_API_KEY"]),
+        "{dry}"
+    );
     // Another key is refused with the one the pack declares.
     let output = env.run(&["bind", "weather", "API_KEY"]);
     assert_eq!(output.code, 2, "{output}");
