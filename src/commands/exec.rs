@@ -236,7 +236,8 @@ fn plan(
         .map(|name| (*name).to_owned())
         .collect();
     env_names.push("TMPDIR".to_owned());
-    env_names.extend(manifest.bindings.iter().map(|(key, _)| key.clone()));
+    // Only the bindings this call would pass: an unbound or held-back one is not.
+    env_names.extend(bindings.found.iter().map(|(key, _)| key.clone()));
     env_names.sort();
     let summary = summary(ctx, request, target, &bindings.found);
     let mut plan = Plan {

@@ -644,7 +644,8 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
         data["child"],
         json!(["[TEMP]/home/packs/probe/probe", "write", "out/x.txt"])
     );
-    assert_eq!(data["env"], json!(["HOME", "PATH", "PROBE_TOKEN", "TMPDIR"]));
+    // PROBE_TOKEN is declared but not bound: the child would not get it.
+    assert_eq!(data["env"], json!(["HOME", "PATH", "TMPDIR"]));
     assert_eq!(data["timeoutMs"], json!(20000));
     let layers: Vec<(&str, bool)> = data["sandbox"]["layers"]
         .as_array()
