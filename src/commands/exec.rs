@@ -153,10 +153,8 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
     let values = invocation::parse(command, &request.params, &ctx.cwd)
         .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
-    args.extend(invocation::render(command, &values));
-    if request.json {
-        args.extend(command.json.iter().cloned());
-    }
+    let options: &[String] = if request.json { &command.json } else { &[] };
+    args.extend(invocation::render(command, &values, options));
     Ok(Target { pack, command, args })
 }
 
