@@ -6,12 +6,13 @@
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
-cargo test --locked
+# A deadlock fails the run instead of hanging it (the whole run takes about 3 min).
+timeout --kill-after=30 900 cargo test --locked
 cargo build --locked
 venv=target/interop-venv
 if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
 fi
-"$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
-"$venv/bin/python" tests/interop/python_http.py target/debug/hcpx
+timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
+timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_http.py target/debug/hcpx

@@ -57,7 +57,8 @@ pub enum Command {
         after_help = "Examples:\n  hcpx exec transit plan -- from=Westgate \"to=North Park\" at=08:00\n  \
                             hcpx exec transit plan --json -- from=Airport to=Cannery\n  \
                             hcpx exec git commit --dry-run -- \"message=Fix the parser\"\n\n\
-                            Parameters come after --, one KEY=VALUE per word; repeat a key for an array.\n\
+                            Parameters are KEY=VALUE words, one per word; repeat a key for an array. They may\n\
+                            follow the command directly; after `--`, a value may also start with `-`.\n\
                             `hcpx skill PACK` lists them."
     )]
     Exec {
@@ -74,8 +75,8 @@ pub enum Command {
         /// Stop the command after this many milliseconds (at most 600000).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=600_000))]
         timeout_ms: Option<u64>,
-        /// KEY=VALUE parameters, after `--`.
-        #[arg(last = true, value_name = "KEY=VALUE")]
+        /// KEY=VALUE parameters (after `--` when a word starts with `-`).
+        #[arg(value_name = "KEY=VALUE")]
         params: Vec<String>,
     },
     /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in id.

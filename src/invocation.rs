@@ -46,7 +46,11 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
             });
         }
         check(param, value, cwd)?;
-        slot.push(value.to_owned());
+        slot.push(if param.ty == ScalarType::Path {
+            anchored(value)
+        } else {
+            value.to_owned()
+        });
     }
     for param in &command.params {
         if values.contains_key(&param.name) {
@@ -61,6 +65,17 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
         }
     }
     Ok(values)
+}
+
+/// A `path` value as the pack's CLI gets it: starting with `./` (or `../`), so no
+/// CLI can read it as anything but a file here: not a URI (`file:/x` to SQLite), a
+/// remote (`host:path` to git or rsync), an option, or `-` for stdin.
+fn anchored(value: &str) -> String {
+    if value == "." || value == ".." || value.starts_with("./") || value.starts_with("../") {
+        value.to_owned()
+    } else {
+        format!("./{value}")
+    }
 }
 
 fn check(param: &Param, value: &str, cwd: &Path) -> Result<(), InvocationError> {
@@ -117,9 +132,17 @@ pub fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
 
 /// Renders the template: an element whose optional parameter is absent is dropped;
 /// an element with an array parameter repeats once per value.
-pub fn render(command: &Command, values: &Values) -> Vec<String> {
+pub fn render(command: &Command, values: &Values, options: &[String]) -> Vec<String> {
     let mut argv = Vec::new();
+    let mut options = Some(options);
     for element in &command.argv {
+        // Options (the command's `json` flags) go before the template's own `--`,
+        // where the CLI still reads options; else at the end.
+        if matches!(element.pieces.as_slice(), [Piece::Literal(literal)] if literal == "--")
+            && let Some(options) = options.take()
+        {
+            argv.extend(options.iter().cloned());
+        }
         let names: Vec<&str> = element.params().map(|(name, _)| name).collect();
         if names
             .iter()
@@ -146,6 +169,9 @@ pub fn render(command: &Command, values: &Values) -> Vec<String> {
             }
             argv.push(text);
         }
+    }
+    if let Some(options) = options {
+        argv.extend(options.iter().cloned());
     }
     argv
 }
@@ -200,7 +226,7 @@ mod tests {
     fn render_words(list: &[&str]) -> Result<Vec<String>, InvocationError> {
         let command = command();
         let values = parse(&command, &words(list), &std::env::temp_dir())?;
-        Ok(render(&command, &values))
+        Ok(render(&command, &values, &[]))
     }
 
     #[test]
@@ -211,8 +237,24 @@ mod tests {
         );
         assert_eq!(
             render_words(&["to=x", "at=12", "word=w", "file=a/b"]).unwrap(),
-            ["c", "--to=x", "--at=12", "-n5", "w", "--", "a/b"]
+            ["c", "--to=x", "--at=12", "-n5", "w", "--", "./a/b"]
         );
+    }
+
+    /// A path reaches the CLI as a file here, whatever else its text could mean.
+    #[test]
+    fn paths_are_anchored_to_the_working_directory() {
+        for (given, passed) in [
+            ("file:/etc/x.db", "./file:/etc/x.db"),
+            ("host:repo", "./host:repo"),
+            ("-", "./-"),
+            ("a/b", "./a/b"),
+            ("./a", "./a"),
+            (".", "."),
+        ] {
+            let words = render_words(&["to=x", &format!("file={given}")]).unwrap();
+            assert_eq!(words.last().map(String::as_str), Some(passed), "{given}");
+        }
     }
 
     #[test]
@@ -294,6 +336,30 @@ mod tests {
         assert_eq!(
             check_path_on_disk("inside/../../x", &cwd),
             Err("leaves the working directory".into())
+        );
+    }
+
+    /// A command's `json` flags are options: they go before the template's `--`,
+    /// never after it, where the CLI would read them as operands.
+    #[test]
+    fn options_go_before_the_templates_double_dash() {
+        let command = crate::manifest::parse(
+            r#"{"hcp":1,"id":"g","version":"1.0.0","description":"d","bin":["g"],
+            "commands":{"c":{"summary":"s","effect":"read","params":{"p":{"type":"path","required":true}},
+            "argv":["grep","-n","--","{p}"],"json":["--json"]},
+            "d":{"summary":"s","effect":"read","argv":["list"],"json":["--json"]}}}"#,
+        )
+        .unwrap();
+        let json = vec!["--json".to_owned()];
+        let values = parse(command.command("c").unwrap(), &["p=x".to_owned()], Path::new("/")).unwrap();
+        assert_eq!(
+            render(command.command("c").unwrap(), &values, &json),
+            ["grep", "-n", "--json", "--", "./x"]
+        );
+        let values = Values::new();
+        assert_eq!(
+            render(command.command("d").unwrap(), &values, &json),
+            ["list", "--json"]
         );
     }
 }

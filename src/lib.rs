@@ -76,7 +76,8 @@ pub struct Outcome {
 pub struct Reply {
     pub data: Option<serde_json::Value>,
     pub text: String,
-    /// Warnings for people (stderr); in JSON mode they are in `data`.
+    /// Warnings, one per line starting `warning: `: on stderr for people, in the
+    /// envelope's `warnings` for JSON.
     pub warnings: String,
     /// What the pack's CLI did, when one ran.
     pub run: Option<output::RunInfo>,
@@ -134,7 +135,7 @@ fn wants_json(argv: &[String]) -> bool {
 
 /// Parses an argv with a command tree built once per thread: building clap's tree
 /// was a fifth of what a call cost the MCP server.
-fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
+pub(crate) fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
     use clap::{CommandFactory as _, FromArgMatches as _};
     thread_local! {
         static TREE: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(cli::Cli::command());
@@ -181,7 +182,13 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     };
     let mut executed = match result {
         Ok(reply) => {
-            let envelope = Envelope::ok(argv, reply.data);
+            let mut envelope = Envelope::ok(argv, reply.data);
+            envelope.warnings = reply
+                .warnings
+                .lines()
+                .map(|line| line.strip_prefix("warning: ").unwrap_or(line).to_owned())
+                .filter(|line| !line.is_empty())
+                .collect();
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,
@@ -238,28 +245,93 @@ pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outco
 
 /// A clap error as a refusal: fixed message; clap's own words (which quote the
 /// caller's text) only as details for a person.
+/// The most characters of clap's words a usage refusal shows, per line.
+const MAX_USAGE_TEXT: usize = 300;
+
 fn usage_failure(argv: &[String], error: &clap::Error) -> Failure {
     use clap::CommandFactory as _;
     let tree = cli::Cli::command();
     let subcommand = argv.iter().find(|arg| !arg.starts_with('-'));
     let known = subcommand.filter(|name| tree.find_subcommand(name.as_str()).is_some());
-    let next = match known {
-        Some(name) => format!("hcpx {name} --help"),
-        None => "hcpx --help".to_owned(),
-    };
-    let details = error
-        .render()
-        .to_string()
+    // clap's own words, without terminal styling: what was wrong, its tips (a
+    // similar subcommand, `-- -x` for a value), and the usage line.
+    let rendered = error.render().to_string();
+    let mut problem = None;
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for line in rendered
         .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(str::to_owned)
-        .collect();
-    Failure::new(
-        Reason::InvalidArguments,
-        "the arguments do not match the command's usage",
-    )
-    .details(details)
-    .next(next)
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+    {
+        if let Some(rest) = line.strip_prefix("error: ") {
+            problem.get_or_insert_with(|| rest.to_owned());
+        } else if let Some(rest) = line.strip_prefix("tip: ") {
+            tips.push(rest.to_owned());
+        } else if let Some(rest) = line.strip_prefix("Usage: ") {
+            usage.get_or_insert_with(|| rest.to_owned());
+        } else if usage.is_none()
+            && tips.is_empty()
+            && let Some(problem) = problem.as_mut()
+        {
+            // What the problem lists on lines of its own (the missing arguments).
+            problem.push_str(if problem.ends_with(':') { " " } else { ", " });
+            problem.push_str(line);
+        }
+    }
+    // clap quotes the caller's own words: shown with control characters and
+    // reordering marks escaped, and bounded, whatever they were.
+    let shown = |text: &str| -> String {
+        let mut shown: String = text.chars().take(MAX_USAGE_TEXT).map(output::printable).collect();
+        if text.chars().count() > MAX_USAGE_TEXT {
+            shown.push('…');
+        }
+        shown
+    };
+    let problem =
+        shown(&problem.unwrap_or_else(|| "the arguments do not match the command's usage".to_owned()));
+    let tips: Vec<String> = tips.iter().map(|tip| shown(tip)).collect();
+    let mut message = problem.clone();
+    for tip in &tips {
+        message.push_str("; ");
+        message.push_str(tip);
+    }
+    // A misspelt command or option whose fix clap knows: the same words with it
+    // corrected.
+    use clap::error::{ContextKind, ContextValue};
+    let fix = |wrong: ContextKind, suggested: ContextKind| match (error.get(wrong), error.get(suggested)) {
+        (Some(wrong), Some(ContextValue::String(right))) => Some((wrong.to_string(), right.clone())),
+        (Some(wrong), Some(ContextValue::Strings(right))) if right.len() == 1 => {
+            Some((wrong.to_string(), right[0].clone()))
+        }
+        _ => None,
+    };
+    let corrected = fix(ContextKind::InvalidSubcommand, ContextKind::SuggestedSubcommand)
+        .or_else(|| fix(ContextKind::InvalidArg, ContextKind::SuggestedArg))
+        .map(|(wrong, right)| {
+            let words: Vec<&str> = argv
+                .iter()
+                .filter(|word| *word != "--json")
+                .map(|word| {
+                    if *word == wrong {
+                        right.as_str()
+                    } else {
+                        word.as_str()
+                    }
+                })
+                .collect();
+            format!("hcpx {}", shell_words::join(words))
+        });
+    let next = match (corrected, known) {
+        (Some(corrected), _) => corrected,
+        (None, Some(name)) => format!("hcpx {name} --help"),
+        (None, None) => "hcpx --help".to_owned(),
+    };
+    let details = usage.iter().map(|usage| format!("usage: {usage}")).collect();
+    Failure::new(Reason::InvalidArguments, message)
+        .details(details)
+        .data(serde_json::json!({ "problem": problem, "tips": tips, "usage": usage }))
+        .next(next)
 }
 
 #[cfg(test)]

@@ -56,6 +56,10 @@ pub struct Envelope {
     pub duration_ms: u64,
     pub error: Option<ErrorBody>,
     pub next: Option<String>,
+    /// What went wrong without failing the command (output that is not JSON, an
+    /// audit line not written); absent when nothing did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What a spawned child did, for the envelope.
@@ -98,6 +102,7 @@ impl Envelope {
             duration_ms: 0,
             error: None,
             next: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -421,6 +426,17 @@ pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Pa
         "\nThe most specific match wins (pack.command, pack.*, *.effect, defaults); the project can only tighten."
     );
     text
+}
+
+/// A character as a prompt may show it: control characters and the marks that
+/// reorder text (bidirectional overrides) escaped, everything else itself.
+pub(crate) fn printable(c: char) -> String {
+    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if c.is_control() || reorders {
+        c.escape_default().collect()
+    } else {
+        c.to_string()
+    }
 }
 
 #[cfg(test)]

@@ -447,13 +447,16 @@ pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
     }
 }
 
+/// The rule's `match` for what a read-only server denies.
+pub const READ_ONLY: &str = "read-only";
+
 /// `hcpx mcp --read-only`: every command that is not a read is denied.
 pub fn read_only(effect: Effect) -> Option<Evaluation> {
     (effect != Effect::Read).then(|| Evaluation {
         decision: Decision::Deny,
         rule: RuleRef {
             scope: Scope::Builtin,
-            matcher: "read-only".to_owned(),
+            matcher: READ_ONLY.to_owned(),
             file: None,
             index: None,
             error: None,

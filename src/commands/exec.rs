@@ -41,6 +41,24 @@ pub struct Request {
 }
 
 impl Request {
+    /// This very call as a command line, with or without `--yes`: what `next`
+    /// suggests, with the caller's own values, quoted for a shell.
+    fn command_line(&self, yes: bool) -> String {
+        let mut words = vec!["hcpx", "exec", self.pack.as_str(), self.command.as_str()];
+        if yes {
+            words.push("--yes");
+        }
+        let timeout = self.timeout_ms.map(|ms| ms.to_string());
+        if let Some(ms) = &timeout {
+            words.extend(["--timeout-ms", ms.as_str()]);
+        }
+        if !self.params.is_empty() {
+            words.push("--");
+            words.extend(self.params.iter().map(String::as_str));
+        }
+        shell_words::join(words)
+    }
+
     fn timeout(&self, pack: &Pack) -> Duration {
         Duration::from_millis(
             self.timeout_ms
@@ -105,6 +123,14 @@ async fn spawn(
     })
 }
 
+/// Text hcpx writes that may hold a caller's value, with every bound value hidden.
+fn redact_text(text: &str, found: &[(String, Secret)]) -> String {
+    if found.is_empty() {
+        return text.to_owned();
+    }
+    String::from_utf8_lossy(&Redactor::new(found).redact_owned(text.as_bytes().to_vec())).into_owned()
+}
+
 /// Step 1's result: the pack, its command and the pack CLI's arguments.
 struct Target<'c> {
     pack: &'c Pack,
@@ -127,10 +153,8 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
     let values = invocation::parse(command, &request.params, &ctx.cwd)
         .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
-    args.extend(invocation::render(command, &values));
-    if request.json {
-        args.extend(command.json.iter().cloned());
-    }
+    let options: &[String] = if request.json { &command.json } else { &[] };
+    args.extend(invocation::render(command, &values, options));
     Ok(Target { pack, command, args })
 }
 
@@ -210,7 +234,8 @@ fn plan(
         .map(|name| (*name).to_owned())
         .collect();
     env_names.push("TMPDIR".to_owned());
-    env_names.extend(manifest.bindings.iter().map(|(key, _)| key.clone()));
+    // Only the bindings this call would pass: an unbound or held-back one is not.
+    env_names.extend(bindings.found.iter().map(|(key, _)| key.clone()));
     env_names.sort();
     let summary = summary(ctx, request, target, &bindings.found);
     let mut plan = Plan {
@@ -266,7 +291,11 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
     for word in &request.params {
         let (key, value) = word.split_once('=').unwrap_or((word, ""));
         let value = redactor.redact_str(value);
-        let shown: String = value.chars().take(SHOWN_VALUE).map(printable).collect();
+        let shown: String = value
+            .chars()
+            .take(SHOWN_VALUE)
+            .map(crate::output::printable)
+            .collect();
         let shown = if value.chars().count() > SHOWN_VALUE {
             format!("{shown}… ({} bytes)", value.len())
         } else {
@@ -275,17 +304,6 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
         text.push_str(&format!("\n  {key}={shown}"));
     }
     text
-}
-
-/// A character as a prompt may show it: control characters and the marks that
-/// reorder text (bidirectional overrides) escaped, everything else itself.
-fn printable(c: char) -> String {
-    let reorders = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if c.is_control() || reorders {
-        c.escape_default().collect()
-    } else {
-        c.to_string()
-    }
 }
 
 /// Step 2: the policy's decision for this caller, confirmed when it asks for it.
@@ -314,20 +332,15 @@ async fn decide(
     let plan = plan(ctx, request, target, bindings, evaluation);
     if request.dry_run {
         if plan.evaluation.decision == Decision::Deny {
-            return Err(Failure::new(
-                Reason::DeniedByPolicy,
-                format!("denied by {}", plan.evaluation.rule),
-            )
-            .next("hcpx policy show")
-            .data(plan.json));
+            return Err(super::denied(&plan.evaluation, &plan.json));
         }
         return Ok(plan);
     }
     let asked = super::Asked {
         what: plan.summary.clone(),
         yes: request.yes,
-        retry: format!("hcpx exec {} {} --yes -- …", request.pack, request.command),
-        by_hand: format!("hcpx exec {} {} -- …", request.pack, request.command),
+        retry: redact_text(&request.command_line(true), &bindings.found),
+        by_hand: redact_text(&request.command_line(false), &bindings.found),
     };
     if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
         audit.decision = Some(match failure.reason {
@@ -699,6 +712,10 @@ fn report(
     if let Some(failure) = failure {
         return Err(failure.run(run));
     }
+    // The child's exit code says whether the command worked; output that is not
+    // JSON only leaves `data` empty (a write that printed nothing succeeded, and
+    // must not be retried as if it had failed).
+    let mut warnings = String::new();
     let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
             Ok(mut value) => {
@@ -706,13 +723,9 @@ fn report(
                 redactor.redact_value(&mut value);
                 Some(value)
             }
-            Err(position) => {
-                return Err(Failure::new(
-                    Reason::Failed,
-                    format!("the pack's output is not valid JSON ({position})"),
-                )
-                .next(format!("hcpx exec {pack} {command} -- …   (without --json)"))
-                .run(run));
+            Err(why) => {
+                warnings = format!("warning: the pack's output is not JSON ({why}), so data is null\n");
+                None
             }
         }
     } else {
@@ -720,7 +733,7 @@ fn report(
     };
     Ok(Reply {
         text: String::new(),
-        warnings: String::new(),
+        warnings,
         data,
         run: Some(run),
     })
@@ -805,7 +818,7 @@ mod tests {
 
     #[test]
     fn prompts_show_characters_that_could_fake_lines_escaped() {
-        let shown: String = "a\nb\u{202e}c€\t".chars().map(printable).collect();
+        let shown: String = "a\nb\u{202e}c€\t".chars().map(crate::output::printable).collect();
         assert_eq!(shown, "a\\nb\\u{202e}c€\\t");
     }
 

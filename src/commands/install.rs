@@ -86,6 +86,14 @@ async fn permitted(
         })
 }
 
+/// NAME of `NAME[@VERSION]`; a scoped NAME starts with `@`.
+fn package_name(spec: &str) -> &str {
+    match spec.get(1..).and_then(|rest| rest.rfind('@')) {
+        Some(at) => &spec[..=at],
+        None => spec,
+    }
+}
+
 /// Fetches `npm:NAME[@VERSION]` with the machine's own npm, scripts off.
 async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure> {
     let npm = resolve_program("npm", ctx.var(env_vars::PATH)).ok_or_else(|| {
@@ -134,18 +142,34 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
     .await
     .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
     if finished.exit_code != 0 || finished.ending != runtime::Ending::Exited {
+        // npm's own reason: `npm error code E404` (npm 7 and later) or
+        // `npm ERR! code E404` (before), and the lines around it.
         let stderr = String::from_utf8_lossy(&finished.stderr);
-        let first = stderr
+        let said: Vec<String> = stderr
             .lines()
-            .find(|line| line.contains("ERR"))
-            .unwrap_or("npm failed")
-            .to_owned();
-        return Err(Failure::new(
-            Reason::UnknownPack,
-            "npm could not fetch that package; nothing was installed",
-        )
-        .details(vec![first])
-        .next("npm view NAME versions   (check the name and version)"));
+            .filter(|line| line.starts_with("npm error") || line.starts_with("npm ERR!"))
+            .take(6)
+            .map(str::to_owned)
+            .collect();
+        let code = said.iter().find_map(|line| {
+            let mut words = line.split_whitespace().skip_while(|word| *word != "code");
+            words.next().and(words.next())
+        });
+        let message = match code {
+            Some(code) => format!("npm could not fetch that package ({code}); nothing was installed"),
+            None => "npm could not fetch that package; nothing was installed".to_owned(),
+        };
+        let details = if said.is_empty() {
+            stderr.lines().rev().take(3).map(str::to_owned).collect()
+        } else {
+            said
+        };
+        return Err(Failure::new(Reason::UnknownPack, message)
+            .details(details)
+            .next(format!(
+                "npm view {} versions   (check the name and version)",
+                shell_words::quote(package_name(spec))
+            )));
     }
     let packed: serde_json::Value = serde_json::from_slice(&finished.stdout).unwrap_or_default();
     let filename = packed[0]["filename"]

@@ -175,6 +175,18 @@ pub(crate) struct Asked {
     pub by_hand: String,
 }
 
+/// A `deny`: by the policy (whose rules `policy show` lists), or by a read-only
+/// server, which no policy change opens.
+pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &serde_json::Value) -> Failure {
+    let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
+    let failure = if evaluation.rule.matcher == crate::policy::READ_ONLY {
+        failure.next("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves")
+    } else {
+        failure.next("hcpx policy show")
+    };
+    failure.data(plan.clone())
+}
+
 /// The policy step's confirmation, shared by exec, install and uninstall: `Ok` to go
 /// on, or the refusal (`denied_by_policy`, `needs_confirmation`, `declined`).
 pub(crate) async fn confirm(
@@ -188,11 +200,7 @@ pub(crate) async fn confirm(
     match evaluation.decision {
         Decision::Allow => Ok(()),
         Decision::Confirm if ctx.confirmed || asked.yes => Ok(()),
-        Decision::Deny => Err(
-            Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule))
-                .next("hcpx policy show")
-                .data(plan.clone()),
-        ),
+        Decision::Deny => Err(denied(evaluation, plan)),
         Decision::Confirm | Decision::ConfirmHuman => {
             // Only someone who is certainly a person is asked: `main.rs` hands in the
             // terminal only for a terminal caller (an agent's shell may drive a

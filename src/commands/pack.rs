@@ -58,7 +58,26 @@ pub fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
     }
 }
 
-fn manifest_template(id: &str) -> String {
+/// The example binding `pack new` declares: `WEATHER_API_KEY` for `weather`, or
+/// `API_KEY` when the id does not make a name the manifest accepts (`7zip`, `ld`).
+fn binding_key(id: &str) -> String {
+    let stem: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let key = format!("{stem}_API_KEY");
+    let reserved =
+        key.starts_with(|c: char| c.is_ascii_digit()) || key.starts_with("HCP_") || key.starts_with("LD_");
+    if reserved { "API_KEY".to_owned() } else { key }
+}
+
+fn manifest_template(id: &str, key: &str) -> String {
     format!(
         r#"{{
   "hcp": 1,
@@ -67,15 +86,23 @@ fn manifest_template(id: &str) -> String {
   "description": "Describe in one line what {id} does",
   "keywords": ["{id}"],
   "bin": ["./{id}"],
+  "bindings": {{
+    "{key}": {{
+      "description": "an example credential, given to the CLI as an environment variable; the pack runs without it",
+      "secret": true,
+      "required": false
+    }}
+  }},
   "sandbox": {{ "network": false, "write": [], "timeoutMs": 30000 }},
   "commands": {{
     "hello": {{
       "summary": "Greet someone by name",
       "effect": "read",
       "params": {{
-        "name": {{ "type": "string", "required": true, "maxLength": 100, "description": "who to greet" }}
+        "name": {{ "type": "string", "required": true, "maxLength": 100, "description": "who to greet" }},
+        "lang": {{ "type": "enum", "values": ["en", "fr"], "default": "en", "description": "the greeting's language" }}
       }},
-      "argv": ["hello", "--name={{name}}"],
+      "argv": ["hello", "--name={{name}}", "--lang={{lang}}"],
       "json": ["--json"]
     }}
   }}
@@ -84,43 +111,56 @@ fn manifest_template(id: &str) -> String {
     )
 }
 
-fn skill_template(id: &str) -> String {
+fn skill_template(id: &str, key: &str) -> String {
     format!(
         "---\nname: {id}\ndescription: Greets people by name. Use it when someone asks for a greeting. \
          (Replace this with what {id} does and when an agent should use it.)\n---\n\n# {id}\n\n\
          ## When to use\n\nDescribe the tasks this pack is for, and the ones it is not for.\n\n\
-         ## Commands\n\n- `hello`: greet someone.\n  `hcpx exec {id} hello -- name=Ada`\n\n\
+         ## Commands\n\n- `hello`: greet someone, in English or French (`lang=fr`).\n  \
+         `hcpx exec {id} hello -- name=Ada`\n  \
+         `hcpx exec {id} hello --json -- name=Ada lang=fr` returns `{{\"greeting\": ..., \"key\": \"set\" or \"unset\"}}`\n\n\
+         ## Credentials\n\n`{key}` is optional: the pack runs without it. A person binds it with \
+         `hcpx bind {id} {key}`; an agent cannot.\n\n\
          ## Pitfalls\n\nList what an agent gets wrong the first time.\n"
     )
 }
 
-fn script_template(id: &str) -> String {
+fn script_template(id: &str, key: &str) -> String {
     format!(
         r#"#!/bin/sh
-# The CLI of pack {id}. hcpx runs it with a cleared environment, stdin closed,
-# in the caller's folder, with every caller value in one argument of its own.
+# The CLI of pack {id}. hcpx runs it with a cleared environment (plus the pack's
+# bindings, such as {key}), stdin closed, in the caller's folder, with every
+# caller value in one argument of its own.
 set -eu
 cmd=${{1:-}}
 [ $# -gt 0 ] && shift
 json=0
 name=
+lang=en
 for arg in "$@"; do
   case $arg in
     --json) json=1 ;;
     --name=*) name=${{arg#--name=}} ;;
+    --lang=*) lang=${{arg#--lang=}} ;;
     *) echo "{id}: unknown argument" >&2; exit 2 ;;
   esac
 done
+# Say whether the credential is there; never print it.
+if [ -n "${{{key}:-}}" ]; then key=set; else key=unset; fi
 case $cmd in
   hello)
+    case $lang in
+      fr) word=Bonjour ;;
+      *) word=Hello ;;
+    esac
     if [ "$json" = 1 ]; then
       escaped=$(printf '%s' "$name" | sed 's/\\/\\\\/g; s/"/\\"/g')
-      printf '{{"greeting":"Hello, %s!"}}\n' "$escaped"
+      printf '{{"greeting":"%s, %s!","key":"%s"}}\n' "$word" "$escaped" "$key"
     else
-      printf 'Hello, %s!\n' "$name"
+      printf '%s, %s!\n' "$word" "$name"
     fi
     ;;
-  *) echo "usage: {id} hello --name=NAME [--json]" >&2; exit 2 ;;
+  *) echo "usage: {id} hello --name=NAME [--lang=en|fr] [--json]" >&2; exit 2 ;;
 esac
 "#
     )
@@ -152,10 +192,11 @@ pub fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
         }
         Err(error) => return Err(io(error)),
     }
-    std::fs::write(dir.join(MANIFEST_FILE), manifest_template(id)).map_err(io)?;
-    std::fs::write(dir.join(SKILL_FILE), skill_template(id)).map_err(io)?;
+    let key = binding_key(id);
+    std::fs::write(dir.join(MANIFEST_FILE), manifest_template(id, &key)).map_err(io)?;
+    std::fs::write(dir.join(SKILL_FILE), skill_template(id, &key)).map_err(io)?;
     let script = dir.join(id);
-    std::fs::write(&script, script_template(id)).map_err(io)?;
+    std::fs::write(&script, script_template(id, &key)).map_err(io)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -21,7 +21,7 @@ fn usage(command: &clap::Command, path: &str) -> String {
             ToString::to_string,
         );
         let word = match (arg.get_long(), arg.is_positional()) {
-            (_, true) if arg.is_last_set() => "-- KEY=VALUE...".to_owned(),
+            (_, true) if name == "KEY=VALUE" => "[--] KEY=VALUE...".to_owned(),
             (_, true) if arg.is_required_set() => name,
             (_, true) => format!("[{name}...]"),
             (Some(long), false) if arg.get_action().takes_values() => format!("[--{long} {name}]"),
@@ -63,13 +63,14 @@ pub(super) fn markdown(read_only: bool) -> String {
          would, with every shell metacharacter refused. Add `\"confirm\": true` only when the user agreed to a \
          command that answered `needs_confirmation`. `--json` is implied: the result's `structuredContent` is \
          the envelope (`ok`, `argv`, `child`, `spawned`, `exitCode`, `stdout`, `stderr`, `data`, \
-         `outputTruncated`, `truncation`, `outputId`, `durationMs`, `error {code, reason, message}`, `next`).\n\n\
+         `outputTruncated`, `truncation`, `outputId`, `durationMs`, `error {code, reason, message}`, `next`, and `warnings` when something went wrong without failing the call, such as output that is not JSON).\n\n\
          ## A first session\n\n\
          1. `{\"argv\": [\"search\", \"plan a journey\"]}`: packs that fit, with whether each is ready.\n\
          2. `{\"argv\": [\"skill\", \"transit\"]}`: the pack's guide and every command's parameters.\n\
          3. `{\"argv\": [\"exec\", \"transit\", \"plan\", \"--\", \"from=Westgate\", \"to=North Park\"]}`: run it.\n\n\
          ## Rules\n\n\
-         - Parameters come after `--`, one `KEY=VALUE` per word; repeat a key for a list.\n\
+         - Parameters are `KEY=VALUE` words after the command, one per word; repeat a key for a list. A `--` \
+         before them is optional, and needed when a word starts with `-`.\n\
          - The policy decides: `allow` runs; `confirm` needs `confirm: true` (or the host asks the user); \
          `confirm-human` only the user can give, through the host; `deny` never runs.\n\
          - Credentials are bound by the user with `hcpx bind` at a terminal; you never see them. An `unbound` \
@@ -109,7 +110,7 @@ mod tests {
         ] {
             assert!(help.contains(command), "{command} missing:\n{help}");
         }
-        assert!(help.contains("-- KEY=VALUE..."), "{help}");
+        assert!(help.contains("[--timeout-ms N] [--] KEY=VALUE..."), "{help}");
         assert!(
             help.contains("`bind PACK KEY [--from-env VAR] [--keep]`: Store a credential"),
             "{help}"

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod fit;
 mod help;
+mod hints;
 pub mod http;
 pub mod lines;
 
@@ -290,7 +291,8 @@ pub fn tool(read_only: bool) -> Tool {
                     "message": { "type": "string" }
                 }
             },
-            "next": { "type": ["string", "null"] }
+            "next": { "type": ["string", "null"] },
+            "warnings": { "type": "array", "items": { "type": "string" } }
         },
         "required": ["ok", "argv", "spawned", "exitCode", "durationMs"]
     }));
@@ -439,6 +441,9 @@ fn text_for(envelope: &Envelope, human: &str) -> String {
         }
     } else if envelope.error.is_none() {
         text.push_str(human);
+    }
+    for warning in &envelope.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
     }
     if let Some(id) = &envelope.output_id {
         text.push_str(&format!(
@@ -630,6 +635,8 @@ impl Server {
             return InputRequiredResult::new(Some(requests), Some(state)).into();
         }
         let mut envelope = executed.envelope;
+        // Suggestions are written for a terminal; this caller acts through the tool.
+        envelope.next = envelope.next.take().map(|next| hints::as_tool_call(&next));
         // An install or uninstall changed the skills there are: tell the client.
         let changes_packs = input
             .argv

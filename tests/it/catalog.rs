@@ -242,22 +242,91 @@ fn help_is_success_and_usage_errors_are_refusals() {
     assert!(output.stdout.contains("hcpx search journey"), "{output}");
     let output = env.run(&["search", "--limit", "0"]);
     assert_eq!(output.code, 2);
-    assert!(
-        output
-            .stderr
-            .starts_with("error: the arguments do not match the command's usage\n"),
+    assert_eq!(
+        output.stderr,
+        "error: invalid value '0' for '--limit <LIMIT>': 0 is not in 1..=10000\nnext: hcpx search --help\n",
         "{output}"
     );
-    assert!(output.stderr.ends_with("next: hcpx search --help\n"), "{output}");
-    let (code, envelope) = env.json(&["frobnicate", "--secret-value"]);
+    // clap's words and tips reach the caller, its own words among them, with
+    // control characters escaped and long words cut.
+    let (code, envelope) = env.json(&["frob\u{7}\u{202e}nicate", "x"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"));
-    // The refusal never repeats what the caller sent.
-    for field in ["error", "next", "data"] {
-        let text = envelope[field].to_string();
-        assert!(
-            !text.contains("frobnicate") && !text.contains("secret-value"),
-            "{field}: {text}"
-        );
-    }
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2, "reason": "invalid_arguments",
+            // clap drops terminal controls (the bell); hcpx escapes the rest.
+            "message": "unrecognized subcommand 'frob\\u{202e}nicate'",
+        })
+    );
+    assert_eq!(envelope["next"], json!("hcpx --help"));
+    let long = "a".repeat(5000);
+    let (_, envelope) = env.json(&[&long]);
+    let message = envelope["error"]["message"].as_str().unwrap();
+    assert!(
+        message.chars().count() <= 301 && message.ends_with('…'),
+        "{message}"
+    );
+}
+
+/// The mistakes an agent makes most, with the exact words it gets back: a misspelt
+/// command or option is named, and `next` is the same command corrected.
+#[test]
+fn usage_errors_keep_clap_detail_and_suggest_the_corrected_command() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["skil", "transit"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        (&envelope["error"]["message"], &envelope["next"]),
+        (
+            &json!("unrecognized subcommand 'skil'; a similar subcommand exists: 'skill'"),
+            &json!("hcpx skill transit")
+        )
+    );
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "problem": "unrecognized subcommand 'skil'",
+            "tips": ["a similar subcommand exists: 'skill'"],
+            "usage": "hcpx [OPTIONS] <COMMAND>",
+        })
+    );
+    let (_, envelope) = env.json(&["search", "--limt", "3", "journey"]);
+    assert_eq!(
+        (&envelope["error"]["message"], &envelope["next"]),
+        (
+            &json!("unexpected argument '--limt' found; a similar argument exists: '--limit'"),
+            &json!("hcpx search --limit 3 journey")
+        )
+    );
+    let (_, envelope) = env.json(&["exec", "transit"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the following required arguments were not provided: <COMMAND>")
+    );
+    let (_, envelope) = env.json(&["exec", "transit", "plan", "-x"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("unexpected argument '-x' found; to pass '-x' as a value, use '-- -x'")
+    );
+    // The most likely mistake, no `--` before the parameters, is not one any more.
+    let (code, envelope) = env.json(&[
+        "exec",
+        "transit",
+        "plan",
+        "from=Westgate",
+        "to=Harbour",
+        "at=08:00",
+    ]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["child"].as_array().unwrap()[1..],
+        [
+            json!("plan"),
+            json!("--from=Westgate"),
+            json!("--to=Harbour"),
+            json!("--at=08:00"),
+            json!("--json")
+        ]
+    );
 }

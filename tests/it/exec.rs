@@ -118,7 +118,8 @@ fn caller_values_never_become_options() {
         [
             "[--text=--upload-pack=evil]",
             "[--]",
-            "[-x]",
+            // A path reaches the CLI anchored to the working directory.
+            "[./-x]",
             "[-rf]",
             "[--exec=sh]"
         ]
@@ -428,7 +429,10 @@ fn confirm_human_is_not_satisfied_by_an_agents_yes() {
     let (code, envelope) = env.json(&["exec", "probe", "write", "--", "target=out.txt"]);
     assert_eq!(code, 2);
     assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
-    assert_eq!(envelope["next"], json!("hcpx exec probe write --yes -- …"));
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes -- 'target=out.txt'")
+    );
     assert_eq!(envelope["data"]["child"][1], json!("write"));
     assert!(!env.work().join("out.txt").exists());
     assert_eq!(
@@ -451,6 +455,10 @@ fn a_confirmation_never_shows_a_bound_value() {
     assert!(
         summary.ends_with("\n  target=out/[REDACTED:PROBE_TOKEN]"),
         "{summary}"
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes -- 'target=out/[REDACTED:PROBE_TOKEN]'")
     );
 }
 
@@ -605,13 +613,21 @@ fn json_output_is_parsed_and_bad_json_is_reported() {
     assert_eq!(code, 0);
     assert_eq!(envelope["data"], json!({ "ok": true, "n": 3 }));
     assert_eq!(envelope["child"][2], json!("--json"));
+    // The CLI exited 0: the command worked, whatever it printed.
     let (code, envelope) = env.json(&["exec", "probe", "json", "--", "bad=true"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["ok"], json!(true));
+    assert_eq!(envelope["data"], json!(null));
+    assert_eq!(envelope["error"], json!(null));
     assert_eq!(
-        envelope["error"]["message"],
-        json!("the pack's output is not valid JSON (line 2, column 0)")
+        envelope["warnings"],
+        json!(["the pack's output is not JSON (line 2, column 0), so data is null"])
     );
     assert_eq!(envelope["stdout"], json!("{\"broken\": \n"));
+    let output = env.run(&["exec", "probe", "json", "--", "bad=true"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert_eq!(output.stdout, "{\"broken\": \n");
+    assert_eq!(output.stderr, "");
 }
 
 #[test]
@@ -628,7 +644,8 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
         data["child"],
         json!(["[TEMP]/home/packs/probe/probe", "write", "out/x.txt"])
     );
-    assert_eq!(data["env"], json!(["HOME", "PATH", "PROBE_TOKEN", "TMPDIR"]));
+    // PROBE_TOKEN is declared but not bound: the child would not get it.
+    assert_eq!(data["env"], json!(["HOME", "PATH", "TMPDIR"]));
     assert_eq!(data["timeoutMs"], json!(20000));
     let layers: Vec<(&str, bool)> = data["sandbox"]["layers"]
         .as_array()
@@ -694,4 +711,29 @@ fn concurrent_execs_each_leave_one_whole_audit_line() {
         assert_eq!(entry["principal"], json!("terminal"));
         assert!(entry["outputBytes"].as_u64().unwrap() > 0);
     }
+}
+
+/// At a terminal `next` is the command line to type: this very call, with `--yes`
+/// and the caller's own values quoted, never an ellipsis.
+#[test]
+fn needs_confirmation_suggests_the_same_command_with_yes() {
+    let env = probe_env();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "probe",
+        "write",
+        "--timeout-ms",
+        "5000",
+        "target=out/a b.txt",
+    ]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec probe write --yes --timeout-ms 5000 -- 'target=out/a b.txt'")
+    );
+    let (_, envelope) = env.json(&["exec", "probe", "wipe"]);
+    assert_eq!(
+        envelope["next"],
+        json!("a person runs, at a terminal and without HCP_AGENT=1: hcpx exec probe wipe")
+    );
 }

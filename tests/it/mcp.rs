@@ -1060,3 +1060,65 @@ async fn on_2026_07_28_list_changes_come_only_through_listen() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(bare.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+/// The mistakes a model makes most, and the exact words it gets back over MCP:
+/// `next` is a tool call with the real values (never an ellipsis, never a flag the
+/// tool does not take), and a read-only refusal says what the server is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hints_are_tool_calls_an_agent_can_make() {
+    let env = probe_env();
+    let client = connect(&env, Client::default(), false).await;
+    // No `--` before the parameters: it runs.
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "transit", "plan", "from=Westgate", "to=Harbour", "at=08:00"] }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    // A misspelt command: clap's words, and the corrected call.
+    let result = call(&client, json!({ "argv": ["skil", "transit"] })).await;
+    assert_eq!(
+        (&envelope(&result)["error"]["message"], &envelope(&result)["next"]),
+        (
+            &json!("unrecognized subcommand 'skil'; a similar subcommand exists: 'skill'"),
+            &json!(r#"{"argv":["skill","transit"]}"#)
+        )
+    );
+    assert_eq!(
+        text(&result),
+        "error (invalid_arguments): unrecognized subcommand 'skil'; a similar subcommand exists: 'skill'\n\
+         next: {\"argv\":[\"skill\",\"transit\"]}\n"
+    );
+    // Needs confirmation: the same call with `confirm: true`, values and all.
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "probe", "write", "--", "target=out/a b.txt"] }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(r#"{"argv":["exec","probe","write","--","target=out/a b.txt"],"confirm":true}"#)
+    );
+    // A command the policy denies: the policy is what to look at.
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"probe.wipe","decision":"deny"}]}"#,
+    );
+    let result = call(&client, json!({ "argv": ["exec", "probe", "wipe"] })).await;
+    assert_eq!(envelope(&result)["next"], json!(r#"{"argv":["policy","show"]}"#));
+    drop(client);
+    // On a read-only server a write is not the policy's doing.
+    let client = connect(&env, Client::default(), true).await;
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "probe", "write", "--", "target=x"], "confirm": true }),
+    )
+    .await;
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(
+            "this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves"
+        )
+    );
+}

@@ -54,8 +54,7 @@ fn publish(env: &TestEnv, npmrc: &Path, name: &str, version: &str, marker: &Path
 
 #[test]
 fn install_by_name_and_version_from_a_registry_without_running_scripts() {
-    if !available("npm") || !available("python3") {
-        eprintln!("note: npm or python3 is missing; the npm install test needs both");
+    if !crate::common::require(available("npm") && available("python3"), "npm and python3") {
         return;
     }
     let env = TestEnv::new();
@@ -123,8 +122,18 @@ fn install_by_name_and_version_from_a_registry_without_running_scripts() {
     let (_, envelope) = env.json(&["install", &format!("npm:{name}@2.0.0"), "--yes"]);
     assert_eq!(envelope["data"]["changed"], json!(false));
     // A name the registry does not have.
-    let (code, envelope) = env.json(&["install", "npm:hcp-no-such-package", "--yes"]);
+    let (code, envelope) = env.json(&["install", "npm:hcp-no-such-package@1.0.0", "--yes"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["reason"], json!("unknown_pack"));
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2, "reason": "unknown_pack",
+            "message": "npm could not fetch that package (E404); nothing was installed",
+        })
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("npm view hcp-no-such-package versions   (check the name and version)")
+    );
     assert!(!marker.exists());
 }

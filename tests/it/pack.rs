@@ -83,12 +83,134 @@ fn pack_new_writes_a_pack_that_passes_check_and_runs() {
     assert_eq!(code, 0);
     // Its CLI does what the manifest says, with a quote that needs JSON escaping.
     let out = std::process::Command::new(env.work().join("weather/weather"))
-        .args(["hello", "--name=Ada \"the\" first", "--json"])
+        .args(["hello", "--name=Ada \"the\" first", "--lang=en", "--json"])
         .output()
         .unwrap();
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(value, json!({ "greeting": "Hello, Ada \"the\" first!" }));
+    assert_eq!(
+        value,
+        json!({ "greeting": "Hello, Ada \"the\" first!", "key": "unset" })
+    );
     // A second time refuses, and bad ids are refused.
     assert_eq!(env.run(&["pack", "new", "weather"]).code, 2);
     assert_eq!(env.run(&["pack", "new", "Bad Id"]).code, 2);
+    // Ids whose upper-case form is no binding name the manifest accepts fall back
+    // to API_KEY; every generated pack passes its own check.
+    for (id, key) in [
+        ("7zip", "API_KEY"),
+        ("ld", "API_KEY"),
+        ("hcp-x", "API_KEY"),
+        ("my.tool", "MY_TOOL_API_KEY"),
+    ] {
+        assert_eq!(env.run(&["pack", "new", id]).code, 0, "{id}");
+        let manifest = std::fs::read_to_string(env.work().join(id).join("hcp.json")).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        assert!(manifest["bindings"][key].is_object(), "{id}: {manifest}");
+    }
+}
+
+/// The steps docs/packs.md walks through: new, check, install, exec (text and
+/// `--json`), bind the declared key as the README shows, exec again.
+#[test]
+fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
+    let env = TestEnv::new();
+    assert_eq!(env.run(&["pack", "new", "weather"]).code, 0);
+    assert_eq!(env.run(&["pack", "check", "weather"]).code, 0);
+    let (code, envelope) = env.json(&["install", "./weather", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+
+    let output = env.run(&["exec", "weather", "hello", "--", "name=Ada"]);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "Hello, Ada!\n"),
+        "{output}"
+    );
+
+    // Unbound, the optional key is simply absent; the enum's default is rendered.
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada", "lang=fr"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!({ "greeting": "Bonjour, Ada!", "key": "unset" })
+    );
+    assert_eq!(
+        envelope["child"].as_array().unwrap()[1..],
+        json!(["hello", "--name=Ada", "--lang=fr", "--json"])
+            .as_array()
+            .unwrap()[..]
+    );
+
+    // The plan names only the variables the child would get: no unbound key.
+    let (_, dry) = env.json(&["exec", "weather", "hello", "--dry-run", "--", "name=Ada"]);
+    assert_eq!(dry["data"]["env"], json!(["HOME", "PATH", "TMPDIR"]), "{dry}");
+
+    // `printf %s "$KEY" | hcpx bind weather WEATHER_API_KEY`, as in the README.
+    let (code, envelope) = env.json(&["bindings"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(envelope.to_string().contains("WEATHER_API_KEY"), "{envelope}");
+    env.bind("weather", "WEATHER_API_KEY", "wx-0123456789");
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!({ "greeting": "Hello, Ada!", "key": "set" })
+    );
+    assert!(!envelope.to_string().contains("wx-0123456789"));
+    let (_, dry) = env.json(&["exec", "weather", "hello", "--dry-run", "--", "name=Ada"]);
+    assert_eq!(
+        dry["data"]["env"],
+        json!(["HOME", "PATH", "TMPDIR", "WEATHER_API_KEY"]),
+        "{dry}"
+    );
+    // Another key is refused with the one the pack declares.
+    let output = env.run(&["bind", "weather", "API_KEY"]);
+    assert_eq!(output.code, 2, "{output}");
+    assert!(output.stderr.contains("it declares: WEATHER_API_KEY"), "{output}");
+}
+
+/// Every whole manifest in docs/packs.md passes `pack check`, and the one shown for
+/// `pack new weather` is what `pack new` writes: the reference cannot drift from
+/// the validator unnoticed.
+#[test]
+fn the_manifests_in_docs_packs_md_pass_check() {
+    let env = TestEnv::new();
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/packs.md"))
+        .unwrap();
+    let blocks: Vec<serde_json::Value> = doc
+        .split("```json\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("\n```").next())
+        .filter(|block| block.starts_with("{\n  \"hcp\": 1,"))
+        .map(|block| serde_json::from_str(block).unwrap())
+        .collect();
+    assert!(blocks.len() >= 2, "{blocks:?}");
+    for manifest in &blocks {
+        let id = manifest["id"].as_str().unwrap();
+        let dir = env.work().join("docs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("hcp.json"), manifest.to_string()).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {id}\ndescription: An example from docs/packs.md.\n---\n"),
+        )
+        .unwrap();
+        if let Some(file) = manifest["bin"][0].as_str().unwrap().strip_prefix("./") {
+            std::fs::write(dir.join(file), "#!/bin/sh\n").unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+        }
+        let folder = format!("docs/{id}");
+        let (code, envelope) = env.json(&["pack", "check", &folder]);
+        assert_eq!(code, 0, "{id}: {envelope}");
+    }
+    assert_eq!(env.run(&["pack", "new", "weather"]).code, 0);
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("weather/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        blocks[0], written,
+        "docs/packs.md shows another manifest than pack new writes"
+    );
 }
