@@ -1,0 +1,181 @@
+//! How one call's [`Envelope`] reaches a model as a `CallToolResult` (SPEC §8):
+//! the view limits (a head and a tail of each stream, the whole capture kept
+//! pageable in the [`OutputStore`]), the text a model reads, and the message size
+//! cap of [`super::fit`]. What the envelope says is the command tree's.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+use super::{Options, fit};
+use crate::error::Failure;
+use crate::output::{Envelope, StreamTruncation, Truncation};
+use crate::outputs::{OutputStore, view};
+
+/// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
+pub const VIEW_STDOUT: usize = 32 * 1024;
+/// Stderr shown in a result.
+pub const VIEW_STDERR: usize = 8 * 1024;
+
+/// The result of a call that ran: cut to the view limits and to the message size,
+/// with whatever is cut kept pageable. `human` is the command's text for a person.
+pub(crate) fn render(
+    mut envelope: Envelope,
+    human: &str,
+    options: &Options,
+    outputs: &OutputStore,
+) -> CallToolResult {
+    apply_view(&mut envelope, options, outputs);
+    let mut text = text_for(&envelope, human);
+    if fit::too_large(&envelope, &text) && envelope.output_id.is_none() && envelope.spawned {
+        // What is about to be cut stays pageable.
+        let id = outputs.put(envelope.stdout.clone(), envelope.stderr.clone());
+        envelope.output_id = Some(id);
+        text = text_for(&envelope, human);
+    }
+    fit::tool_result(&mut envelope, &mut text);
+    result(envelope, text)
+}
+
+/// The result of a call refused before anything ran.
+pub(crate) fn refusal(failure: Failure) -> CallToolResult {
+    let mut envelope = Envelope::failed(Vec::new(), failure);
+    let mut text = text_for(&envelope, "");
+    fit::tool_result(&mut envelope, &mut text);
+    result(envelope, text)
+}
+
+/// Applies the result view limits (SPEC §8): a head and a tail of each stream, the
+/// whole capture kept in the store and its id in the envelope.
+fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
+    if envelope.stdout.len() <= options.view_bytes && envelope.stderr.len() <= VIEW_STDERR {
+        return;
+    }
+    let id = store.new_id();
+    let earlier = envelope.truncation.take().unwrap_or(Truncation {
+        stdout: None,
+        stderr: None,
+    });
+    // A stream cut here reports what the result shows against all the child wrote.
+    let cut = |text: &mut String, limit: usize, before: Option<StreamTruncation>| match view(text, limit, &id)
+    {
+        Some((shown, bytes)) => {
+            let total = before.map_or(text.len() as u64, |t| t.total);
+            (
+                std::mem::replace(text, shown),
+                Some(StreamTruncation {
+                    shown: bytes as u64,
+                    total,
+                }),
+            )
+        }
+        None => (text.clone(), before),
+    };
+    let (stdout, stdout_cut) = cut(&mut envelope.stdout, options.view_bytes, earlier.stdout);
+    let (stderr, stderr_cut) = cut(&mut envelope.stderr, VIEW_STDERR, earlier.stderr);
+    store.insert(&id, stdout, stderr);
+    envelope.output_truncated = true;
+    envelope.truncation = Some(Truncation {
+        stdout: stdout_cut,
+        stderr: stderr_cut,
+    });
+    envelope.output_id = Some(id);
+}
+
+/// What a model needs from one call, as text: the answer, or the refusal and its
+/// next step.
+fn text_for(envelope: &Envelope, human: &str) -> String {
+    let mut text = String::new();
+    if let Some(error) = &envelope.error {
+        text.push_str(&format!("error ({}): {}\n", error.reason, error.message));
+        if let Some(next) = &envelope.next {
+            text.push_str(&format!("next: {next}\n"));
+        }
+        if error.reason == "needs_confirmation"
+            && let Some(plan) = &envelope.data
+        {
+            if let Some(summary) = plan["summary"].as_str() {
+                text.push_str(summary);
+                text.push('\n');
+            }
+            text.push_str(&format!("plan: {plan}\n"));
+        }
+    }
+    if envelope.spawned {
+        text.push_str(&envelope.stdout);
+        if !envelope.stderr.is_empty() {
+            text.push_str(&format!("\n[stderr]\n{}", envelope.stderr));
+        }
+        if envelope.error.is_none() && envelope.exit_code == 0 && envelope.stdout.is_empty() {
+            text.push_str("(no output)\n");
+        }
+    } else if envelope.error.is_none() {
+        text.push_str(human);
+    }
+    for warning in &envelope.warnings {
+        text.push_str(&format!("warning: {warning}\n"));
+    }
+    if let Some(id) = &envelope.output_id {
+        text.push_str(&format!(
+            "\n[output truncated: page it with {{\"argv\": [\"output\", \"{id}\", \"--offset\", \"N\"]}}]\n"
+        ));
+    }
+    text
+}
+
+/// The text as content, the envelope as structured content, `isError` when it
+/// did not succeed.
+fn result(envelope: Envelope, text: String) -> CallToolResult {
+    let ok = envelope.ok;
+    let mut result = if ok {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(serde_json::to_value(&envelope).unwrap_or(Value::Null));
+    result.is_error = Some(!ok);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Reason;
+
+    #[test]
+    fn text_shows_refusal_and_next() {
+        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
+        let envelope = Envelope::failed(vec![], failure);
+        assert_eq!(
+            text_for(&envelope, ""),
+            "error (unknown_pack): no pack by that name\nnext: hcpx search\n"
+        );
+    }
+
+    #[test]
+    fn view_limits_keep_the_whole_capture_pageable() {
+        let store = OutputStore::default();
+        let options = Options {
+            read_only: false,
+            view_bytes: 1024,
+        };
+        let mut envelope = Envelope::ok(vec![], None);
+        envelope.stdout = "x".repeat(5000);
+        envelope.stderr = "e".repeat(100);
+        apply_view(&mut envelope, &options, &store);
+        let id = envelope.output_id.clone().unwrap();
+        assert!(envelope.output_truncated);
+        assert_eq!(
+            envelope.truncation,
+            Some(Truncation {
+                stdout: Some(StreamTruncation {
+                    shown: 1024,
+                    total: 5000
+                }),
+                stderr: None
+            })
+        );
+        assert!(envelope.stdout.contains(&format!("hcp://output/{id}")));
+        assert_eq!(store.get(&id).unwrap().stdout.len(), 5000);
+        assert_eq!(envelope.stderr.len(), 100);
+    }
+}
