@@ -2,8 +2,8 @@
 //! call. On protocols up to 2025-11-25 the host's user is asked through
 //! `elicitation/create` ([`Elicitation`]); on 2026-07-28 the question goes back to
 //! the client in an `InputRequiredResult` with a sealed request state, and the call
-//! that resumes with the answer must carry that state, bound to the same argv,
-//! working directory and policy, and unused. A client that cannot be asked gets
+//! that resumes with the answer must carry that state unused, for the same argv,
+//! working directory and policy. A client that cannot be asked gets
 //! `needs_confirmation` and may call again with `confirm: true`. The policy itself,
 //! and what a confirmation allows, are decided by the command tree.
 
@@ -229,20 +229,21 @@ impl Human for Elicitation {
 }
 
 impl Server {
-    /// What a sealed state is bound to: the argv, the working directory and the
-    /// policy in force (the contents of both policy files).
-    fn binding(&self, argv: &[String]) -> Vec<u8> {
+    /// The associated data a state is sealed with, so that it opens only for the
+    /// same call: the argv, the working directory and the policy in force (the
+    /// contents of both policy files).
+    fn sealed_context(&self, argv: &[String]) -> Vec<u8> {
         let read = |path: Option<std::path::PathBuf>| {
             path.and_then(|path| std::fs::read(path).ok()).unwrap_or_default()
         };
-        let mut bound = argv.join("\0").into_bytes();
-        bound.push(0);
-        bound.extend(self.base.cwd.display().to_string().into_bytes());
-        bound.push(0);
-        bound.extend(read(Some(self.base.user_policy_path())));
-        bound.push(0);
-        bound.extend(read(self.base.project_policy_path()));
-        bound
+        let mut context = argv.join("\0").into_bytes();
+        context.push(0);
+        context.extend(self.base.cwd.display().to_string().into_bytes());
+        context.push(0);
+        context.extend(read(Some(self.base.user_policy_path())));
+        context.push(0);
+        context.extend(read(self.base.project_policy_path()));
+        context
     }
 
     fn seal_state(&self, argv: &[String]) -> Option<String> {
@@ -251,9 +252,9 @@ impl Server {
             .nonces
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             .to_string();
-        let bound = self.binding(argv);
+        let context = self.sealed_context(argv);
         let options = rmcp::model::SealOptions::new()
-            .associated_data(&bound)
+            .associated_data(&context)
             .ttl(STATE_TTL);
         codec.seal_json_with(&Sealed { nonce }, &options).ok()
     }
@@ -263,7 +264,7 @@ impl Server {
         let Some(codec) = self.seal.as_ref() else {
             return false;
         };
-        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &self.binding(argv)) else {
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &self.sealed_context(argv)) else {
             return false;
         };
         let Ok(mut used) = self.used.lock() else {
