@@ -7,21 +7,23 @@
 //! `needs_confirmation` and may call again with `confirm: true`. The policy itself,
 //! and what a confirmation allows, are decided by the command tree.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses,
+    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
 use super::{Server, modern};
-use crate::context::{Answer, Human};
+use crate::context::{Answer, Context, Human};
 use crate::error::{Failure, Reason};
 
 /// How long a person has to answer a confirmation through the host.
@@ -29,15 +31,83 @@ const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a sealed confirmation state (2026-07-28) stays valid.
 const STATE_TTL: Duration = Duration::from_secs(600);
 
+/// Seals and opens confirmation states (2026-07-28) with a key only this process
+/// holds; shared by every session of a server, so a state sealed in one is spent
+/// in all.
+pub(crate) struct Seals {
+    /// `None` when the system gives no randomness: then nothing is sealed.
+    codec: Option<RequestStateCodec>,
+    /// Nonces of sealed states already used, with when they expire.
+    used: Mutex<HashMap<String, Instant>>,
+    nonces: AtomicU64,
+}
+
+impl Seals {
+    /// Seals with a fresh key.
+    pub(crate) fn new() -> Self {
+        Self {
+            codec: fresh_key().and_then(|key| RequestStateCodec::try_new(key).ok()),
+            used: Mutex::default(),
+            nonces: AtomicU64::default(),
+        }
+    }
+
+    /// Whether states can be sealed at all.
+    fn available(&self) -> bool {
+        self.codec.is_some()
+    }
+
+    /// A state for this argv in `ctx`, good once and for [`STATE_TTL`].
+    fn seal(&self, ctx: &Context, argv: &[String]) -> Option<String> {
+        let codec = self.codec.as_ref()?;
+        let nonce = self.nonces.fetch_add(1, Ordering::Relaxed).to_string();
+        let context = sealed_context(ctx, argv);
+        let options = SealOptions::new().associated_data(&context).ttl(STATE_TTL);
+        codec.seal_json_with(&Sealed { nonce }, &options).ok()
+    }
+
+    /// Opens a sealed state for this very argv in `ctx`, once. Any failure is one
+    /// answer.
+    fn open(&self, state: &str, ctx: &Context, argv: &[String]) -> bool {
+        let Some(codec) = self.codec.as_ref() else {
+            return false;
+        };
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv)) else {
+            return false;
+        };
+        let Ok(mut used) = self.used.lock() else {
+            return false;
+        };
+        used.retain(|_, expires| *expires > Instant::now());
+        used.insert(sealed.nonce, Instant::now() + STATE_TTL).is_none()
+    }
+}
+
 /// A fresh 32-byte key, or `None` when the system gives no randomness (then the
 /// server falls back to `needs_confirmation` and `confirm: true`).
-pub(crate) fn fresh_key() -> Option<Vec<u8>> {
+fn fresh_key() -> Option<Vec<u8>> {
     use std::io::Read as _;
     let mut key = vec![0_u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut random| random.read_exact(&mut key))
         .ok()?;
     Some(key)
+}
+
+/// The associated data a state is sealed with, so that it opens only for the same
+/// call: the argv, the working directory and the policy in force (the contents of
+/// both policy files).
+fn sealed_context(ctx: &Context, argv: &[String]) -> Vec<u8> {
+    let read =
+        |path: Option<std::path::PathBuf>| path.and_then(|path| std::fs::read(path).ok()).unwrap_or_default();
+    let mut context = argv.join("\0").into_bytes();
+    context.push(0);
+    context.extend(ctx.cwd.display().to_string().into_bytes());
+    context.push(0);
+    context.extend(read(Some(ctx.user_policy_path())));
+    context.push(0);
+    context.extend(read(ctx.project_policy_path()));
+    context
 }
 
 /// What a sealed confirmation state carries.
@@ -83,12 +153,12 @@ impl Server {
         let elicits = request
             .client_capabilities()
             .is_some_and(|caps| caps.elicitation.is_some());
-        if !elicits || self.seal.is_none() {
+        if !elicits || !self.seals.available() {
             return Ok(Confirmation::default());
         }
         match resume {
             Some((responses, state)) => {
-                if !self.open_state(state, argv) {
+                if !self.seals.open(state, &self.base, argv) {
                     return Err(Failure::new(
                         Reason::NeedsConfirmation,
                         "that confirmation is expired, altered, for another command or already used; \
@@ -131,7 +201,7 @@ impl Server {
         let question = confirmation
             .deferred
             .and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()))?;
-        let state = self.seal_state(argv)?;
+        let state = self.seals.seal(&self.base, argv)?;
         let schema = ElicitationSchema::builder()
             .required_bool("confirm")
             .build()
@@ -225,53 +295,5 @@ impl Human for Elicitation {
                 Err(_) => Answer::No,
             }
         })
-    }
-}
-
-impl Server {
-    /// The associated data a state is sealed with, so that it opens only for the
-    /// same call: the argv, the working directory and the policy in force (the
-    /// contents of both policy files).
-    fn sealed_context(&self, argv: &[String]) -> Vec<u8> {
-        let read = |path: Option<std::path::PathBuf>| {
-            path.and_then(|path| std::fs::read(path).ok()).unwrap_or_default()
-        };
-        let mut context = argv.join("\0").into_bytes();
-        context.push(0);
-        context.extend(self.base.cwd.display().to_string().into_bytes());
-        context.push(0);
-        context.extend(read(Some(self.base.user_policy_path())));
-        context.push(0);
-        context.extend(read(self.base.project_policy_path()));
-        context
-    }
-
-    fn seal_state(&self, argv: &[String]) -> Option<String> {
-        let codec = self.seal.as_ref()?;
-        let nonce = self
-            .nonces
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            .to_string();
-        let context = self.sealed_context(argv);
-        let options = rmcp::model::SealOptions::new()
-            .associated_data(&context)
-            .ttl(STATE_TTL);
-        codec.seal_json_with(&Sealed { nonce }, &options).ok()
-    }
-
-    /// Opens a sealed state for this very argv, once. Any failure is one answer.
-    fn open_state(&self, state: &str, argv: &[String]) -> bool {
-        let Some(codec) = self.seal.as_ref() else {
-            return false;
-        };
-        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &self.sealed_context(argv)) else {
-            return false;
-        };
-        let Ok(mut used) = self.used.lock() else {
-            return false;
-        };
-        used.retain(|_, expires| *expires > std::time::Instant::now());
-        used.insert(sealed.nonce, std::time::Instant::now() + STATE_TTL)
-            .is_none()
     }
 }

@@ -73,11 +73,8 @@ pub struct Server {
     changes: Arc<Changes>,
     /// The tool calls in flight, so that a shutdown can wait for their children.
     calls: tokio_util::task::TaskTracker,
-    /// Seals confirmation state with a key only this process holds.
-    seal: Option<Arc<rmcp::model::RequestStateCodec>>,
-    /// Nonces of sealed states already used, with when they expire.
-    used: Arc<std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>>,
-    nonces: Arc<std::sync::atomic::AtomicU64>,
+    /// Seals confirmation state, and remembers which states were used.
+    seals: Arc<confirm::Seals>,
 }
 
 impl Server {
@@ -88,18 +85,13 @@ impl Server {
         let outputs = Arc::new(OutputStore::default());
         base.outputs = Some(outputs.clone());
         base.catalog_cache = Some(Arc::new(crate::catalog::CatalogCache::default()));
-        let seal = confirm::fresh_key()
-            .and_then(|key| rmcp::model::RequestStateCodec::try_new(key).ok())
-            .map(Arc::new);
         Self {
             base,
             options,
             outputs,
             changes: Arc::default(),
             calls: tokio_util::task::TaskTracker::new(),
-            seal,
-            used: Arc::default(),
-            nonces: Arc::default(),
+            seals: Arc::new(confirm::Seals::new()),
         }
     }
 
