@@ -168,12 +168,8 @@ impl Server {
                 }
                 let answer = responses
                     .get("confirm")
-                    .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok());
-                let answer = match answer {
-                    Some(result) if accepted(&result) => Answer::Yes,
-                    Some(result) if result.action == ElicitationAction::Cancel => Answer::Cancelled,
-                    _ => Answer::No,
-                };
+                    .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok())
+                    .map_or(Answer::No, |result| answer(&result));
                 Ok(Confirmation {
                     human: Some(Arc::new(Answered(answer))),
                     deferred: None,
@@ -202,18 +198,8 @@ impl Server {
             .deferred
             .and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()))?;
         let state = self.seals.seal(&self.base, argv)?;
-        let schema = ElicitationSchema::builder()
-            .required_bool("confirm")
-            .build()
-            .ok()?;
         let plan = plan.map(ToString::to_string).unwrap_or_default();
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message: format!(
-                "{question}\nPlan: {plan}\nhcpx asks you, the person using this host, to confirm."
-            ),
-            requested_schema: schema,
-        };
+        let params = confirm_params(format!("{question}\nPlan: {plan}"))?;
         let mut requests = InputRequests::new();
         requests.insert(
             "confirm".to_owned(),
@@ -223,14 +209,34 @@ impl Server {
     }
 }
 
-/// A yes: accepted, with `confirm` true.
-fn accepted(result: &ElicitResult) -> bool {
-    result.action == ElicitationAction::Accept
-        && result
-            .content
-            .as_ref()
-            .and_then(|content| content["confirm"].as_bool())
-            == Some(true)
+/// The form that asks the host's user `question`: one required boolean, `confirm`.
+fn confirm_params(question: String) -> Option<ElicitRequestParams> {
+    let schema = ElicitationSchema::builder()
+        .required_bool("confirm")
+        .build()
+        .ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!("{question}\nhcpx asks you, the person using this host, to confirm."),
+        requested_schema: schema,
+    })
+}
+
+/// The answer a filled-in form gives: yes only when accepted with `confirm` true.
+fn answer(result: &ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept
+            if result
+                .content
+                .as_ref()
+                .and_then(|content| content["confirm"].as_bool())
+                == Some(true) =>
+        {
+            Answer::Yes
+        }
+        ElicitationAction::Cancel => Answer::Cancelled,
+        _ => Answer::No,
+    }
 }
 
 /// Defers the question into an `InputRequiredResult` (2026-07-28).
@@ -266,32 +272,15 @@ struct Elicitation {
 impl Human for Elicitation {
     fn confirm<'a>(&'a self, question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
-            let Ok(schema) = ElicitationSchema::builder().required_bool("confirm").build() else {
+            let Some(params) = confirm_params(question.to_owned()) else {
                 return Answer::No;
-            };
-            let params = ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message: format!("{question}\nhcpx asks you, the person using this host, to confirm."),
-                requested_schema: schema,
             };
             match self
                 .peer
                 .create_elicitation_with_timeout(params, Some(ELICIT_TIMEOUT))
                 .await
             {
-                Ok(result) => match result.action {
-                    ElicitationAction::Accept
-                        if result
-                            .content
-                            .as_ref()
-                            .and_then(|content| content["confirm"].as_bool())
-                            == Some(true) =>
-                    {
-                        Answer::Yes
-                    }
-                    ElicitationAction::Cancel => Answer::Cancelled,
-                    _ => Answer::No,
-                },
+                Ok(result) => answer(&result),
                 Err(_) => Answer::No,
             }
         })
