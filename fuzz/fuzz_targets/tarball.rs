@@ -7,6 +7,7 @@
 #![no_main]
 
 use std::io::Write as _;
+use std::path::Component;
 
 use hcpx::install::{MAX_FILE, read_tarball};
 use libfuzzer_sys::fuzz_target;
@@ -21,7 +22,13 @@ fuzz_target!(|data: &[u8]| {
         gzipped = encoder.finish().unwrap();
         &gzipped
     };
-    let Ok(files) = read_tarball(bytes) else {
+    let read = read_tarball(bytes);
+    // One entry that escapes, is a link or a special file, or is too large
+    // refuses the whole package, wherever it is.
+    if dangerous(bytes) {
+        assert!(read.is_err(), "took a package with a dangerous entry");
+    }
+    let Ok(files) = read else {
         return;
     };
     let manifest = files.get("hcp.json").expect("hcp.json is taken");
@@ -41,3 +48,31 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = hcpx::install::validate(&files);
 });
+
+/// Whether the archive, read up to its first damage, holds an entry that must
+/// refuse it.
+fn dangerous(bytes: &[u8]) -> bool {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let Ok(entries) = archive.entries() else {
+        return false;
+    };
+    for entry in entries {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let Ok(path) = entry.path() else {
+            return false;
+        };
+        let escapes = path.components().any(|part| {
+            matches!(
+                part,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        });
+        let kind = entry.header().entry_type();
+        if escapes || !(kind.is_file() || kind.is_dir()) || (kind.is_file() && entry.size() > MAX_FILE) {
+            return true;
+        }
+    }
+    false
+}
