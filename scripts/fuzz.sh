@@ -35,14 +35,13 @@ cargo +nightly fuzz build -a
 
 failed=""
 for target in $targets; do
-  dict=""
+  # -timeout: one input taking this long is a finding (a hang), not a slow run.
+  set -- -max_total_time="$seconds" -timeout=20 -print_final_stats=1
   if [ -f "dicts/$target.dict" ]; then
-    dict="-dict=dicts/$target.dict"
+    set -- "$@" "-dict=dicts/$target.dict"
   fi
   log="target/fuzz-$target.log"
-  # -timeout: one input taking this long is a finding (a hang), not a slow run.
-  if cargo +nightly fuzz run -a "$target" -- -max_total_time="$seconds" -timeout=20 \
-    -print_final_stats=1 $dict >"$log" 2>&1; then
+  if cargo +nightly fuzz run -a "$target" -- "$@" >"$log" 2>&1; then
     status=ok
   else
     status=CRASH
@@ -51,7 +50,9 @@ for target in $targets; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   echo "$target: ${runs:-?} executions in ${seconds}s: $status"
   if [ "$status" = CRASH ]; then
-    grep -E '^(thread|==[0-9]+==|SUMMARY|artifact_prefix|Test unit written)' "$log" | head -n 10 || true
+    # The panic and its message, or the sanitizer's summary, and the saved input.
+    grep -E -A1 '^thread .* panicked at' "$log" | head -n 4 || true
+    grep -E '^(SUMMARY|artifact_prefix)' "$log" | head -n 2 || true
     echo "  (full log: fuzz/$log)"
   fi
 done
