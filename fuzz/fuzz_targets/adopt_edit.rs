@@ -70,6 +70,14 @@ fuzz_target!(|data: &[u8]| {
     let Ok(added) = edit(text, Some(&case.value)) else {
         return;
     };
+    if parse(case.format, text, false).is_none() {
+        // Syntax the checker cannot turn into values (`1e999`, which JSON.parse
+        // reads as Infinity): the edits must still leave valid syntax.
+        assert!(syntax(case.format, &added), "the edited file parses");
+        let removed = edit(&added, None).expect("removal after adding");
+        assert!(syntax(case.format, &removed), "the file parses after removal");
+        return;
+    }
     let tree = parse(case.format, &added, false).expect("the edited file parses");
     assert_eq!(
         lookup(&tree, &case.path, &case.key),
@@ -103,6 +111,22 @@ fn parse(format: Format, text: &str, strict: bool) -> Option<Value> {
             let doc: toml_edit::DocumentMut = text.parse().ok()?;
             Some(table(doc.as_table()))
         }
+    }
+}
+
+/// Whether the text is valid syntax, values unread.
+fn syntax(format: Format, text: &str) -> bool {
+    match format {
+        Format::Json | Format::Jsonc => {
+            text.trim().is_empty()
+                || jsonc_parser::parse_to_ast(
+                    text,
+                    &jsonc_parser::CollectOptions::default(),
+                    &jsonc_parser::ParseOptions::default(),
+                )
+                .is_ok()
+        }
+        Format::Toml => text.parse::<toml_edit::DocumentMut>().is_ok(),
     }
 }
 
