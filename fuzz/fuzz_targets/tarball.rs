@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         gzipped = encoder.finish().unwrap();
         &gzipped
     };
-    let read = read_tarball(bytes);
+    let read = read_tarball(std::io::Cursor::new(bytes));
     // One entry that escapes, is a link or a special file, or is too large
     // refuses the whole package, wherever it is.
     if dangerous(bytes) {
@@ -70,7 +70,8 @@ fn dangerous(bytes: &[u8]) -> bool {
             )
         });
         let kind = entry.header().entry_type();
-        if escapes || !(kind.is_file() || kind.is_dir()) || (kind.is_file() && entry.size() > MAX_FILE) {
+        let skipped = kind.is_dir() || kind.is_pax_global_extensions();
+        if escapes || !(kind.is_file() || skipped) || (kind.is_file() && entry.size() > MAX_FILE) {
             return true;
         }
     }
