@@ -236,6 +236,26 @@ fn to_input(value: &Value) -> CstInputValue {
     }
 }
 
+/// Refuses a name that `object` holds more than once: the edit would reach the
+/// first, while hosts read the last (as `JSON.parse` does).
+fn once(object: &CstObject, name: &str) -> Result<(), AdoptError> {
+    let count = object
+        .properties()
+        .iter()
+        .filter(|prop| {
+            prop.name()
+                .and_then(|found| found.decoded_value().ok())
+                .is_some_and(|found| found == name)
+        })
+        .count();
+    if count > 1 {
+        return Err(AdoptError::Shape(format!(
+            "`{name}` appears {count} times in the file; keep one"
+        )));
+    }
+    Ok(())
+}
+
 /// Sets (`Some`) or removes (`None`) `key` under `path` in JSON or JSONC text.
 /// Containers on the path are created when needed, and dropped again when a
 /// removal leaves them empty, except the first `keep` (they were there before).
@@ -259,10 +279,12 @@ fn edit_json(
         Some(value) => {
             let mut container = top;
             for segment in path {
+                once(&container, segment)?;
                 container = container
                     .object_value_or_create(segment)
                     .ok_or_else(|| AdoptError::Shape(format!("`{segment}` in the file is not an object")))?;
             }
+            once(&container, key)?;
             match container.get(key) {
                 Some(prop) if prop.value().and_then(|node| node.to_serde_value()).as_ref() == Some(value) => {
                     return Ok(text.to_owned());
@@ -276,12 +298,18 @@ fn edit_json(
         None => {
             let mut chain: Vec<CstObject> = vec![top];
             for segment in path {
-                let Some(next) = chain.last().and_then(|object| object.object_value(segment)) else {
+                let Some(object) = chain.last() else { break };
+                once(object, segment)?;
+                let Some(next) = object.object_value(segment) else {
                     return Ok(text.to_owned());
                 };
                 chain.push(next);
             }
-            let Some(prop) = chain.last().and_then(|object| object.get(key)) else {
+            let Some(last) = chain.last() else {
+                return Ok(text.to_owned());
+            };
+            once(last, key)?;
+            let Some(prop) = last.get(key) else {
                 return Ok(text.to_owned());
             };
             prop.remove();
@@ -1212,6 +1240,26 @@ mod tests {
             edit(Format::Json, "[1]", &path(&["x"]), "k", Some(&json!(1))),
             Err(AdoptError::Shape(_))
         ));
+    }
+
+    /// Found with the `adopt_edit` fuzz target's check that an added entry is the
+    /// one hosts read: with a name given twice, the edit changed the first while
+    /// hosts (like `JSON.parse`) read the last, and a removal left the other.
+    #[test]
+    fn a_name_given_twice_is_refused_not_half_edited() {
+        for (text, name) in [
+            (r#"{"mcpServers": {"hcpx": 1, "hcpx": 2}}"#, "hcpx"),
+            (r#"{"mcpServers": {"hcpx": 1}, "mcpServers": {}}"#, "mcpServers"),
+        ] {
+            for value in [Some(json!({ "command": "hcpx" })), None] {
+                let result = edit(Format::Json, text, &path(&["mcpServers"]), "hcpx", value.as_ref());
+                let expected = format!("`{name}` appears 2 times in the file; keep one");
+                assert!(
+                    matches!(&result, Err(AdoptError::Shape(message)) if *message == expected),
+                    "{text} {value:?}: {result:?}"
+                );
+            }
+        }
     }
 
     #[test]

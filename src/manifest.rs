@@ -745,8 +745,11 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
     };
     let pattern_source = walk.string(&join(path, "pattern"), object.get("pattern"), false);
     let pattern = pattern_source.as_ref().and_then(|source| {
-        // Full match, as SPEC §2 says, whatever anchors the author wrote.
-        Regex::new(&format!("^(?:{source})$"))
+        // Full match, as SPEC §2 says, whatever anchors the author wrote. The source
+        // must be a regular expression by itself: `a)|(b` only parses once wrapped,
+        // and then `^(?:a)|(b)$` matches any text that starts with `a`.
+        Regex::new(source)
+            .and_then(|_| Regex::new(&format!("^(?:{source})$")))
             .map_err(|_| walk.problem(&join(path, "pattern"), "is not a valid regular expression"))
             .ok()
     });

@@ -246,6 +246,23 @@ fn param_type_rules() {
     );
 }
 
+/// Found by the `manifest` fuzz target's invariant that an accepted pattern is a
+/// regular expression by itself: this one parsed only once wrapped in the anchors,
+/// and then let any value that starts with a digit through.
+#[test]
+fn a_pattern_that_only_parses_once_anchored_is_refused() {
+    let text = r#"{"hcp":1,"id":"demo","version":"1.0.0","description":"Demo.","bin":["demo"],
+        "commands":{"run":{"summary":"Run.","effect":"read",
+        "params":{"n":{"positional":true,"required":true,"pattern":"[0-9]+)|(x"}},"argv":["{n}"]}}}"#;
+    assert_eq!(
+        parse(text).unwrap_err(),
+        [Problem {
+            path: "commands.run.params.n.pattern".to_owned(),
+            message: "is not a valid regular expression".to_owned(),
+        }]
+    );
+}
+
 #[test]
 fn default_rules() {
     assert_eq!(
