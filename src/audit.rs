@@ -1,4 +1,4 @@
-//! The audit log (SPEC §10): one JSON line per exec decision, install, uninstall and
+//! The audit log (see README.md): one JSON line per exec decision, install, uninstall and
 //! access change in `$HCP_HOME/audit.log`. Names only, never a secret value; argv
 //! passes through the redactor first. A line that cannot be written is reported to
 //! the caller as a warning and never loses the call's result.

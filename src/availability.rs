@@ -1,5 +1,5 @@
-//! The four availability flags of SPEC §4 (`installed`, `runnable`, `bound`,
-//! `permitted`) and `ready`, each false flag with its reason and the command that
+//! The four availability flags (see README.md): `installed`, `runnable`, `bound`,
+//! `permitted` and `ready`, each false flag with its reason and the command that
 //! fixes it. Also where a pack's CLI resolves to on this machine.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! Bound credentials (SPEC §6), stored in `$HCP_HOME/bindings.json`:
+//! Bound credentials (see docs/bindings.md), stored in `$HCP_HOME/bindings.json`:
 //!
 //! ```json
 //! {"version": 1, "packs": {"transit": {"TRANSIT_API_KEY": {"value": "…"}, "OTHER": {"fromEnv": "VAR"}}}}

@@ -1,4 +1,4 @@
-//! The clap types of the command tree (SPEC §3). They only parse: no I/O, no env.
+//! The clap types of the command tree (see README.md). They only parse: no I/O, no env.
 //! Doc comments are the help text.
 
 use std::path::PathBuf;

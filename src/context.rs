@@ -16,11 +16,11 @@ use crate::sandbox::Mode;
 
 /// Environment variable names hcpx itself reads, in one place.
 pub mod env_vars {
-    /// The user's state folder (SPEC §1); default `~/.hcp`.
+    /// The user's state folder (see README.md); default `~/.hcp`.
     pub const HCP_HOME: &str = "HCP_HOME";
-    /// `1` makes the caller an agent (SPEC §4).
+    /// `1` makes the caller an agent (see docs/bindings.md).
     pub const HCP_AGENT: &str = "HCP_AGENT";
-    /// The MCP result view size for stdout (SPEC §8).
+    /// The MCP result view size for stdout (see docs/mcp.md).
     pub const HCP_MCP_VIEW_BYTES: &str = "HCP_MCP_VIEW_BYTES";
     /// `best-effort` runs packs even when a needed sandbox layer is missing here.
     pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
@@ -28,7 +28,7 @@ pub mod env_vars {
     pub const PATH: &str = "PATH";
 }
 
-/// Who is calling (SPEC §4). Agents never widen their own access.
+/// Who is calling (see docs/bindings.md). Agents never widen their own access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Principal {

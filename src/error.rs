@@ -1,7 +1,7 @@
 //! The boundary error: every refusal or failure that leaves the command tree is a
-//! [`Failure`] carrying one [`Reason`] from the closed set of SPEC §8, a fixed
+//! [`Failure`] carrying one [`Reason`] from the closed set (see docs/mcp.md), a fixed
 //! message that never repeats caller input, an optional `next` command, and the CLI
-//! exit code of SPEC §3. Leaf modules keep their own error enums and convert here.
+//! exit code (see README.md). Leaf modules keep their own error enums and convert here.
 
 use serde::Serialize;
 
@@ -14,7 +14,7 @@ pub const EXIT_REFUSED: u8 = 2;
 /// Exit code: the pack's CLI timed out (the `timeout(1)` convention).
 pub const EXIT_TIMEOUT: u8 = 124;
 
-/// The closed set of refusal reasons of SPEC §8. Hosts and agents branch on these.
+/// The closed set of refusal reasons (see docs/mcp.md). Hosts and agents branch on these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {

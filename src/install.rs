@@ -1,4 +1,4 @@
-//! Installing packs (SPEC §7): from a local folder, a built-in id, or an npm tarball
+//! Installing packs (see README.md): from a local folder, a built-in id, or an npm tarball
 //! fetched by the machine's own `npm pack` (the spawning is the exec command's
 //! business; this module reads what it fetched). Only the pack's three files are
 //! taken; a path that escapes, a link, a device file or a file over 16 MiB refuses

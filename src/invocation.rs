@@ -1,4 +1,4 @@
-//! From the caller's `KEY=VALUE` words to the pack CLI's argv (SPEC §2, §4 step 1):
+//! From the caller's `KEY=VALUE` words to the pack CLI's argv (see docs/packs.md):
 //! every key a declared parameter, every value checked against its type, pattern and
 //! length, `path` values kept inside the working directory (links included), then
 //! the template rendered with one value per argv element, never split, never able to

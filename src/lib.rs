@@ -1,7 +1,7 @@
 //! hcpx: one safe door from agents and people to command-line tools.
 //!
 //! [`run`] is the whole command tree behind one entry: it parses an argv with clap,
-//! dispatches it, and returns an [`Outcome`] holding the result envelope of SPEC §8.
+//! dispatches it, and returns an [`Outcome`] holding the result envelope (see docs/mcp.md).
 //! It never prints or exits by itself; it writes rendered text to a [`Sink`], so the
 //! terminal binary and the MCP server run the very same tree.
 
@@ -67,7 +67,7 @@ impl Sink for BufferSink {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub envelope: Envelope,
-    /// The process exit code of SPEC §3.
+    /// The process exit code (see README.md).
     pub exit_code: u8,
 }
 
@@ -151,7 +151,7 @@ pub(crate) fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
 #[derive(Debug, Clone)]
 pub struct Executed {
     pub envelope: Envelope,
-    /// The process exit code of SPEC §3.
+    /// The process exit code (see README.md).
     pub exit_code: u8,
     /// The human rendering, besides the child's own output (which is in the
     /// envelope): what a person would read on stdout and stderr.

@@ -1,4 +1,4 @@
-//! Pack manifests (`hcp.json`, SPEC §2): the typed model and the validator.
+//! Pack manifests (`hcp.json`, see docs/packs.md): the typed model and the validator.
 //!
 //! The validator walks the JSON value itself rather than relying on serde, so that a
 //! bad manifest is refused as a whole with *every* problem listed by JSON path. It
@@ -15,11 +15,11 @@ use crate::template::{Element, is_name, is_pack_id};
 
 /// The only manifest format version this build reads.
 pub const FORMAT_VERSION: u64 = 1;
-/// Default `maxLength` of a parameter value, in bytes (SPEC §2).
+/// Default `maxLength` of a parameter value, in bytes (see docs/packs.md).
 pub const DEFAULT_MAX_LENGTH: usize = 65_536;
-/// Default child timeout (SPEC §2).
+/// Default child timeout (see docs/packs.md).
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-/// Largest child timeout a manifest or a caller may ask for (SPEC §2).
+/// Largest child timeout a manifest or a caller may ask for (see docs/packs.md).
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Longest pack description; the same bound the Agent Skills format puts on skills.
 pub const MAX_DESCRIPTION: usize = 1_024;
@@ -745,7 +745,7 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
     };
     let pattern_source = walk.string(&join(path, "pattern"), object.get("pattern"), false);
     let pattern = pattern_source.as_ref().and_then(|source| {
-        // Full match, as SPEC §2 says, whatever anchors the author wrote. The source
+        // Full match, as docs/packs.md says, whatever anchors the author wrote. The source
         // must be a regular expression by itself: `a)|(b` only parses once wrapped,
         // and then `^(?:a)|(b)$` matches any text that starts with `a`.
         Regex::new(source)

@@ -1,4 +1,4 @@
-//! The result envelope of SPEC §8 and every human rendering. This is the one module
+//! The result envelope (see docs/mcp.md) and every human rendering. This is the one module
 //! that turns results into text; commands return typed replies and this module
 //! renders them, for people or as JSON.
 
@@ -13,8 +13,8 @@ use crate::catalog::{BrokenPack, Pack};
 use crate::error::Failure;
 use crate::policy::{Layer, Policies, ShownRule};
 
-/// `{code, reason, message}` of a refusal or failure. `code` is the CLI exit code of
-/// SPEC §3 (`exitCode` holds the child's own code when one ran).
+/// `{code, reason, message}` of a refusal or failure. `code` is the CLI exit code
+/// (0, 1, 2 or 124; `exitCode` holds the child's own code when one ran).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorBody {
     pub code: u8,

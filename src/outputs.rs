@@ -1,4 +1,4 @@
-//! Full captures of recent calls whose result showed only a view (SPEC §8), kept so
+//! Full captures of recent calls whose result showed only a view (see docs/mcp.md), kept so
 //! they can be paged with `output ID` or read as `hcp://output/ID`: at least ten
 //! minutes, at most 64 MiB in all, the oldest dropped first. Also the view itself: a
 //! head and a tail around one line that says how much was left out, never cutting a

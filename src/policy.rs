@@ -1,4 +1,4 @@
-//! The policy engine (SPEC §5): a pure function from who is calling, which command,
+//! The policy engine (see README.md): a pure function from who is calling, which command,
 //! its effect, the user's policy and the project's policy to a [`Decision`] and the
 //! rule that made it. The most specific match wins within a file; across the two
 //! files the stricter decision wins; a file that cannot be parsed denies everything.
@@ -45,7 +45,7 @@ impl Decision {
     }
 }
 
-/// The built-in defaults of SPEC §5.
+/// The built-in defaults (see README.md).
 pub fn builtin_default(effect: Effect) -> Decision {
     match effect {
         Effect::Read => Decision::Allow,
@@ -174,7 +174,7 @@ impl PolicyFile {
         Ok(file)
     }
 
-    /// Serializes back to the format of SPEC §5.
+    /// Serializes back to the format (see README.md).
     pub fn to_json(&self) -> Value {
         let mut defaults = serde_json::Map::new();
         for effect in EFFECTS {

@@ -1,4 +1,4 @@
-//! Redaction of bound secrets and common token shapes (SPEC §6). A bound value is
+//! Redaction of bound secrets and common token shapes (see docs/bindings.md). A bound value is
 //! found as it is and in any JSON string encoding of it (each character itself, as
 //! `\uXXXX` in either case, or as its short escape, mixed at will), in output and in
 //! the strings of parsed JSON data. Where a capture was cut at its limit, a tail that
@@ -12,7 +12,7 @@ use regex::bytes::{Regex, RegexBuilder};
 
 use crate::binding::Secret;
 
-/// Values shorter than this are not redacted (SPEC §6): redacting `abc` everywhere
+/// Values shorter than this are not redacted (see docs/bindings.md): redacting `abc` everywhere
 /// would wreck output and protect nothing.
 pub const MIN_SECRET_LEN: usize = 4;
 /// An unfinished line longer than this is processed anyway, keeping only the tail

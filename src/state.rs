@@ -1,4 +1,4 @@
-//! Writes to the user's state files (SPEC §1): `$HCP_HOME` created 0700 on first
+//! Writes to the user's state files (see README.md): `$HCP_HOME` created 0700 on first
 //! write; every file replaced atomically (a temporary file in the same folder, synced,
 //! then renamed) while holding an exclusive lock, so a crash leaves the old or the new
 //! file and a second `hcpx` process never interleaves with this one.

@@ -1,4 +1,4 @@
-//! The argv template language of SPEC §2: `{name}` and `{name?}` placeholders inside
+//! The argv template language (see docs/packs.md): `{name}` and `{name?}` placeholders inside
 //! one argv element, `{{` and `}}` for literal braces. Parsing only; the manifest
 //! validator checks what the placeholders name, and exec renders them.
 
@@ -140,7 +140,7 @@ impl fmt::Display for Element {
     }
 }
 
-/// Command and parameter names: `^[a-z][a-z0-9_-]{0,63}$` (SPEC §2).
+/// Command and parameter names: `^[a-z][a-z0-9_-]{0,63}$` (see docs/packs.md).
 pub fn is_name(text: &str) -> bool {
     let bytes = text.as_bytes();
     !bytes.is_empty()
@@ -151,7 +151,7 @@ pub fn is_name(text: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
 }
 
-/// Pack ids: `^[a-z0-9][a-z0-9._-]{0,63}$` (SPEC §2).
+/// Pack ids: `^[a-z0-9][a-z0-9._-]{0,63}$` (see docs/packs.md).
 pub fn is_pack_id(text: &str) -> bool {
     let bytes = text.as_bytes();
     !bytes.is_empty()

@@ -1,6 +1,6 @@
 //! `hcpx exec PACK COMMAND [--dry-run] [--yes] [--timeout-ms N] -- KEY=VALUE...`
 //!
-//! The six steps of SPEC §4, in order, each a function that returns what the next
+//! The six steps (see README.md), in order, each a function that returns what the next
 //! one needs or the refusal that stops the call before anything is spawned:
 //! [`validate`] → [`decide`] → [`bind`] → [`confine`] → [`spawn`] → [`report`].
 //! One [`Audit`] records the call's decision on every way out.
@@ -739,7 +739,7 @@ fn report(
     })
 }
 
-/// The call's audit line (SPEC §10): written once, on every way out of [`steps`]
+/// The call's audit line (see README.md): written once, on every way out of [`steps`]
 /// after the policy step, with the decision the steps set; argv redacted with the
 /// call's bindings. A line that cannot be written becomes a warning on the result.
 struct Audit<'a> {

@@ -1,5 +1,5 @@
 //! `hcpx install SOURCE [--yes]` and `hcpx uninstall PACK [--yes]`: write commands of
-//! the pseudo-pack `hcp` (SPEC §5, §7), through the same policy and confirmation as
+//! the pseudo-pack `hcp` (see README.md), through the same policy and confirmation as
 //! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or a built-in id.
 
 use std::time::Duration;

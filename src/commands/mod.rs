@@ -67,7 +67,7 @@ pub(crate) fn find_pack<'c>(catalog: &'c Catalog, id: &str) -> Result<&'c Pack, 
 
 /// The access commands (`policy set`, `bind`, `unbind`, and `adopt` with `--write`,
 /// `--remove` or `--native`): an agent never widens its own access nor changes how
-/// it is recognised (SPEC §4).
+/// it is recognised (see docs/bindings.md).
 pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
     match crate::policy::access(ctx.principal).decision {
         crate::policy::Decision::Allow => Ok(()),
@@ -114,7 +114,7 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
-/// Appends an audit line for a decision other than an exec (SPEC §10); returns a
+/// Appends an audit line for a decision other than an exec (see README.md); returns a
 /// warning for people when it could not be written, never failing the call.
 pub(crate) fn record(
     ctx: &Context,

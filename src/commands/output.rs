@@ -1,5 +1,5 @@
 //! `hcpx output ID [--stream stdout|stderr] [--offset N] [--limit N]`: pages through a
-//! full capture kept by the MCP server (SPEC §8).
+//! full capture kept by the MCP server (see docs/mcp.md).
 
 use serde_json::json;
 

@@ -11,7 +11,7 @@ use crate::output;
 use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
 use crate::state;
 
-/// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (SPEC §5).
+/// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (see README.md).
 pub const PSEUDO_PACK: &str = "hcp";
 pub const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
     ("install", Effect::Write),

@@ -1,4 +1,4 @@
-//! The `hcp` tool's input (SPEC §8): exactly one of `argv` (preferred) or `args`,
+//! The `hcp` tool's input (see docs/mcp.md): exactly one of `argv` (preferred) or `args`,
 //! a string split as a POSIX shell would, after refusing every shell metacharacter
 //! anywhere in it. Refusals name the character class and its position, never the
 //! caller's text.

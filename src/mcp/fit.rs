@@ -1,5 +1,5 @@
 //! Every message the server sends stays under [`MAX_MESSAGE`] bytes as serialized
-//! (SPEC §8), measured after JSON escaping: text of control characters grows six
+//! (see docs/mcp.md), measured after JSON escaping: text of control characters grows six
 //! times when escaped, so raw lengths say little. A tool result over the bound is
 //! trimmed in this order until it fits: the content text, then `data`, then the end
 //! of stdout, then stderr past its head, then the echoed `argv`; it then says it was
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::output::{Envelope, StreamTruncation, Truncation};
 
-/// The largest serialized message (SPEC §8): stdio clients drop bigger ones.
+/// The largest serialized message (see docs/mcp.md): stdio clients drop bigger ones.
 pub const MAX_MESSAGE: usize = 9 * 1024 * 1024 + 512 * 1024;
 /// Room kept for what wraps a result: the JSON-RPC frame and the content block.
 const FRAME: usize = 4 * 1024;

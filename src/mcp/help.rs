@@ -7,7 +7,7 @@ use clap::CommandFactory as _;
 
 use crate::cli::Cli;
 
-/// Commands an MCP caller cannot use (SPEC §8).
+/// Commands an MCP caller cannot use (see docs/mcp.md).
 const REFUSED: [&str; 4] = ["mcp", "bind", "unbind", "policy set"];
 
 fn usage(command: &clap::Command, path: &str) -> String {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 use tokio::sync::mpsc;
 
-/// The longest request line read (SPEC §8 bounds `args` at 1 MiB and `argv` at
+/// The longest request line read (the tool bounds `args` at 1 MiB and `argv` at
 /// 1,024 words; a line past this is refused without being held).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 

@@ -1,4 +1,4 @@
-//! `hcpx mcp`: the MCP server (SPEC §8). [`Server`] holds what every request of a
+//! `hcpx mcp`: the MCP server (see docs/mcp.md). [`Server`] holds what every request of a
 //! session, and every session of an HTTP server, shares; its [`ServerHandler`]
 //! implementation answers the protocol and hands each request to the module that
 //! owns it: [`tool`] (the `hcp` tool and its calls), [`confirm`] (confirmation
@@ -33,7 +33,7 @@ use serde_json::json;
 use crate::context::{Context, env_vars};
 use crate::outputs::OutputStore;
 
-/// No serialized result is larger (SPEC §8): some hosts and SDKs drop bigger ones.
+/// No serialized result is larger (see docs/mcp.md): some hosts and SDKs drop bigger ones.
 pub use fit::MAX_MESSAGE as MAX_RESULT;
 pub use resources::Changes;
 pub use tool::tool;

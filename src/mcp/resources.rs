@@ -1,4 +1,4 @@
-//! The MCP resources (SPEC §8): `hcp://catalog`, `hcp://help`, one
+//! The MCP resources (see docs/mcp.md): `hcp://catalog`, `hcp://help`, one
 //! `hcp://skill/{pack_id}` a pack and `hcp://output/{id}` for kept outputs, read
 //! through the same command tree as the tool; and [`Changes`], which tells clients
 //! that the list of resources changed when the tool installed or uninstalled a pack.

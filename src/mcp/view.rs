@@ -1,4 +1,4 @@
-//! How one call's [`Envelope`] reaches a model as a `CallToolResult` (SPEC §8):
+//! How one call's [`Envelope`] reaches a model as a `CallToolResult` (see docs/mcp.md):
 //! the view limits (a head and a tail of each stream, the whole capture kept
 //! pageable in the [`OutputStore`]), the text a model reads, and the message size
 //! cap of [`super::fit`]. What the envelope says is the command tree's.
@@ -44,7 +44,7 @@ pub(crate) fn refusal(failure: Failure) -> CallToolResult {
     result(envelope, text)
 }
 
-/// Applies the result view limits (SPEC §8): a head and a tail of each stream, the
+/// Applies the result view limits (see docs/mcp.md): a head and a tail of each stream, the
 /// whole capture kept in the store and its id in the envelope.
 fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
     if envelope.stdout.len() <= options.view_bytes && envelope.stderr.len() <= VIEW_STDERR {

@@ -20,9 +20,9 @@ mod clone;
 #[cfg(target_os = "linux")]
 pub use clone::{ProcNamespace, proc_namespace};
 
-/// Largest capture per call, both streams together (SPEC §8).
+/// Largest capture per call, both streams together (see docs/mcp.md).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
-/// Between TERM and KILL (SPEC §6).
+/// Between TERM and KILL (see docs/sandbox.md).
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output
 /// already written, short enough that a grandchild holding a pipe cannot hang us.

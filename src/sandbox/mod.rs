@@ -1,4 +1,4 @@
-//! The sandbox (SPEC §6) as a transform: a [`ChildPlan`] (what the pack's CLI should
+//! The sandbox (see docs/sandbox.md) as a transform: a [`ChildPlan`] (what the pack's CLI should
 //! run, where, with which environment and grants) becomes a [`Spawn`] for
 //! [`crate::runtime`], carrying a [`Confinement`] prepared here in the parent and a
 //! [`Control`] for the runtime. Nothing is applied to this process.
@@ -32,7 +32,7 @@ pub use enter::Confinement;
 #[cfg(target_os = "linux")]
 pub(crate) use enter::supervise;
 
-/// Environment names passed through from the caller (SPEC §6); TMPDIR is replaced.
+/// Environment names passed through from the caller (see docs/sandbox.md); TMPDIR is replaced.
 pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
 /// PATH for the child when the caller has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
