@@ -129,6 +129,19 @@ fn backup_path(path: &Path) -> PathBuf {
 fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
     let why = match error {
         AdoptError::Foreign { key, entry } => return foreign_failure(path, request, &key, &entry),
+        AdoptError::ForeignFile => {
+            return Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "{} is there and hcpx did not write it; nothing was written. Replace it \
+                     with --force (it is kept as {}, and --remove puts it back), or move it",
+                    path.display(),
+                    backup_path(path).display()
+                ),
+            )
+            .data(json!({ "path": path }))
+            .next(forced(request));
+        }
         AdoptError::Unparsable(why) | AdoptError::Shape(why) => why,
         other => {
             return Failure::new(Reason::InvalidArguments, other.to_string());
@@ -163,7 +176,12 @@ fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found)
     )
     .details(details)
     .data(json!({ "path": path, "key": key, "entry": entry.text }))
-    .next(format!(
+    .next(forced(request))
+}
+
+/// The same adopt, forced.
+fn forced(request: &Request<'_>) -> String {
+    format!(
         "hcpx adopt {}{}{} --write --force",
         request.host,
         if request.native { " --native" } else { "" },
@@ -171,7 +189,7 @@ fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found)
             .scope
             .map(|scope| format!(" --scope {scope}"))
             .unwrap_or_default(),
-    ))
+    )
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
@@ -342,12 +360,29 @@ fn native_changes(
         let path = dir.join("hcpx").join("SKILL.md");
         let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
         let (old, existed) = read(&target)?;
-        let new = (!remove).then(|| HCPX_SKILL.to_owned());
+        let backup = std::fs::read_to_string(backup_path(&path)).ok();
+        let planned = adopt::plan_file(
+            record,
+            &target.display().to_string(),
+            existed.then_some(old.as_str()),
+            backup.as_deref(),
+            HCPX_SKILL,
+            remove,
+            request.force,
+        )
+        .map_err(|error| edit_failure(&path, request, error))?;
+        if planned.kept_foreign {
+            warnings.push(format!(
+                "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
+                path.display()
+            ));
+        }
+        *record = planned.record;
         changes.push(Change {
             path,
             target,
             old,
-            new,
+            new: planned.new,
             existed,
         });
     }
@@ -416,7 +451,19 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     }
     let host = find_host(request.host)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
-    let planned = plan(ctx, &host, scope, request)?;
+    let mut planned = plan(ctx, &host, scope, request)?;
+    if !request.write {
+        // What --write would refuse, said before anyone asks for it.
+        for change in &planned.changes {
+            if change.changed() && change.existed && adopt::read_only(&change.target) {
+                planned.warnings.push(format!(
+                    "{} is read-only: --write leaves it as it is until it is writable (chmod u+w {})",
+                    change.target.display(),
+                    change.target.display()
+                ));
+            }
+        }
+    }
     let changed: Vec<&Change> = planned.changes.iter().filter(|change| change.changed()).collect();
     let diffs: Vec<String> = changed
         .iter()
