@@ -184,6 +184,10 @@ mod tests {
         assert!(store.get_at(&id, past).is_none(), "read after an hour");
         let later = store.new_id();
         store.insert_at(&later, "new".to_owned(), String::new(), past);
-        assert_eq!(store.entries.lock().unwrap().1.len(), 1, "dropped on the next insert");
+        assert_eq!(
+            store.entries.lock().unwrap().1.len(),
+            1,
+            "dropped on the next insert"
+        );
     }
 }

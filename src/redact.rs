@@ -246,9 +246,7 @@ impl Redactor {
             .collect();
         list.sort_by_key(|bound| std::cmp::Reverse(bound.value.len()));
         list.dedup_by(|a, b| a.value == b.value);
-        Self {
-            secrets: list,
-        }
+        Self { secrets: list }
     }
 
     /// Where to end a capture that was cut at its limit: before a tail that could be

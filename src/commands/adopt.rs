@@ -596,9 +596,9 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         lines.push_str(&format!("  {}\n", change.path.display()));
     }
     let decision = if request.remove {
-        "adopt-removed"
+        crate::audit::Decision::AdoptRemoved
     } else {
-        "adopted"
+        crate::audit::Decision::Adopted
     };
     let audit_warning = super::record(
         ctx,

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
+use crate::audit::Decision;
 use crate::availability::resolve_program;
 use crate::binding::{Identity, Store};
 use crate::catalog::builtin_files;
@@ -77,11 +78,7 @@ async fn permitted(
     confirm(ctx, &asked, &evaluation, &plan)
         .await
         .inspect_err(|refusal| {
-            let decision = match refusal.reason {
-                Reason::DeniedByPolicy => "denied",
-                Reason::Declined => "declined",
-                _ => "needs_confirmation",
-            };
+            let decision = Decision::of_unconfirmed(refusal.reason);
             let _ = super::record(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
 }
@@ -280,7 +277,11 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
         argv,
         super::policy::PSEUDO_PACK,
         "install",
-        if changed { "installed" } else { "unchanged" },
+        if changed {
+            Decision::Installed
+        } else {
+            Decision::Unchanged
+        },
         started,
     );
     let replaced = match &outcome {
@@ -366,7 +367,7 @@ pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> R
         argv,
         super::policy::PSEUDO_PACK,
         "uninstall",
-        "uninstalled",
+        Decision::Uninstalled,
         started,
     );
     let builtin = builtin_files(id).is_some();

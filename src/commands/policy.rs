@@ -163,7 +163,7 @@ pub fn set(ctx: &Context, matcher: &str, decision: &str, argv: &[String]) -> Res
         argv,
         PSEUDO_PACK,
         "policy-set",
-        "policy-set",
+        crate::audit::Decision::PolicySet,
         std::time::Instant::now(),
     );
     Ok(Reply {
