@@ -161,6 +161,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A view never splits a character, shows at most `limit` bytes, keeps a
+        /// head and a tail of the text, and names the part left out, from which
+        /// paging reads the rest.
+        #[test]
+        fn a_view_is_head_marker_tail(text in "\\PC{0,120}", limit in 0_usize..200) {
+            let Some((shown, bytes)) = view(&text, limit, "out-7") else {
+                proptest::prop_assert!(text.len() <= limit);
+                return Ok(());
+            };
+            proptest::prop_assert!(bytes <= limit);
+            let marker_at = shown.find("\n[hcpx: ").unwrap();
+            let head = &shown[..marker_at];
+            let rest = &shown[marker_at + 1..];
+            let marker_end = rest.find("]\n").unwrap() + 2;
+            let tail = &rest[marker_end..];
+            proptest::prop_assert!(text.starts_with(head) && text.ends_with(tail));
+            proptest::prop_assert_eq!(head.len() + tail.len(), bytes);
+            let left_out = text.len() - bytes;
+            proptest::prop_assert!(
+                rest.starts_with(&format!("[hcpx: {left_out} bytes left out here; all {} bytes", text.len())),
+                "{}", rest
+            );
+        }
+    }
+
     #[test]
     fn store_drops_oldest_past_the_budget() {
         let store = OutputStore::default();

@@ -292,3 +292,82 @@ fn round_trips_to_json() {
     let file = PolicyFile::parse(text).unwrap();
     assert_eq!(PolicyFile::parse(&file.to_json().to_string()).unwrap(), file);
 }
+
+mod laws {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn decision() -> impl Strategy<Value = Decision> {
+        prop_oneof![
+            Just(Decision::Allow),
+            Just(Decision::Confirm),
+            Just(Decision::ConfirmHuman),
+            Just(Decision::Deny),
+        ]
+    }
+
+    fn effect() -> impl Strategy<Value = Effect> {
+        prop_oneof![Just(Effect::Read), Just(Effect::Write), Just(Effect::Destructive)]
+    }
+
+    fn matcher() -> impl Strategy<Value = Matcher> {
+        let pack = prop_oneof![Just("a"), Just("b")].prop_map(str::to_owned);
+        let command = prop_oneof![Just("x"), Just("y")].prop_map(str::to_owned);
+        prop_oneof![
+            (pack.clone(), command).prop_map(|(pack, command)| Matcher::Command { pack, command }),
+            pack.prop_map(Matcher::Pack),
+            effect().prop_map(Matcher::Effect),
+        ]
+    }
+
+    fn file() -> impl Strategy<Value = PolicyFile> {
+        (
+            [
+                proptest::option::of(decision()),
+                proptest::option::of(decision()),
+                proptest::option::of(decision()),
+            ],
+            proptest::collection::vec(
+                (matcher(), decision()).prop_map(|(matcher, decision)| Rule { matcher, decision }),
+                0..6,
+            ),
+        )
+            .prop_map(|(defaults, rules)| PolicyFile { defaults, rules })
+    }
+
+    fn layer(path: &'static str) -> impl Strategy<Value = Layer> {
+        prop_oneof![
+            1 => Just(Layer::Absent),
+            1 => Just(Layer::Unparsable { path: PathBuf::from(path), error: "bad".to_owned() }),
+            6 => file().prop_map(move |file| Layer::Parsed { path: PathBuf::from(path), file }),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the two files say, the project's can only make a call stricter
+        /// than the user's policy alone would.
+        #[test]
+        fn a_project_policy_only_tightens(
+            user in layer("/h/policy.json"),
+            project in layer("/p/.hcp/policy.json"),
+            pack in prop_oneof![Just("a"), Just("b"), Just("c")],
+            command in prop_oneof![Just("x"), Just("y"), Just("z")],
+            effect in effect(),
+            agent in any::<bool>(),
+        ) {
+            let subject = Subject {
+                principal: if agent { Principal::Agent } else { Principal::Terminal },
+                pack,
+                command,
+                effect,
+            };
+            let alone = evaluate(&subject, &Policies { user: user.clone(), project: Layer::Absent });
+            let both = evaluate(&subject, &Policies { user, project });
+            prop_assert!(
+                both.decision >= alone.decision,
+                "{:?} with the project, {:?} without", both, alone
+            );
+        }
+    }
+}
