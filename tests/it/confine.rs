@@ -382,3 +382,131 @@ fn sqlite_never_opens_a_uri_even_without_landlock() {
         );
     }
 }
+
+// ---------------------------------------------------------------- jq
+
+/// A working directory with `x.json`; `../secret.json` and `../mod.jq` next to it, and
+/// `outside/secret.json`.
+fn jq_env() -> Option<TestEnv> {
+    if !have("jq") {
+        return None;
+    }
+    let env = TestEnv::new();
+    env.write("work/x.json", r#"{"a": 1}"#);
+    env.write("secret.json", &format!(r#"{{"s": "{SECRET}"}}"#));
+    env.write("mod.jq", &format!(r#"def s: "{SECRET}";"#));
+    env.write("outside/secret.json", &format!(r#"{{"s": "{SECRET}"}}"#));
+    Some(env)
+}
+
+/// Without the `.|` before the filter, which keeps `import` and `include` (allowed
+/// only at the start of a jq program) out.
+const JQ_NO_PREFIX: (&str, &str) = ("\".|{filter}\"", "\"{filter}\"");
+
+/// `import "../secret" as $d`: a JSON file outside, as data. `-L` does not stop it:
+/// jq resolves the path against the folder the program came from.
+#[test]
+fn jq_cannot_import_data_from_outside() {
+    let Some(env) = jq_env() else { return };
+    bare(&env, "jq", "jq-bare", &[JQ_NO_PREFIX]);
+    let envelope = read_attack(
+        &env,
+        "jq-bare",
+        &[
+            "exec",
+            "jq",
+            "filter",
+            "--",
+            r#"filter=import "../secret" as $d; $d"#,
+            "file=x.json",
+        ],
+    );
+    assert!(
+        envelope["stderr"].as_str().unwrap().contains("syntax error"),
+        "{envelope}"
+    );
+}
+
+/// `include "../mod"`: a jq module outside, its definitions used.
+#[test]
+fn jq_cannot_include_a_module_from_outside() {
+    let Some(env) = jq_env() else { return };
+    bare(&env, "jq", "jq-bare", &[JQ_NO_PREFIX]);
+    read_attack(
+        &env,
+        "jq-bare",
+        &[
+            "exec",
+            "jq",
+            "filter",
+            "--",
+            r#"filter=include "../mod"; s"#,
+            "file=x.json",
+        ],
+    );
+}
+
+/// An import's `search` metadata names any folder, absolute included, past `-L`.
+#[test]
+fn jq_import_search_paths_cannot_point_outside() {
+    let Some(env) = jq_env() else { return };
+    bare(&env, "jq", "jq-bare", &[JQ_NO_PREFIX]);
+    let filter = format!(
+        r#"filter=import "secret" as $d {{search: "{}"}}; $d"#,
+        env.root.path().join("outside").display()
+    );
+    read_attack(
+        &env,
+        "jq-bare",
+        &["exec", "jq", "filter", "--", &filter, "file=x.json"],
+    );
+}
+
+/// `modulemeta` loads a module by name from the library search path (by default
+/// `~/.jq` and folders beside jq): `-L /dev/null` leaves a search path beneath which
+/// nothing can exist.
+#[test]
+fn jq_modulemeta_cannot_read_a_module_outside() {
+    let Some(env) = jq_env() else { return };
+    env.write(
+        "user/.jq/mod.jq",
+        &format!(r#"module {{s: "{SECRET}"}}; def s: 1;"#),
+    );
+    bare(
+        &env,
+        "jq",
+        "jq-bare",
+        &[("\"jq\",\n    \"-L\",\n    \"/dev/null\"\n", "\"jq\"\n")],
+    );
+    for name in ["mod", "../.jq/mod"] {
+        let filter = format!(r#"filter="{name}" | modulemeta"#);
+        let envelope = read_attack(
+            &env,
+            "jq-bare",
+            &["exec", "jq", "filter", "--", &filter, "file=x.json"],
+        );
+        assert!(
+            envelope["stderr"].as_str().unwrap().contains("module not found"),
+            "{envelope}"
+        );
+    }
+}
+
+/// What jq says about where it reads from names only the given file.
+#[test]
+fn jq_names_only_its_file() {
+    let Some(env) = jq_env() else { return };
+    let (code, envelope) = env.json(&[
+        "exec",
+        "jq",
+        "filter",
+        "--",
+        "filter=[input_filename, $__loc__, get_search_list]",
+        "file=x.json",
+    ]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!(["./x.json", { "file": "<top-level>", "line": 1 }, ["/dev/null"]])
+    );
+}
