@@ -296,8 +296,9 @@ pub fn skill_reference(pack: &Pack) -> String {
     let writes = if sandbox.write.is_empty() {
         "writes only its private temporary folder".to_owned()
     } else {
+        // A read gets no write grant (see docs/sandbox.md).
         format!(
-            "writes only {} and its private temporary folder",
+            "writes only its private temporary folder, and {} for write and destructive commands",
             sandbox.write.join(", ")
         )
     };

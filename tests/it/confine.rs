@@ -877,3 +877,88 @@ fn git_caller_values_never_become_options() {
     let child = envelope["data"]["child"].as_array().unwrap();
     assert_eq!(child.last(), Some(&json!("./--work-tree=/tmp")), "{envelope}");
 }
+
+// ------------------------------------------------- read commands, no write grant
+
+/// A repository in the working directory, with `HCP_HOME` in it (as `~/.hcp` is in
+/// `~`).
+fn home_in_work() -> Option<TestEnv> {
+    let env = git_env()?;
+    let home = env.work().join(".hcp");
+    env.write("work/.git/info/exclude", ".hcp/\n");
+    Some(env.env("HCP_HOME", &home.display().to_string()))
+}
+
+/// `git status` in the folder that holds `HCP_HOME`: a read gets no write grant, so
+/// nothing keeps it from running there, with Landlock or without; its plan grants
+/// no write.
+#[test]
+fn a_read_command_runs_in_the_folder_that_holds_hcp_home() {
+    let Some(env) = home_in_work() else { return };
+    for (code, envelope) in [
+        without_landlock(&env, &["exec", "git", "status"]),
+        env.json(&["exec", "git", "status"]),
+    ] {
+        assert_eq!(code, 0, "{envelope}");
+        assert_eq!(envelope["stdout"], json!("## main\n"), "{envelope}");
+    }
+    let (_, envelope) = env.json(&["exec", "git", "status", "--dry-run"]);
+    assert_eq!(envelope["data"]["sandbox"]["write"], json!([]), "{envelope}");
+    let (_, envelope) = env.json(&["exec", "git", "add", "--dry-run", "--", "paths=a.txt"]);
+    assert_eq!(envelope["data"]["sandbox"]["write"], json!(["."]), "{envelope}");
+}
+
+/// A write command there keeps its grant, so without Landlock (nothing else keeps it
+/// out of `HCP_HOME`) it is refused before it runs.
+#[test]
+fn a_write_command_in_the_folder_that_holds_hcp_home_needs_landlock() {
+    let Some(env) = home_in_work() else { return };
+    let (code, envelope) = without_landlock(&env, &["exec", "git", "add", "--yes", "--", "paths=a.txt"]);
+    assert_eq!(
+        (code, refused(&envelope)),
+        (2, Some("not_runnable")),
+        "{envelope}"
+    );
+    assert_eq!(
+        envelope["error"]["message"],
+        json!(
+            "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there"
+        )
+    );
+    let (code, envelope) = env.json(&["exec", "git", "add", "--yes", "--", "paths=a.txt"]);
+    assert_eq!(code, 0, "{envelope}");
+}
+
+/// A read command cannot write to the working directory, though its pack declares
+/// a write grant: the same command declared `write` can.
+#[test]
+fn a_read_command_cannot_write_to_the_working_directory() {
+    if !require(hcpx::sandbox::probe().landlock.enforced, "Landlock (ABI 3)") {
+        return;
+    }
+    let env = TestEnv::new();
+    let pack = env.install_fixture("attacker", "attacker");
+    let manifest = pack.join("hcp.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let reading = text.replace(
+        "\"summary\": \"Wait half a second, then write a file\",\n      \"effect\": \"write\"",
+        "\"summary\": \"Wait half a second, then write a file\",\n      \"effect\": \"read\"",
+    );
+    assert_ne!(reading, text);
+    std::fs::create_dir(env.work().join("out")).unwrap();
+    let target = env.work().join("out/x");
+    std::fs::write(&manifest, &reading).unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "slowwrite", "--", "target=out/x"]);
+    assert_eq!(code, 1, "{envelope}");
+    assert!(
+        envelope["stderr"].as_str().unwrap().contains("Permission denied"),
+        "{envelope}"
+    );
+    assert!(!target.exists());
+    let (_, envelope) = env.json(&["exec", "attacker", "slowwrite", "--dry-run", "--", "target=out/x"]);
+    assert_eq!(envelope["data"]["sandbox"]["write"], json!([]), "{envelope}");
+    std::fs::write(&manifest, &text).unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "slowwrite", "--yes", "--", "target=out/x"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(target.exists());
+}
