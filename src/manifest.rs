@@ -120,6 +120,10 @@ pub struct Param {
     pub values: Vec<String>,
     pub pattern: Option<Regex>,
     pub pattern_source: Option<String>,
+    /// `refuse`: a value in which this matches anywhere is refused (what a CLI
+    /// would read as something the pack must not do, such as a file outside).
+    pub refuse: Option<Regex>,
+    pub refuse_source: Option<String>,
     /// The default, already rendered to argv strings (one per array item).
     pub default: Option<Vec<String>>,
     pub description: Option<String>,
@@ -182,6 +186,12 @@ impl Param {
         {
             let source = self.pattern_source.as_deref().unwrap_or_default();
             return Err(format!("does not match the pattern {source}"));
+        }
+        if let Some(refuse) = &self.refuse
+            && refuse.is_match(value)
+        {
+            let source = self.refuse_source.as_deref().unwrap_or_default();
+            return Err(format!("contains what this parameter refuses ({source})"));
         }
         Ok(())
     }
@@ -664,13 +674,14 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
     })
 }
 
-const PARAM_FIELDS: [&str; 9] = [
+const PARAM_FIELDS: [&str; 10] = [
     "type",
     "items",
     "values",
     "required",
     "positional",
     "pattern",
+    "refuse",
     "default",
     "description",
     "maxLength",
@@ -753,6 +764,13 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
             .map_err(|_| walk.problem(&join(path, "pattern"), "is not a valid regular expression"))
             .ok()
     });
+    let refuse_source = walk.string(&join(path, "refuse"), object.get("refuse"), false);
+    let refuse = refuse_source.as_ref().and_then(|source| {
+        // Matched anywhere in the value, unanchored.
+        Regex::new(source)
+            .map_err(|_| walk.problem(&join(path, "refuse"), "is not a valid regular expression"))
+            .ok()
+    });
     let mut param = Param {
         name: name.to_owned(),
         ty,
@@ -762,6 +780,8 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         values,
         pattern,
         pattern_source,
+        refuse,
+        refuse_source,
         default: None,
         description,
         max_length,

@@ -120,7 +120,7 @@ fn unknown_fields_everywhere() {
             "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands)",
             "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json)",
             "commands.greet.params.name.min: unknown field (known: type, items, values, required, positional, \
-             pattern, default, description, maxLength)",
+             pattern, refuse, default, description, maxLength)",
         ]
     );
 }
@@ -232,6 +232,10 @@ fn param_type_rules() {
     assert_eq!(
         problems(|v| v["commands"]["greet"]["params"]["name"]["pattern"] = json!("(")),
         ["commands.greet.params.name.pattern: is not a valid regular expression"]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["name"]["refuse"] = json!("(")),
+        ["commands.greet.params.name.refuse: is not a valid regular expression"]
     );
     assert_eq!(
         problems(|v| v["commands"]["greet"]["params"]["name"]["maxLength"] = json!(0)),
@@ -386,5 +390,24 @@ fn param_check_values() {
     assert_eq!(
         files.check("/etc/passwd"),
         Err("is not a relative path inside the working directory".to_owned())
+    );
+}
+
+/// `refuse` matches anywhere in the value, unanchored, and the message names the
+/// author's expression, never the caller's value.
+#[test]
+fn a_value_that_holds_what_a_parameter_refuses_is_refused() {
+    let mut manifest = good();
+    manifest["commands"]["greet"]["params"]["name"]["refuse"] = json!("(?i)fsdir|zipfile");
+    let manifest = parse(&manifest.to_string()).unwrap();
+    let name = manifest.command("greet").unwrap().param("name").unwrap();
+    assert_eq!(name.check("abc"), Ok(()));
+    assert_eq!(
+        name.check("xyzfsdirxyz"),
+        Err("contains what this parameter refuses ((?i)fsdir|zipfile)".to_owned())
+    );
+    assert_eq!(
+        name.check("zipfile"),
+        Err("contains what this parameter refuses ((?i)fsdir|zipfile)".to_owned())
     );
 }

@@ -296,8 +296,9 @@ pub fn skill_reference(pack: &Pack) -> String {
     let writes = if sandbox.write.is_empty() {
         "writes only its private temporary folder".to_owned()
     } else {
+        // A read gets no write grant (see docs/sandbox.md).
         format!(
-            "writes only {} and its private temporary folder",
+            "writes only its private temporary folder, and {} for write and destructive commands",
             sandbox.write.join(", ")
         )
     };
@@ -345,13 +346,7 @@ pub fn skill_reference(pack: &Pack) -> String {
                     cell(&param.type_label()),
                     if param.required { "yes" } else { "no" },
                     cell(&default),
-                    cell(
-                        &param
-                            .pattern_source
-                            .as_deref()
-                            .map(|p| format!("`{p}`"))
-                            .unwrap_or_default()
-                    ),
+                    cell(&pattern_cell(param)),
                     cell(param.description.as_deref().unwrap_or_default()),
                 );
             }
@@ -371,6 +366,13 @@ pub fn skill_reference(pack: &Pack) -> String {
         let _ = writeln!(text, "Example: `hcpx exec {id} {}{tail}`\n", command.name);
     }
     text
+}
+
+/// A parameter's `pattern` and what it `refuse`s, for the reference table.
+fn pattern_cell(param: &crate::manifest::Param) -> String {
+    let pattern = param.pattern_source.as_deref().map(|p| format!("`{p}`"));
+    let refuse = param.refuse_source.as_deref().map(|r| format!("refuses `{r}`"));
+    pattern.into_iter().chain(refuse).collect::<Vec<_>>().join("; ")
 }
 
 /// `hcpx skill`: the author's SKILL.md, marked as theirs, then the reference.
