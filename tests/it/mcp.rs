@@ -513,6 +513,9 @@ async fn cancellation_kills_the_running_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resources_catalog_help_skills_and_template() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
     let env = TestEnv::new();
     let client = connect(&env, Client::default(), false).await;
     let resources = client.list_all_resources().await.unwrap();
