@@ -15,8 +15,7 @@ use clap::{Parser, Subcommand};
     after_help = "Start here:\n  hcpx search journey          find a pack\n  hcpx skill transit           \
                   read how to use it\n  hcpx availability transit    check it can run here\n\n\
                   Every command takes --json and then prints the result envelope.",
-    propagate_version = true,
-    disable_help_subcommand = true
+    propagate_version = true
 )]
 pub struct Cli {
     /// Print the result envelope as JSON instead of text (every command takes it).

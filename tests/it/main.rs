@@ -15,6 +15,7 @@ mod adopt;
 mod bindings;
 mod builtins;
 mod catalog;
+mod cli;
 mod exec;
 mod http;
 mod install;
