@@ -30,7 +30,9 @@ pub enum Command {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \
-                            hcpx search          (every pack)"
+                            hcpx search          (every pack)\n\n\
+                            Matches far weaker than the best one are hidden (and counted); --all shows them. \
+                            With --json each result has its `score`."
     )]
     Search {
         /// Words to look for in ids, keywords, descriptions, commands and skills.
@@ -38,6 +40,9 @@ pub enum Command {
         /// Show at most this many packs.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         limit: u32,
+        /// Also show weak matches (a word only in a pack's skill text, far below the best match).
+        #[arg(long)]
+        all: bool,
     },
     /// Show a pack's SKILL.md and a reference of its commands and parameters.
     #[command(after_help = "Example:\n  hcpx skill transit")]
@@ -191,7 +196,7 @@ pub enum Command {
                             `Authorization: Bearer TOKEN`."
     )]
     Mcp(McpArgs),
-    /// Show the effective policy, check one decision, or set a rule.
+    /// Show the effective policy, check one decision, or set or unset a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Tools for pack authors.
@@ -239,7 +244,10 @@ pub enum PolicyCommand {
     /// Add or replace a rule in the user's policy (a person's command).
     #[command(
         after_help = "Examples:\n  hcpx policy set git.commit deny\n  hcpx policy set 'git.*' confirm\n  \
-                            hcpx policy set '*.read' allow\n\nDecisions: allow, confirm, confirm-human, deny."
+                            hcpx policy set '*.read' allow\n  \
+                            hcpx policy set weather.forecast confirm --force   (a pack not installed yet)\n\n\
+                            Decisions: allow, confirm, confirm-human, deny. The pack and command must exist \
+                            (a typo would be a rule that never matches); --force takes the rule as written."
     )]
     Set {
         /// pack.command, pack.* or *.effect
@@ -247,6 +255,18 @@ pub enum PolicyCommand {
         matcher: String,
         /// allow, confirm, confirm-human or deny
         decision: String,
+        /// Take the rule even though no known pack or command matches it.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove a rule from the user's policy (a person's command).
+    #[command(after_help = "Example:\n  hcpx policy unset git.commit\n\n\
+                            `hcpx policy show` lists the rules and the file each is in; project rules are \
+                            edited in the project's .hcp/policy.json.")]
+    Unset {
+        /// The rule's match, as `policy show` lists it: pack.command, pack.* or *.effect
+        #[arg(value_name = "MATCH")]
+        matcher: String,
     },
     /// Decide one pack command for the current caller, and name the rule behind it.
     #[command(after_help = "Example:\n  hcpx policy check git commit")]

@@ -30,6 +30,7 @@ pub mod sandbox;
 pub mod search;
 pub mod skill;
 pub mod state;
+pub mod suggest;
 pub mod template;
 pub mod terminal;
 

@@ -8,7 +8,7 @@ use clap::CommandFactory as _;
 use crate::cli::Cli;
 
 /// Commands an MCP caller cannot use (see docs/mcp.md).
-const REFUSED: [&str; 4] = ["mcp", "bind", "unbind", "policy set"];
+const REFUSED: [&str; 5] = ["mcp", "bind", "unbind", "policy set", "policy unset"];
 
 fn usage(command: &clap::Command, path: &str) -> String {
     let mut words = vec![path.to_owned()];
@@ -115,13 +115,17 @@ mod tests {
             help.contains("`bind PACK KEY [--from-env VAR] [--keep]`: Store a credential"),
             "{help}"
         );
-        assert!(help.contains("`search [QUERY...] [--limit LIMIT]`"), "{help}");
-        assert!(help.contains("`policy set MATCH DECISION`"), "{help}");
+        assert!(
+            help.contains("`search [QUERY...] [--limit LIMIT] [--all]`"),
+            "{help}"
+        );
+        assert!(help.contains("`policy set MATCH DECISION [--force]`"), "{help}");
+        assert!(help.contains("`policy unset MATCH`"), "{help}");
         assert!(
             help.lines()
                 .filter(|line| line.contains("**Refused over MCP.**"))
                 .count()
-                == 4,
+                == 5,
             "{help}"
         );
     }

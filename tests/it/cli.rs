@@ -44,3 +44,148 @@ fn version_json_has_a_version_field() {
     let output = env.run(&["--version"]);
     assert_eq!(output.stdout, format!("hcpx {}\n", env!("CARGO_PKG_VERSION")));
 }
+
+/// `policy set` refuses a pack or command that does not exist, with the rule it
+/// probably meant, and takes it as written with `--force`.
+#[test]
+fn policy_set_refuses_unknown_targets_unless_forced() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["policy", "set", "git.comit", "deny"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({ "code": 2, "reason": "unknown_command",
+                "message": "git has no such command; did you mean git.commit?" })
+    );
+    assert_eq!(envelope["next"], json!("hcpx policy set git.commit deny"));
+    assert!(!env.home().join("policy.json").exists());
+    let output = env.run(&["policy", "set", "gti.*", "confirm"]);
+    assert_eq!(output.code, 2, "{output}");
+    assert_eq!(
+        output.stderr,
+        "error: no pack by that name; did you mean git.*?\n  a rule for a pack not installed yet: add --force\n\
+         next: hcpx policy set 'git.*' confirm\n"
+    );
+    // Known targets and effects are taken; --force takes an unknown one as written.
+    for args in [
+        &["policy", "set", "git.commit", "deny"][..],
+        &["policy", "set", "*.write", "confirm"],
+        &["policy", "set", "hcp.install", "deny"],
+        &["policy", "set", "weather.forecast", "confirm", "--force"],
+    ] {
+        let output = env.run(args);
+        assert_eq!(output.code, 0, "{args:?}: {output}");
+    }
+    let policy = std::fs::read_to_string(env.home().join("policy.json")).unwrap();
+    assert!(
+        policy.contains("weather.forecast") && policy.contains("git.commit"),
+        "{policy}"
+    );
+}
+
+/// `policy unset` takes a rule out of the user's policy; an unknown rule is
+/// refused with the closest one.
+#[test]
+fn policy_unset_removes_a_rule() {
+    let env = TestEnv::new();
+    assert_eq!(env.run(&["policy", "set", "git.commit", "deny"]).code, 0);
+    assert_eq!(env.run(&["policy", "set", "git.*", "confirm"]).code, 0);
+    let (code, envelope) = env.json(&["policy", "unset", "git.comit"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the user policy has no such rule; did you mean git.commit?")
+    );
+    assert_eq!(envelope["next"], json!("hcpx policy unset git.commit"));
+    let output = env.run(&["policy", "unset", "git.commit"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(
+        output.stdout.starts_with("git.commit: removed (was deny, in "),
+        "{output}"
+    );
+    let (_, envelope) = env.json(&["policy", "check", "git", "commit"]);
+    assert_eq!(envelope["data"]["decision"], json!("confirm"));
+    assert_eq!(envelope["data"]["rule"]["match"], json!("git.*"));
+    // An agent cannot loosen its own policy this way either.
+    let (code, envelope) = env.env("HCP_AGENT", "1").json(&["policy", "unset", "git.*"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["reason"], json!("access_refused"));
+}
+
+/// A project rule that tries to loosen the user's policy is ignored, and
+/// `policy show` says so instead of listing it as in force.
+#[test]
+fn policy_show_marks_project_rules_that_loosen() {
+    let env = TestEnv::new();
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"git.*","decision":"confirm"}]}"#,
+    );
+    env.write(
+        "work/.hcp/policy.json",
+        r#"{"rules":[{"match":"git.status","decision":"deny"},{"match":"git.commit","decision":"allow"}]}"#,
+    );
+    let output = env.run(&["policy", "show"]);
+    assert_eq!(output.code, 0, "{output}");
+    let lines: Vec<&str> = output.stdout.lines().skip(7).take(4).collect();
+    assert_eq!(
+        lines,
+        [
+            "git.status            deny           [TEMP]/work/.hcp/policy.json",
+            "git.commit            allow          [TEMP]/work/.hcp/policy.json",
+            "                      IGNORED: looser than confirm by the rule `git.*` (rules[0]) in \
+             [TEMP]/home/policy.json; the project can only tighten",
+            "",
+        ]
+        .map(|line| line.replace("[TEMP]", &env.root.path().display().to_string())),
+        "{output}"
+    );
+    let (_, envelope) = env.json(&["policy", "show"]);
+    let rules = envelope["data"]["rules"].as_array().unwrap();
+    let commit = rules.iter().find(|rule| rule["match"] == "git.commit").unwrap();
+    assert_eq!(commit["ignored"]["userDecision"], json!("confirm"));
+    let status = rules.iter().find(|rule| rule["match"] == "git.status").unwrap();
+    assert!(status.get("ignored").is_none(), "{status}");
+    // And the decision agrees: the project's allow is not what decides.
+    let (_, envelope) = env.json(&["policy", "check", "git", "commit"]);
+    assert_eq!(envelope["data"]["decision"], json!("confirm"));
+}
+
+/// A mistyped command gets the closest one, and `next` is the corrected call with
+/// every flag and parameter the caller gave.
+#[test]
+fn exec_suggests_the_closest_command_and_key() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["exec", "git", "lgo", "--dry-run", "--", "n=3"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("unknown_command"));
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the pack has no such command; closest: log; its commands: "),
+        "{envelope}"
+    );
+    assert_eq!(envelope["next"], json!("hcpx exec git log --dry-run -- 'n=3'"));
+    let output = env.run(&["exec", "git", "lgo"]);
+    assert!(output.stderr.ends_with("next: hcpx exec git log\n"), "{output}");
+    // A mistyped key: named in the details (never in the message) and in `data`.
+    let (code, envelope) = env.json(&["exec", "transit", "plan", "--", "frm=Westgate", "to=Cannery"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("unknown parameter; closest: from; this command takes: from, to, at")
+    );
+    assert_eq!(envelope["data"]["key"], json!("frm"));
+    assert_eq!(envelope["data"]["closest"], json!("from"));
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec transit plan -- 'from=Westgate' 'to=Cannery'")
+    );
+    let output = env.run(&["exec", "transit", "plan", "frm=Westgate", "to=Cannery"]);
+    assert_eq!(
+        output.stderr,
+        "error: unknown parameter; closest: from; this command takes: from, to, at\n  \
+         unknown key: `frm`; did you mean `from`?\nnext: hcpx exec transit plan -- 'from=Westgate' 'to=Cannery'\n"
+    );
+}
