@@ -189,3 +189,26 @@ fn exec_suggests_the_closest_command_and_key() {
          unknown key: `frm`; did you mean `from`?\nnext: hcpx exec transit plan -- 'from=Westgate' 'to=Cannery'\n"
     );
 }
+
+/// `next` keeps every flag the caller gave: `--scope user` above all, without
+/// which the project file would be written.
+#[test]
+fn adopt_next_keeps_scope_and_every_flag() {
+    let env = TestEnv::new();
+    let output = env.run(&["adopt", "claude-code", "--scope", "user"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(
+        output
+            .stdout
+            .ends_with("next: hcpx adopt claude-code --scope user --write\n"),
+        "{output}"
+    );
+    // Not at a terminal: the confirmation is asked for with the same flags.
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--scope", "user", "--write"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx adopt claude-code --scope user --write --yes")
+    );
+}
