@@ -204,6 +204,47 @@ pub enum Command {
     Pack(PackCommand),
     /// Report HCP_HOME, packs, policy files and which sandbox layers this machine enforces.
     Doctor,
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = "Examples:\n  \
+                            hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  \
+                            hcpx completions zsh > ~/.zfunc/_hcpx        (with fpath+=~/.zfunc before compinit)\n  \
+                            hcpx completions fish > ~/.config/fish/completions/hcpx.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// Print the man page (roff) of hcpx, or of one command.
+    #[command(after_help = "Examples:\n  \
+                            hcpx man | man -l -\n  \
+                            hcpx man exec | man -l -\n  \
+                            mkdir -p ~/.local/share/man/man1 && hcpx man > ~/.local/share/man/man1/hcpx.1")]
+    Man {
+        /// A command, `policy set` for a nested one; none for hcpx itself.
+        command: Vec<String>,
+    },
+}
+
+/// The shells `hcpx completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+impl CompletionShell {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bash => "bash",
+            Self::Zsh => "zsh",
+            Self::Fish => "fish",
+            Self::Elvish => "elvish",
+            Self::Powershell => "powershell",
+        }
+    }
 }
 
 /// `hcpx mcp`'s options.

@@ -94,6 +94,8 @@ pub async fn dispatch(
         Command::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
         Command::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
         Command::Doctor => commands::doctor::run(ctx),
+        Command::Completions { shell } => Ok(commands::completions::completions(shell)),
+        Command::Man { command } => commands::completions::man(&command),
         Command::Output {
             id,
             stream,

@@ -4,6 +4,7 @@
 pub mod adopt;
 pub mod availability;
 pub mod bind;
+pub mod completions;
 pub mod doctor;
 pub mod exec;
 pub mod install;

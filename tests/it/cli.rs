@@ -212,3 +212,87 @@ fn adopt_next_keeps_scope_and_every_flag() {
         json!("hcpx adopt claude-code --scope user --write --yes")
     );
 }
+
+/// hcpx styles nothing, even on a terminal (so `NO_COLOR` has nothing to turn
+/// off): help, errors, results and plans are plain text wherever they go.
+#[test]
+fn no_colour_or_styling_even_on_a_terminal() {
+    let env = TestEnv::new();
+    let bin = crate::common::BIN;
+    let line = format!(
+        "{bin} --help; {bin} help exec; {bin} search journey; {bin} policy show; {bin} exec git lgo; \
+         {bin} exec transit plan --dry-run -- from=Westgate to=Harbour at=08:00; {bin} frobnicate"
+    );
+    let Some(mut script) = env.in_terminal(&line) else {
+        return;
+    };
+    let output = script.output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("Usage: hcpx"), "{text}");
+    assert!(text.contains("closest: log"), "{text}");
+    assert!(!text.contains('\u{1b}'), "an escape sequence reached the terminal:\n{text:?}");
+}
+
+/// Completion scripts come from the same tree that parses: every command is in
+/// them, and the shells accept them.
+#[test]
+fn completions_for_each_shell() {
+    let env = TestEnv::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = env.run(&["completions", shell]);
+        assert_eq!(output.code, 0, "{shell}: {output}");
+        for word in ["exec", "adopt", "unset", "completions", "dry-run"] {
+            assert!(output.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let script = env.write("work/hcpx.bash", &env.run(&["completions", "bash"]).stdout);
+    // The script loads in bash and completes a subcommand.
+    let bash = std::path::Path::new("/bin/bash");
+    if crate::common::require(bash.exists(), "bash") {
+        let output = std::process::Command::new(bash)
+            .args(["--norc", "-c"])
+            .arg(format!(
+                "source {}; COMP_WORDS=(hcpx pol); COMP_CWORD=1; COMP_LINE='hcpx pol'; COMP_POINT=8; \
+                 _hcpx hcpx pol hcpx; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "policy\n", "{output:?}");
+    }
+    let (code, envelope) = env.json(&["completions", "fish"]);
+    assert_eq!(code, 0);
+    assert_eq!(envelope["data"]["shell"], json!("fish"));
+    let output = env.run(&["completions", "tcsh"]);
+    assert_eq!(output.code, 2, "{output}");
+}
+
+/// `hcpx man` is a roff page of the whole CLI; `hcpx man policy set` one command's.
+#[test]
+fn man_pages() {
+    let env = TestEnv::new();
+    let output = env.run(&["man"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(output.stdout.contains(".TH hcpx 1"), "{}", output.stdout);
+    assert!(output.stdout.contains(".SH SUBCOMMANDS"), "{}", output.stdout);
+    let output = env.run(&["man", "policy", "set"]);
+    assert!(output.stdout.contains(".TH hcpx-policy-set 1"), "{}", output.stdout);
+    assert!(output.stdout.contains("\\-\\-force"), "{}", output.stdout);
+    let (code, envelope) = env.json(&["man", "polcy"]);
+    assert_eq!(code, 2);
+    assert_eq!(envelope["error"]["message"], json!("no such command; closest: policy"));
+    assert_eq!(envelope["next"], json!("hcpx man policy"));
+    // man(1) reads it, where man is installed.
+    if std::path::Path::new("/usr/bin/man").exists() {
+        let page = env.write("work/hcpx.1", &env.run(&["man", "exec"]).stdout);
+        let output = std::process::Command::new("/usr/bin/man")
+            .arg("-l")
+            .arg(&page)
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("hcpx-exec"), "{text}");
+    }
+}
