@@ -59,7 +59,7 @@ pub enum Command {
     /// Run a pack command through policy, binding and the sandbox.
     #[command(
         after_help = "Examples:\n  hcpx exec transit plan -- from=Westgate \"to=North Park\" at=08:00\n  \
-                            hcpx exec transit plan --json -- from=Airport to=Cannery\n  \
+                            hcpx exec transit plan --json -- from=Airport to=Cannery at=17:30\n  \
                             hcpx exec git commit --dry-run -- \"message=Fix the parser\"\n\n\
                             Parameters are KEY=VALUE words, one per word; repeat a key for an array. They may\n\
                             follow the command directly; after `--`, a value may also start with `-`.\n\

@@ -67,7 +67,7 @@ pub(super) fn markdown(read_only: bool) -> String {
          ## A first session\n\n\
          1. `{\"argv\": [\"search\", \"plan a journey\"]}`: packs that fit, with whether each is ready.\n\
          2. `{\"argv\": [\"skill\", \"transit\"]}`: the pack's guide and every command's parameters.\n\
-         3. `{\"argv\": [\"exec\", \"transit\", \"plan\", \"--\", \"from=Westgate\", \"to=North Park\"]}`: run it.\n\n\
+         3. `{\"argv\": [\"exec\", \"transit\", \"plan\", \"--\", \"from=Westgate\", \"to=North Park\", \"at=08:00\"]}`: run it (`at` makes the answer the same at any hour).\n\n\
          ## Rules\n\n\
          - Parameters are `KEY=VALUE` words after the command, one per word; repeat a key for a list. A `--` \
          before them is optional, and needed when a word starts with `-`.\n\

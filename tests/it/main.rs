@@ -23,5 +23,6 @@ mod mcp;
 mod npm;
 mod pack;
 mod policy;
+mod readme;
 mod sandbox;
 mod transit;
