@@ -230,7 +230,10 @@ fn no_colour_or_styling_even_on_a_terminal() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("Usage: hcpx"), "{text}");
     assert!(text.contains("closest: log"), "{text}");
-    assert!(!text.contains('\u{1b}'), "an escape sequence reached the terminal:\n{text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape sequence reached the terminal:\n{text:?}"
+    );
 }
 
 /// Completion scripts come from the same tree that parses: every command is in
@@ -276,11 +279,18 @@ fn man_pages() {
     assert!(output.stdout.contains(".TH hcpx 1"), "{}", output.stdout);
     assert!(output.stdout.contains(".SH SUBCOMMANDS"), "{}", output.stdout);
     let output = env.run(&["man", "policy", "set"]);
-    assert!(output.stdout.contains(".TH hcpx-policy-set 1"), "{}", output.stdout);
+    assert!(
+        output.stdout.contains(".TH hcpx-policy-set 1"),
+        "{}",
+        output.stdout
+    );
     assert!(output.stdout.contains("\\-\\-force"), "{}", output.stdout);
     let (code, envelope) = env.json(&["man", "polcy"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["message"], json!("no such command; closest: policy"));
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("no such command; closest: policy")
+    );
     assert_eq!(envelope["next"], json!("hcpx man policy"));
     // man(1) reads it, where man is installed.
     if std::path::Path::new("/usr/bin/man").exists() {
@@ -295,4 +305,19 @@ fn man_pages() {
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(text.contains("hcpx-exec"), "{text}");
     }
+}
+
+/// install's `next` is the same install, quoted so a folder with a space stays one
+/// word when the line is pasted into a shell.
+#[test]
+fn install_next_is_the_same_install_quoted() {
+    let env = TestEnv::new();
+    let dir = env.work().join("my pack");
+    crate::common::copy_dir(&crate::common::builtin("transit"), &dir);
+    let (code, envelope) = env.json(&["install", "./my pack"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("needs_confirmation"));
+    assert_eq!(envelope["next"], json!("hcpx install './my pack' --yes"));
+    let words = shell_words::split(envelope["next"].as_str().unwrap()).unwrap();
+    assert_eq!(words, ["hcpx", "install", "./my pack", "--yes"]);
 }
