@@ -137,7 +137,7 @@ pub enum Command {
     Bindings,
     /// Page through the full output of a recent call whose result showed only part of it.
     #[command(after_help = "Example:\n  hcpx output out-3 --offset 32768 --limit 32768\n\n\
-                            Outputs are kept by the MCP server that produced them, for at least 10 minutes.")]
+                            Outputs are kept by the MCP server that produced them: the most recent 64 MiB, each for at most an hour.")]
     Output {
         /// The `outputId` of the result.
         id: String,

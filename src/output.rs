@@ -18,7 +18,7 @@ use crate::policy::{Layer, Policies, ShownRule};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorBody {
     pub code: u8,
-    pub reason: &'static str,
+    pub reason: crate::error::Reason,
     pub message: String,
 }
 
@@ -114,7 +114,7 @@ impl Envelope {
             data: body.data,
             error: Some(ErrorBody {
                 code: body.exit_code,
-                reason: body.reason.as_str(),
+                reason: body.reason,
                 message: body.message,
             }),
             next: body.next,

@@ -156,6 +156,19 @@ fn backup_path(path: &Path) -> PathBuf {
 fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
     let why = match error {
         AdoptError::Foreign { key, entry } => return foreign_failure(path, request, &key, &entry),
+        AdoptError::ForeignFile => {
+            return Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "{} is there and hcpx did not write it; nothing was written. Replace it \
+                     with --force (it is kept as {}, and --remove puts it back), or move it",
+                    path.display(),
+                    backup_path(path).display()
+                ),
+            )
+            .data(json!({ "path": path }))
+            .next(forced(request));
+        }
         AdoptError::Unparsable(why) | AdoptError::Shape(why) => why,
         other => {
             return Failure::new(Reason::InvalidArguments, other.to_string());
@@ -190,13 +203,16 @@ fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found)
     )
     .details(details)
     .data(json!({ "path": path, "key": key, "entry": entry.text }))
-    .next(
-        Request {
-            force: true,
-            ..*request
-        }
-        .command_line(true, false),
-    )
+    .next(forced(request))
+}
+
+/// The same adopt, forced, written, with every other flag the caller gave.
+fn forced(request: &Request<'_>) -> String {
+    Request {
+        force: true,
+        ..*request
+    }
+    .command_line(true, false)
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
@@ -371,12 +387,29 @@ fn native_changes(
         let path = dir.join("hcpx").join("SKILL.md");
         let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
         let (old, existed) = read(&target)?;
-        let new = (!remove).then(|| HCPX_SKILL.to_owned());
+        let backup = std::fs::read_to_string(backup_path(&path)).ok();
+        let planned = adopt::plan_file(
+            record,
+            &target.display().to_string(),
+            existed.then_some(old.as_str()),
+            backup.as_deref(),
+            HCPX_SKILL,
+            remove,
+            request.force,
+        )
+        .map_err(|error| edit_failure(&path, request, error))?;
+        if planned.kept_foreign {
+            warnings.push(format!(
+                "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
+                path.display()
+            ));
+        }
+        *record = planned.record;
         changes.push(Change {
             path,
             target,
             old,
-            new,
+            new: planned.new,
             existed,
         });
     }
@@ -415,8 +448,10 @@ fn native_changes(
 /// Reads the record and every file, and plans the run.
 fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
     let recorded = Record::load(&ctx.home).map_err(|error| {
-        Failure::new(Reason::InvalidArguments, error.to_string())
-            .next(format!("fix or move it, then run hcpx adopt {} again", host.host))
+        Failure::new(Reason::InvalidArguments, error.to_string()).next(format!(
+            "fix or move it, then run {} again",
+            request.command_line(request.write, false)
+        ))
     })?;
     let mut record = recorded.clone();
     let mut warnings = Vec::new();
@@ -445,7 +480,19 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     }
     let host = find_host(request.host)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
-    let planned = plan(ctx, &host, scope, request)?;
+    let mut planned = plan(ctx, &host, scope, request)?;
+    if !request.write {
+        // What --write would refuse, said before anyone asks for it.
+        for change in &planned.changes {
+            if change.changed() && change.existed && adopt::read_only(&change.target) {
+                planned.warnings.push(format!(
+                    "{} is read-only: --write leaves it as it is until it is writable (chmod u+w {})",
+                    change.target.display(),
+                    change.target.display()
+                ));
+            }
+        }
+    }
     let changed: Vec<&Change> = planned.changes.iter().filter(|change| change.changed()).collect();
     let diffs: Vec<String> = changed
         .iter()
@@ -572,9 +619,9 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         lines.push_str(&format!("  {}\n", change.path.display()));
     }
     let decision = if request.remove {
-        "adopt-removed"
+        crate::audit::Decision::AdoptRemoved
     } else {
-        "adopted"
+        crate::audit::Decision::Adopted
     };
     let audit_warning = super::record(
         ctx,

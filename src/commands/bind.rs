@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::{find_pack, load_catalog, refuse_agents, to_json};
 use crate::Reply;
+use crate::audit::Decision;
 use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
@@ -117,7 +118,14 @@ pub fn bind(
         );
         true
     })?;
-    let warning = super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now());
+    let warning = super::record(
+        ctx,
+        argv,
+        pack_id,
+        "bind",
+        Decision::Bind,
+        std::time::Instant::now(),
+    );
     Ok(Reply {
         text: format!("bound {pack_id} {key} {how}\n"),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
@@ -169,7 +177,14 @@ fn keep(
     };
     let changed = before.as_ref() != Some(&identity);
     let warning = if changed {
-        super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now())
+        super::record(
+            ctx,
+            argv,
+            pack_id,
+            "bind",
+            Decision::Bind,
+            std::time::Instant::now(),
+        )
     } else {
         String::new()
     };
@@ -209,7 +224,14 @@ pub fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Resul
         removed
     })?;
     let warning = if removed {
-        super::record(ctx, argv, pack_id, "unbind", "unbind", std::time::Instant::now())
+        super::record(
+            ctx,
+            argv,
+            pack_id,
+            "unbind",
+            Decision::Unbind,
+            std::time::Instant::now(),
+        )
     } else {
         String::new()
     };

@@ -395,15 +395,11 @@ async fn decide(
         by_hand: redact_text(&request.command_line(false), &bindings.found),
     };
     if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
-        audit.decision = Some(match failure.reason {
-            Reason::DeniedByPolicy => "denied",
-            Reason::Declined => "declined",
-            _ => "needs_confirmation",
-        });
+        audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));
         return Err(failure);
     }
     // From here on, a call that does not run was refused.
-    audit.decision = Some("refused");
+    audit.decision = Some(crate::audit::Decision::Refused);
     Ok(plan)
 }
 
@@ -799,7 +795,7 @@ struct Audit<'a> {
     request: &'a Request,
     started: Instant,
     /// `None` until the policy step has decided: nothing is recorded.
-    decision: Option<&'static str>,
+    decision: Option<crate::audit::Decision>,
     exit_code: Option<i32>,
     output_bytes: u64,
     redactor: Redactor,
@@ -819,7 +815,7 @@ impl<'a> Audit<'a> {
     }
 
     fn ran(&mut self, finished: &Finished) {
-        self.decision = Some("ran");
+        self.decision = Some(crate::audit::Decision::Ran);
         self.exit_code = Some(finished.exit_code);
         self.output_bytes = finished.stdout_total + finished.stderr_total;
     }

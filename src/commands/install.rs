@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
+use crate::audit::Decision;
 use crate::availability::resolve_program;
 use crate::binding::{Identity, Store};
 use crate::catalog::builtin_files;
@@ -78,11 +79,7 @@ async fn permitted(
     confirm(ctx, &asked, &evaluation, &plan)
         .await
         .inspect_err(|refusal| {
-            let decision = match refusal.reason {
-                Reason::DeniedByPolicy => "denied",
-                Reason::Declined => "declined",
-                _ => "needs_confirmation",
-            };
+            let decision = Decision::of_unconfirmed(refusal.reason);
             let _ = super::record(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
 }
@@ -281,7 +278,11 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
         argv,
         super::policy::PSEUDO_PACK,
         "install",
-        if changed { "installed" } else { "unchanged" },
+        if changed {
+            Decision::Installed
+        } else {
+            Decision::Unchanged
+        },
         started,
     );
     let replaced = match &outcome {
@@ -367,7 +368,7 @@ pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> R
         argv,
         super::policy::PSEUDO_PACK,
         "uninstall",
-        "uninstalled",
+        Decision::Uninstalled,
         started,
     );
     let builtin = builtin_files(id).is_some();

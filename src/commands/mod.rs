@@ -122,7 +122,7 @@ pub(crate) fn record(
     argv: &[String],
     pack: &str,
     command: &str,
-    decision: &str,
+    decision: crate::audit::Decision,
     started: std::time::Instant,
 ) -> String {
     let entry = crate::audit::Entry {

@@ -12,7 +12,7 @@ pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -
     let stored = ctx.outputs.as_ref().and_then(|store| store.get(id)).ok_or_else(|| {
         Failure::new(
             Reason::UnknownOutput,
-            "no kept output by that id: outputs live in the MCP server that produced them, for at least 10 minutes",
+            "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)",
         )
         .next("run the command again")
     })?;

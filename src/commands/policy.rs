@@ -264,7 +264,7 @@ pub fn set(
         argv,
         PSEUDO_PACK,
         "policy-set",
-        "policy-set",
+        crate::audit::Decision::PolicySet,
         std::time::Instant::now(),
     );
     Ok(Reply {
@@ -334,7 +334,7 @@ pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Fai
         argv,
         PSEUDO_PACK,
         "policy-unset",
-        "policy-unset",
+        crate::audit::Decision::PolicyUnset,
         std::time::Instant::now(),
     );
     Ok(Reply {
