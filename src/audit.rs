@@ -47,6 +47,7 @@ pub enum Decision {
     Bind,
     Unbind,
     PolicySet,
+    PolicyUnset,
     Adopted,
     AdoptRemoved,
 }
@@ -129,6 +130,7 @@ mod tests {
             Decision::Bind,
             Decision::Unbind,
             Decision::PolicySet,
+            Decision::PolicyUnset,
             Decision::Adopted,
             Decision::AdoptRemoved,
         ]
@@ -149,6 +151,7 @@ mod tests {
                 "bind",
                 "unbind",
                 "policy-set",
+                "policy-unset",
                 "adopted",
                 "adopt-removed"
             ]

@@ -14,8 +14,14 @@ use crate::template::Piece;
 pub enum InvocationError {
     #[error("word {index} after -- is not KEY=VALUE")]
     NotAssignment { index: usize },
-    #[error("unknown parameter; this command takes: {}", known.join(", "))]
-    Unknown { known: Vec<String> },
+    /// `key` is the caller's word, kept for details and `data`: the message itself
+    /// names only declared parameters.
+    #[error("unknown parameter{}; this command takes: {}", closest.as_ref().map(|name| format!("; closest: {name}")).unwrap_or_default(), known.join(", "))]
+    Unknown {
+        key: String,
+        closest: Option<String>,
+        known: Vec<String>,
+    },
     #[error("parameter `{name}` is given more than once but is not an array")]
     Repeated { name: String },
     #[error("parameter `{name}` is required")]
@@ -35,8 +41,13 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
             return Err(InvocationError::NotAssignment { index: index + 1 });
         };
         let Some(param) = command.param(key) else {
+            let known: Vec<String> = command.params.iter().map(|param| param.name.clone()).collect();
             return Err(InvocationError::Unknown {
-                known: command.params.iter().map(|param| param.name.clone()).collect(),
+                key: key.to_owned(),
+                closest: crate::suggest::closest(key, known.iter().map(String::as_str))
+                    .first()
+                    .map(|name| (*name).to_owned()),
+                known,
             });
         };
         let slot = values.entry(param.name.clone()).or_default();
@@ -280,6 +291,16 @@ mod tests {
         assert_eq!(
             render_words(&["to=x", "frm=y"]),
             Err(InvocationError::Unknown {
+                key: "frm".into(),
+                closest: None,
+                known: words(&["to", "at", "n", "word", "file", "tags"])
+            })
+        );
+        assert_eq!(
+            render_words(&["to=x", "wrod=y"]),
+            Err(InvocationError::Unknown {
+                key: "wrod".into(),
+                closest: Some("word".into()),
                 known: words(&["to", "at", "n", "word", "file", "tags"])
             })
         );

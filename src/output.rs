@@ -190,9 +190,20 @@ pub struct SearchResult {
     pub ready: bool,
 }
 
-pub fn search_text(query: &str, results: &[SearchResult]) -> String {
+/// `below_floor`: weaker matches hidden, said on a line of their own.
+pub fn search_text(query: &str, results: &[SearchResult], below_floor: usize) -> String {
     let mut text = String::new();
-    if results.is_empty() {
+    let (matches, them) = if below_floor == 1 {
+        ("match", "it")
+    } else {
+        ("matches", "them")
+    };
+    if results.is_empty() && below_floor > 0 {
+        let _ = writeln!(
+            text,
+            "No pack matches \"{query}\" well; {below_floor} weak {matches} hidden: `--all` shows {them}."
+        );
+    } else if results.is_empty() {
         let _ = writeln!(
             text,
             "No pack matches \"{query}\". `hcpx search` with no words lists every pack."
@@ -221,6 +232,12 @@ pub fn search_text(query: &str, results: &[SearchResult]) -> String {
             result.description,
             "",
             result.commands.join(", "),
+        );
+    }
+    if !results.is_empty() && below_floor > 0 {
+        let _ = writeln!(
+            text,
+            "({below_floor} weaker {matches} hidden; --all shows {them})"
         );
     }
     if let Some(first) = results.first() {
@@ -422,6 +439,20 @@ pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Pa
             rule.matcher,
             rule.decision.as_str()
         );
+        if let Some(ignored) = &rule.ignored {
+            let _ = writeln!(
+                text,
+                "{:width$}  IGNORED{}: looser than {} by the {}; the project can only tighten",
+                "",
+                if ignored.only_for.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for {}", ignored.only_for.join(", "))
+                },
+                ignored.user_decision.as_str(),
+                ignored.user_rule,
+            );
+        }
     }
     let _ = writeln!(
         text,

@@ -266,7 +266,7 @@ fn show_lists_sources() {
         user: user(r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.push","decision":"deny"}]}"#),
         project: project(r#"{"defaults":{"write":"deny","read":"allow"}}"#),
     };
-    let shown: Vec<(String, Decision, Scope)> = show(&policies)
+    let shown: Vec<(String, Decision, Scope)> = show(&policies, &[])
         .into_iter()
         .map(|rule| (rule.matcher, rule.decision, rule.scope))
         .collect();
@@ -281,6 +281,57 @@ fn show_lists_sources() {
                 Scope::Builtin
             ),
             ("git.push".to_owned(), Decision::Deny, Scope::User),
+        ]
+    );
+}
+
+/// A project rule looser than what the user layer decides is marked ignored: in full
+/// where it matches only such commands, per command where it matches some.
+#[test]
+fn show_marks_project_rules_that_try_to_loosen() {
+    let policies = Policies {
+        user: user(r#"{"rules":[{"match":"git.*","decision":"allow"}]}"#),
+        project: project(
+            r#"{"rules":[{"match":"*.write","decision":"allow"},{"match":"git.push","decision":"deny"},
+                {"match":"sqlite.*","decision":"confirm"},{"match":"jq.*","decision":"allow"}]}"#,
+        ),
+    };
+    let commands = [
+        ("git", "commit", Effect::Write),
+        ("git", "push", Effect::Write),
+        ("sqlite", "query", Effect::Read),
+        ("sqlite", "exec", Effect::Write),
+    ];
+    let shown: Vec<(String, Option<Ignored>)> = show(&policies, &commands)
+        .into_iter()
+        .filter(|rule| rule.scope == Scope::Project)
+        .map(|rule| (rule.matcher, rule.ignored))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            // Looser than the built-in `confirm` for sqlite.exec; git's writes the
+            // user already allows, so there it changes nothing but loosens nothing.
+            (
+                "*.write".to_owned(),
+                Some(Ignored {
+                    user_decision: Decision::Confirm,
+                    user_rule: "built-in default `defaults.write`".to_owned(),
+                    only_for: vec!["sqlite.exec".to_owned()],
+                })
+            ),
+            ("git.push".to_owned(), None),
+            // Tightens sqlite.query (read: allow), and equals sqlite.exec's.
+            ("sqlite.*".to_owned(), None),
+            // A pack no command is known for: judged for every effect.
+            (
+                "jq.*".to_owned(),
+                Some(Ignored {
+                    user_decision: Decision::Confirm,
+                    user_rule: "built-in default `defaults.write`".to_owned(),
+                    only_for: Vec::new(),
+                })
+            ),
         ]
     );
 }

@@ -35,6 +35,33 @@ pub struct Request<'a> {
     pub yes: bool,
 }
 
+impl Request<'_> {
+    /// This very call as a command line for `next`: every flag the caller gave
+    /// (`--scope user` above all: without it the project file is the one written),
+    /// with `--write` and `--yes` as asked, quoted for a shell.
+    fn command_line(&self, write: bool, yes: bool) -> String {
+        let mut words = vec!["adopt", self.host];
+        if let Some(scope) = self.scope {
+            words.extend(["--scope", scope]);
+        }
+        if let Some(url) = self.url {
+            words.extend(["--url", url]);
+        }
+        for (on, flag) in [
+            (self.native, "--native"),
+            (self.remove, "--remove"),
+            (write, "--write"),
+            (self.force, "--force"),
+            (yes, "--yes"),
+        ] {
+            if on {
+                words.push(flag);
+            }
+        }
+        format!("hcpx {}", shell_words::join(words))
+    }
+}
+
 fn find_host(id: &str) -> Result<Host, Failure> {
     let mut hosts = adopt::hosts();
     let known: Vec<String> = hosts.keys().cloned().collect();
@@ -155,9 +182,9 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
         ),
     )
     .next(format!(
-        "fix {} by hand, then run hcpx adopt {} again",
+        "fix {} by hand, then run {} again",
         path.display(),
-        request.host
+        request.command_line(request.write, false)
     ))
 }
 
@@ -179,17 +206,13 @@ fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found)
     .next(forced(request))
 }
 
-/// The same adopt, forced.
+/// The same adopt, forced, written, with every other flag the caller gave.
 fn forced(request: &Request<'_>) -> String {
-    format!(
-        "hcpx adopt {}{}{} --write --force",
-        request.host,
-        if request.native { " --native" } else { "" },
-        request
-            .scope
-            .map(|scope| format!(" --scope {scope}"))
-            .unwrap_or_default(),
-    )
+    Request {
+        force: true,
+        ..*request
+    }
+    .command_line(true, false)
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
@@ -300,8 +323,12 @@ fn mcp_change(
                     ),
                 )
                 .next(format!(
-                    "hcpx adopt {} --write   (it starts hcpx itself)",
-                    host.host
+                    "{}   (it starts hcpx itself)",
+                    Request {
+                        url: None,
+                        ..*request
+                    }
+                    .command_line(true, false)
                 ))
             })?
         }
@@ -421,8 +448,10 @@ fn native_changes(
 /// Reads the record and every file, and plans the run.
 fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
     let recorded = Record::load(&ctx.home).map_err(|error| {
-        Failure::new(Reason::InvalidArguments, error.to_string())
-            .next(format!("fix or move it, then run hcpx adopt {} again", host.host))
+        Failure::new(Reason::InvalidArguments, error.to_string()).next(format!(
+            "fix or move it, then run {} again",
+            request.command_line(request.write, false)
+        ))
     })?;
     let mut record = recorded.clone();
     let mut warnings = Vec::new();
@@ -491,20 +520,14 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         "warnings": planned.warnings,
     });
     if !request.write {
-        let flags = format!(
-            "{}{}{}",
-            if request.native { " --native" } else { "" },
-            if request.remove { " --remove" } else { "" },
-            if request.force { " --force" } else { "" }
-        );
         let text = if changed.is_empty() {
             format!("{}: nothing to change\n", host.name)
         } else {
             format!(
-                "{}:\n{}next: hcpx adopt {}{flags} --write\n",
+                "{}:\n{}next: {}\n",
                 host.name,
                 diffs.concat(),
-                host.host
+                request.command_line(true, false)
             )
         };
         return Ok(Reply {
@@ -520,8 +543,8 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     let asked = Asked {
         what: format!("Change {} file(s) for {}?", changed.len(), host.name),
         yes: request.yes,
-        retry: format!("hcpx adopt {} --write --yes", host.host),
-        by_hand: format!("hcpx adopt {} --write", host.host),
+        retry: request.command_line(true, true),
+        by_hand: request.command_line(true, false),
     };
     confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
@@ -541,7 +564,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
             Reason::InvalidArguments,
             "a file changed while hcpx was asking; nothing was written",
         )
-        .next(format!("hcpx adopt {} --write", host.host)));
+        .next(request.command_line(true, false)));
     }
     for change in &changed {
         if change.existed && adopt::read_only(&change.target) {

@@ -72,8 +72,9 @@ async fn permitted(
     let asked = Asked {
         what: format!("{command} {target}?"),
         yes,
-        retry: format!("hcpx {command} {target} --yes"),
-        by_hand: format!("hcpx {command} {target}"),
+        // Quoted: a folder's path may hold spaces or shell characters.
+        retry: format!("hcpx {command} {} --yes", shell_words::quote(target)),
+        by_hand: format!("hcpx {command} {}", shell_words::quote(target)),
     };
     confirm(ctx, &asked, &evaluation, &plan)
         .await

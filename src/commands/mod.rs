@@ -4,6 +4,7 @@
 pub mod adopt;
 pub mod availability;
 pub mod bind;
+pub mod completions;
 pub mod doctor;
 pub mod exec;
 pub mod install;
@@ -213,6 +214,12 @@ pub(crate) async fn confirm(
                 };
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
+                    // The person who just said no reads this at their terminal: no
+                    // advice meant for an agent. An agent whose host's user declined
+                    // learns not to ask again.
+                    Answer::No | Answer::Cancelled if ctx.principal == crate::Principal::Terminal => {
+                        Err(Failure::new(Reason::Declined, "you answered no; nothing ran").data(plan.clone()))
+                    }
                     Answer::No | Answer::Cancelled => {
                         Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
                             .next("ask the person what to do instead; do not retry the same command")

@@ -8,11 +8,20 @@ use crate::context::Context;
 use crate::error::Failure;
 use crate::output::{self, SearchResult};
 
-pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failure> {
+/// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
+pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     let query = query.join(" ");
-    let hits = loaded.index().search(&query, limit);
+    let ranked = if all {
+        crate::search::Ranked {
+            hits: loaded.index().search(&query, limit),
+            below_floor: 0,
+        }
+    } else {
+        loaded.index().rank(&query, limit)
+    };
+    let hits = &ranked.hits;
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.sandbox.machine();
@@ -41,11 +50,12 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
             }
         })
         .collect();
-    let text = output::search_text(&query, &results);
+    let text = output::search_text(&query, &results, ranked.below_floor);
     let warnings = output::broken_text(&catalog.broken);
     Ok(Reply {
         data: Some(
-            json!({ "query": query, "results": to_json(&results), "broken": to_json(&catalog.broken) }),
+            json!({ "query": query, "results": to_json(&results), "belowFloor": ranked.below_floor,
+                    "broken": to_json(&catalog.broken) }),
         ),
         text,
         warnings,

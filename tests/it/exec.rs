@@ -470,7 +470,10 @@ fn the_terminal_prompt_shows_the_parameters() {
         )),
         "{text}"
     );
-    assert!(text.contains("not confirmed; nothing ran"), "{text}");
+    // Wording for the person who answered, not advice meant for an agent.
+    assert!(text.contains("error: you answered no; nothing ran\n"), "{text}");
+    assert!(!text.contains("ask the person"), "{text}");
+    assert!(!text.contains("next:"), "{text}");
     assert!(!env.work().join("out/x.txt").exists());
 }
 

@@ -1092,6 +1092,22 @@ async fn hints_are_tool_calls_an_agent_can_make() {
         "error (invalid_arguments): unrecognized subcommand 'skil'; a similar subcommand exists: 'skill'\n\
          next: {\"argv\":[\"skill\",\"transit\"]}\n"
     );
+    // A misspelt pack command or key: the call with the closest one.
+    let result = call(&client, json!({ "argv": ["exec", "git", "lgo", "--", "n=3"] })).await;
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(r#"{"argv":["exec","git","log","--","n=3"]}"#)
+    );
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "transit", "plan", "frm=Westgate", "to=Harbour"] }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["data"]["key"], json!("frm"));
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(r#"{"argv":["exec","transit","plan","--","from=Westgate","to=Harbour"]}"#)
+    );
     // Needs confirmation: the same call with `confirm: true`, values and all.
     let result = call(
         &client,
