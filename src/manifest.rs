@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::template::{Element, is_name, is_pack_id};
+use crate::template::{Element, Piece, is_name, is_pack_id};
 
 /// The only manifest format version this build reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -212,6 +212,20 @@ pub fn check_relative_path(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One unit of a command's template, as the validator read it (see docs/packs.md).
+#[derive(Debug, Clone)]
+pub enum Slot {
+    /// One argv element: literal text and value placeholders.
+    Element(Element),
+    /// An option and its value as two argv elements (`"--url", "{url}"`): both are
+    /// left out when the parameter has no value, and repeated, in order, for each
+    /// value of an array. A value that starts with `-` is refused.
+    Separated { option: String, param: String },
+    /// `{name?TEXT}`: the fixed TEXT when the boolean parameter is `true`, nothing
+    /// when it is `false` or absent.
+    Flag { param: String, text: String },
+}
+
 #[derive(Debug, Clone)]
 pub struct Command {
     pub name: String,
@@ -219,7 +233,7 @@ pub struct Command {
     pub description: Option<String>,
     pub effect: Effect,
     pub params: Vec<Param>,
-    pub argv: Vec<Element>,
+    pub argv: Vec<Slot>,
     pub json: Vec<String>,
 }
 
@@ -822,25 +836,46 @@ fn template(
     value: Option<&Value>,
     params: &[Param],
     declared: &BTreeSet<String>,
-) -> Vec<Element> {
+) -> Vec<Slot> {
     let path = join(command_path, "argv");
     if value.is_none() {
         walk.problem(&path, "is required (the arguments after bin; may be [])");
         return Vec::new();
     }
     let raw = walk.strings(&path, value);
-    let mut elements = Vec::new();
+    let mut slots = Vec::new();
     let mut used = BTreeSet::new();
     let mut after_double_dash = false;
+    // Whether the previous element is an option (`--url`, `-H`) before any `--`,
+    // so that a lone placeholder here is that option's value.
+    let mut option_before = false;
     for (index, text) in raw.iter().enumerate() {
         let element_path = format!("{path}[{index}]");
         let element = match Element::parse(text) {
             Ok(element) => element,
             Err(error) => {
                 walk.problem(&element_path, error.to_string());
+                option_before = false;
                 continue;
             }
         };
+        let follows_option = std::mem::replace(
+            &mut option_before,
+            !after_double_dash && element.is_option_literal(),
+        );
+        if element.flags().next().is_some() {
+            if let Some(slot) = flag(walk, &element_path, &element, params, declared, &mut used) {
+                slots.push(slot);
+            }
+            continue;
+        }
+        // An option's value in the element after it: one placeholder, alone, of a
+        // parameter that is not positional (a positional one stays an operand).
+        let separated = element
+            .lone_param()
+            .filter(|_| follows_option)
+            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
+            .filter(|param| !param.positional);
         let mut arrays = 0;
         for (name, optional) in element.params() {
             let Some(param) = params.iter().find(|param| param.name == name) else {
@@ -860,21 +895,17 @@ fn template(
                     format!("\"{name}\" is required, so write {{{name}}} without `?`"),
                 );
             }
-            if !optional && !param.required && param.default.is_none() && !param.array {
+            let needs_mark = !param.required && param.default.is_none() && !param.array;
+            if !optional && needs_mark {
                 walk.problem(
                     &element_path,
                     format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
                 );
             }
-            let safe = after_double_dash || param.positional || element.is_option_fused();
+            let safe =
+                after_double_dash || param.positional || element.is_option_fused() || separated.is_some();
             if !safe {
-                walk.problem(
-                    &element_path,
-                    format!(
-                        "\"{name}\" must be fused to an option (--{name}={{{name}}}), placed after a \"--\" \
-                         element, or declared \"positional\": true"
-                    ),
-                );
+                walk.problem(&element_path, unsafe_placement(param, needs_mark));
             }
         }
         if arrays > 1 {
@@ -886,7 +917,24 @@ fn template(
         if element.is_end_of_options() {
             after_double_dash = true;
         }
-        elements.push(element);
+        match separated {
+            Some(param) => {
+                let option = match slots.pop() {
+                    Some(Slot::Element(option)) => match option.pieces.as_slice() {
+                        [Piece::Literal(text)] => text.clone(),
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                };
+                slots.push(Slot::Separated {
+                    option,
+                    param: param.name.clone(),
+                });
+                // `--url {url} {x}`: `{x}` is not `--url`'s value.
+                option_before = false;
+            }
+            None => slots.push(Slot::Element(element)),
+        }
     }
     for param in params {
         if !used.contains(&param.name) {
@@ -896,7 +944,72 @@ fn template(
             );
         }
     }
-    elements
+    slots
+}
+
+/// The problem for a placeholder that stands where a value could be read as an
+/// option, with the forms real CLIs accept: the option and its value as two
+/// elements, an on/off flag for a boolean, after `--`, or positional.
+fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
+    let name = &param.name;
+    let mark = if needs_mark { "?" } else { "" };
+    let flag = if param.ty == ScalarType::Boolean && !param.array {
+        format!("be an on/off flag (\"{{{name}?--{name}}}\"), ")
+    } else {
+        String::new()
+    };
+    format!(
+        "\"{name}\" must {flag}follow its option as the next element (\"--{name}\", \"{{{name}{mark}}}\"), \
+         be placed after a \"--\" element, or be declared \"positional\": true"
+    )
+}
+
+/// A `{name?TEXT}` element: the whole element, for a boolean parameter.
+fn flag(
+    walk: &mut Walk,
+    element_path: &str,
+    element: &Element,
+    params: &[Param],
+    declared: &BTreeSet<String>,
+    used: &mut BTreeSet<String>,
+) -> Option<Slot> {
+    // Every placeholder of the element counts as used, so a misplaced flag is
+    // reported once, not again as unused parameters.
+    for (name, _) in element.params() {
+        used.insert(name.to_owned());
+    }
+    let mut slot = None;
+    for (name, text) in element.flags() {
+        let Some(param) = params.iter().find(|param| param.name == name) else {
+            if !declared.contains(name) {
+                walk.problem(element_path, format!("unknown parameter \"{name}\""));
+            }
+            continue;
+        };
+        used.insert(name.to_owned());
+        if param.ty != ScalarType::Boolean || param.array {
+            walk.problem(
+                element_path,
+                format!(
+                    "\"{name}\" is not a boolean, so it cannot switch {text} on and off \
+                     (a value goes in the element after its option: \"{text}\", \"{{{name}}}\")"
+                ),
+            );
+        } else {
+            slot = Some(Slot::Flag {
+                param: name.to_owned(),
+                text: text.to_owned(),
+            });
+        }
+    }
+    if element.pieces.len() > 1 {
+        walk.problem(
+            element_path,
+            "a flag placeholder {name?TEXT} must be the whole element",
+        );
+        return None;
+    }
+    slot
 }
 
 #[cfg(test)]

@@ -316,24 +316,186 @@ fn template_optional_marks() {
 
 #[test]
 fn option_fusing_rule() {
-    // A bare placeholder before `--` could be read as an option by the pack's CLI.
+    // A bare placeholder before `--` could be read as an option by the pack's CLI;
+    // the problem suggests the forms real CLIs accept.
     assert_eq!(
         problems(|v| v["commands"]["greet"]["argv"][1] = json!("{name}")),
         [
-            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
-             element, or declared \"positional\": true"
+            "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
         ]
     );
     assert_eq!(
         problems(|v| v["commands"]["greet"]["argv"][1] = json!("--{name}")),
         [
-            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
-             element, or declared \"positional\": true"
+            "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
+        ]
+    );
+    // A boolean is offered the on/off flag first; an optional one keeps its `?`.
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][3] = json!("{loud?}")),
+        [
+            "commands.greet.argv[3]: \"loud\" must be an on/off flag (\"{loud?--loud}\"), follow its option as the \
+             next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be declared \"positional\": true"
         ]
     );
     // After `--`, or declared positional, a bare placeholder is fine (the good
     // manifest has both); so is a short option with its value attached.
     assert!(problems(|v| v["commands"]["greet"]["argv"][2] = json!("-t{times}")).is_empty());
+}
+
+fn with_argv(argv: Value) -> impl FnOnce(&mut Value) {
+    move |v| v["commands"]["greet"]["argv"] = argv
+}
+
+#[test]
+fn an_option_and_its_value_as_two_elements() {
+    let argv = json!([
+        "greet", "--name", "{name}", "-t", "{times}", "--loud", "{loud?}", "{word?}", "--", "{files}"
+    ]);
+    assert!(problems(with_argv(argv.clone())).is_empty());
+    let mut value = good();
+    with_argv(argv)(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    let slots = &manifest.command("greet").unwrap().argv;
+    assert!(matches!(&slots[1], Slot::Separated { option, param } if option == "--name" && param == "name"));
+    assert!(matches!(&slots[2], Slot::Separated { option, param } if option == "-t" && param == "times"));
+    assert!(matches!(&slots[4], Slot::Element(element) if element.to_string() == "{word?}"));
+    // The `?` marks apply as in any element.
+    assert_eq!(
+        problems(with_argv(json!([
+            "--name", "{name?}", "--loud", "{loud}", "{word?}", "--", "{files}", "{times}"
+        ]))),
+        [
+            "commands.greet.argv[1]: \"name\" is required, so write {name} without `?`",
+            "commands.greet.argv[3]: \"loud\" is optional, so write {loud?} (the element is dropped when it is absent)"
+        ]
+    );
+    // Only the element right after the option, before any `--`, is its value: not
+    // a second placeholder, not one after `--` (there `-t` is an operand).
+    assert_eq!(
+        problems(with_argv(json!([
+            "--name",
+            "{name}",
+            "{times}",
+            "--loud={loud?}",
+            "{word?}",
+            "--",
+            "{files}"
+        ]))),
+        [
+            "commands.greet.argv[2]: \"times\" must follow its option as the next element (\"--times\", \"{times}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
+        ]
+    );
+    assert!(
+        problems(with_argv(json!([
+            "--name={name}",
+            "--times={times}",
+            "{loud?--loud}",
+            "{word?}",
+            "--",
+            "-t",
+            "{files}"
+        ])))
+        .is_empty()
+    );
+    // Neither `-` (stdin) nor a fused `--x=` nor text with a placeholder is an option
+    // a value may follow.
+    for option in ["-", "--name=x", "x"] {
+        assert_eq!(
+            problems(with_argv(json!([
+                option,
+                "{name}",
+                "--times={times}",
+                "{loud?--loud}",
+                "{word?}",
+                "--",
+                "{files}"
+            ]))),
+            [
+                "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+                 be placed after a \"--\" element, or be declared \"positional\": true"
+            ],
+            "{option}"
+        );
+    }
+}
+
+#[test]
+fn a_positional_parameter_after_an_option_stays_an_operand() {
+    // `sqlite3 -readonly {db}`: `db` is positional, so `-readonly` is a flag of its
+    // own, not the option of a value, as in the built-in packs.
+    let argv = json!([
+        "--name={name}",
+        "--times={times}",
+        "--loud={loud?}",
+        "-x",
+        "{word?}",
+        "--",
+        "{files}"
+    ]);
+    let mut value = good();
+    with_argv(argv)(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    let slots = &manifest.command("greet").unwrap().argv;
+    assert!(matches!(&slots[3], Slot::Element(element) if element.to_string() == "-x"));
+    assert!(matches!(&slots[4], Slot::Element(element) if element.to_string() == "{word?}"));
+}
+
+#[test]
+fn flag_rules() {
+    let base = |flag: &str| {
+        json!([
+            "--name={name}",
+            "--times={times}",
+            flag,
+            "{word?}",
+            "--",
+            "{files}"
+        ])
+    };
+    assert!(problems(with_argv(base("{loud?--loud}"))).is_empty());
+    assert!(problems(with_argv(base("{loud?-L}"))).is_empty());
+    assert_eq!(
+        problems(|v| {
+            with_argv(base("{loud?--loud}"))(v);
+            v["commands"]["greet"]["params"]["loud"] = json!({ "type": "string" });
+        }),
+        [
+            "commands.greet.argv[2]: \"loud\" is not a boolean, so it cannot switch --loud on and off \
+             (a value goes in the element after its option: \"--loud\", \"{loud}\")"
+        ]
+    );
+    assert_eq!(
+        problems(|v| {
+            with_argv(base("{loud?--loud}"))(v);
+            v["commands"]["greet"]["params"]["loud"] = json!({ "type": "array", "items": "boolean" });
+        }),
+        [
+            "commands.greet.argv[2]: \"loud\" is not a boolean, so it cannot switch --loud on and off \
+             (a value goes in the element after its option: \"--loud\", \"{loud}\")"
+        ]
+    );
+    assert_eq!(
+        problems(with_argv(base("--x{loud?--loud}"))),
+        ["commands.greet.argv[2]: a flag placeholder {name?TEXT} must be the whole element"]
+    );
+    assert_eq!(
+        problems(with_argv(base("{lod?--loud}"))),
+        [
+            "commands.greet.argv[2]: unknown parameter \"lod\"",
+            "commands.greet.params.loud: is declared but never used in argv"
+        ]
+    );
+    assert_eq!(
+        problems(with_argv(base("{loud?--lo ud}"))),
+        [
+            "commands.greet.argv[2]: flag placeholder at byte 0: the text after `?` must be fixed text without braces or spaces",
+            "commands.greet.params.loud: is declared but never used in argv"
+        ]
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The argv template language (see docs/packs.md): `{name}` and `{name?}` placeholders inside
-//! one argv element, `{{` and `}}` for literal braces. Parsing only; the manifest
-//! validator checks what the placeholders name, and exec renders them.
+//! one argv element, `{name?TEXT}` on/off flags, `{{` and `}}` for literal braces. Parsing
+//! only; the manifest validator checks what the placeholders name and where they stand
+//! (an option's value in the element after it, for one), and exec renders them.
 
 use std::fmt;
 
@@ -8,7 +9,15 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     Literal(String),
-    Param { name: String, optional: bool },
+    Param {
+        name: String,
+        optional: bool,
+    },
+    /// `{name?TEXT}`: the fixed TEXT when the boolean parameter is true, else nothing.
+    Flag {
+        name: String,
+        text: String,
+    },
 }
 
 /// A parsed argv element: literal text and placeholders in order.
@@ -25,6 +34,8 @@ pub enum TemplateError {
     StrayClose(usize),
     #[error("placeholder at byte {0} does not name a parameter (names match ^[a-z][a-z0-9_-]{{0,63}}$)")]
     BadName(usize),
+    #[error("flag placeholder at byte {0}: the text after `?` must be fixed text without braces or spaces")]
+    BadFlag(usize),
 }
 
 impl Element {
@@ -46,19 +57,31 @@ impl Element {
                 b'{' => {
                     let close = text[i..].find('}').ok_or(TemplateError::Unclosed(i))? + i;
                     let inner = &text[i + 1..close];
-                    let (name, optional) = match inner.strip_suffix('?') {
-                        Some(name) => (name, true),
-                        None => (inner, false),
+                    let (name, flag) = match inner.split_once('?') {
+                        Some((name, "")) => (name, None),
+                        Some((name, text)) => (name, Some(text)),
+                        None => (inner, None),
                     };
                     if !is_name(name) {
                         return Err(TemplateError::BadName(i));
                     }
+                    if flag
+                        .is_some_and(|text| text.contains(['{', '?']) || text.contains(char::is_whitespace))
+                    {
+                        return Err(TemplateError::BadFlag(i));
+                    }
                     if !literal.is_empty() {
                         pieces.push(Piece::Literal(std::mem::take(&mut literal)));
                     }
-                    pieces.push(Piece::Param {
-                        name: name.to_owned(),
-                        optional,
+                    pieces.push(match flag {
+                        Some(text) => Piece::Flag {
+                            name: name.to_owned(),
+                            text: text.to_owned(),
+                        },
+                        None => Piece::Param {
+                            name: name.to_owned(),
+                            optional: inner.ends_with('?'),
+                        },
                     });
                     i = close + 1;
                 }
@@ -77,12 +100,45 @@ impl Element {
         Ok(Self { pieces })
     }
 
-    /// The parameters this element names, in order.
+    /// The parameters this element's value placeholders name, in order (flags
+    /// are not among them: see [`Self::flag`]).
     pub fn params(&self) -> impl Iterator<Item = (&str, bool)> {
         self.pieces.iter().filter_map(|piece| match piece {
             Piece::Param { name, optional } => Some((name.as_str(), *optional)),
-            Piece::Literal(_) => None,
+            Piece::Literal(_) | Piece::Flag { .. } => None,
         })
+    }
+
+    /// The flag placeholders of this element: `(parameter, text)`.
+    pub fn flags(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Flag { name, text } => Some((name.as_str(), text.as_str())),
+            _ => None,
+        })
+    }
+
+    /// `Some((name, optional))` when the element is one value placeholder and
+    /// nothing else: `{url}`, `{out?}`.
+    pub fn lone_param(&self) -> Option<(&str, bool)> {
+        match self.pieces.as_slice() {
+            [Piece::Param { name, optional }] => Some((name.as_str(), *optional)),
+            _ => None,
+        }
+    }
+
+    /// True when the element is fixed text that a CLI reads as an option which may
+    /// take the next argument as its value (`--url`, `-H`): a dash, then letters,
+    /// digits, `-`, `_` or `.` only (no `=`: `--a=b` has its value already), and
+    /// neither `-` nor `--`.
+    pub fn is_option_literal(&self) -> bool {
+        matches!(self.pieces.as_slice(), [Piece::Literal(text)]
+            if text.starts_with('-') && text != "-" && text != "--" && text.bytes().all(option_byte))
+    }
+
+    /// True when a value placeholder opens the element, so the value's first
+    /// character is the argument's first character.
+    pub fn starts_with_value(&self) -> bool {
+        matches!(self.pieces.first(), Some(Piece::Param { .. }))
     }
 
     /// The literal text before the first placeholder.
@@ -100,7 +156,7 @@ impl Element {
 
     /// True when the element holds no placeholder.
     pub fn is_literal(&self) -> bool {
-        self.params().next().is_none()
+        self.pieces.iter().all(|piece| matches!(piece, Piece::Literal(_)))
     }
 
     /// Whether a caller value fused after this element's prefix can never be read
@@ -130,6 +186,7 @@ impl fmt::Display for Element {
             match piece {
                 Piece::Literal(text) => write!(f, "{}", text.replace('{', "{{").replace('}', "}}"))?,
                 Piece::Param { name, optional: true } => write!(f, "{{{name}?}}")?,
+                Piece::Flag { name, text } => write!(f, "{{{name}?{text}}}")?,
                 Piece::Param {
                     name,
                     optional: false,
@@ -197,6 +254,41 @@ mod tests {
             vec![Piece::Literal("{x}-".into()), param("y", false)]
         );
         assert_eq!(element.to_string(), "{{x}}-{y}");
+    }
+
+    #[test]
+    fn flag_placeholders_parse_and_round_trip() {
+        let element = Element::parse("{utc?--utc}").unwrap();
+        assert_eq!(
+            element.pieces,
+            vec![Piece::Flag {
+                name: "utc".into(),
+                text: "--utc".into()
+            }]
+        );
+        assert_eq!(element.flags().collect::<Vec<_>>(), [("utc", "--utc")]);
+        assert_eq!(element.params().count(), 0);
+        assert!(!element.is_literal());
+        assert_eq!(element.to_string(), "{utc?--utc}");
+        // `{x?}` stays an optional value placeholder.
+        assert_eq!(Element::parse("{x?}").unwrap().lone_param(), Some(("x", true)));
+        for bad in ["{a?--b c}", "{a?-b?}", "{a?{b}", "{a?-\tb}"] {
+            assert_eq!(Element::parse(bad), Err(TemplateError::BadFlag(0)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn option_literals_and_lone_values() {
+        for yes in ["--url", "-H", "-readonly", "--max-count"] {
+            assert!(Element::parse(yes).unwrap().is_option_literal(), "{yes}");
+        }
+        for no in ["-", "--", "url", "--url={u}", "{u}", "--a=b", "-a b"] {
+            assert!(!Element::parse(no).unwrap().is_option_literal(), "{no}");
+        }
+        assert_eq!(Element::parse("{u}").unwrap().lone_param(), Some(("u", false)));
+        assert_eq!(Element::parse("x{u}").unwrap().lone_param(), None);
+        assert!(Element::parse("{u}.txt").unwrap().starts_with_value());
+        assert!(!Element::parse("x{u}").unwrap().starts_with_value());
     }
 
     #[test]

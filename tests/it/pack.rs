@@ -29,7 +29,7 @@ fn broken_pack_lists_every_problem() {
       version: must be a semantic version such as 1.2.0
       sandbox.timeoutMs: must be an integer from 1 to 600000
       commands.go.effect: must be read, write or destructive
-      commands.go.argv[1]: "to" must be fused to an option (--to={to}), placed after a "--" element, or declared "positional": true
+      commands.go.argv[1]: "to" must follow its option as the next element ("--to", "{to}"), be placed after a "--" element, or be declared "positional": true
       commands.go.argv[2]: unknown parameter "frm"
       SKILL.md: front matter `name` is "broken", but the pack id is "Broken"
       bin[0]: ./missing is not in the pack
