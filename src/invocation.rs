@@ -161,7 +161,10 @@ pub fn render(
             Slot::Separated { option, param } => {
                 for value in values.get(param).map(Vec::as_slice).unwrap_or_default() {
                     if value.starts_with('-') {
-                        return Err(leading_dash(param, "an option's value in its own argument"));
+                        return Err(leading_dash(
+                            param,
+                            "an option's value given as a separate argument",
+                        ));
                     }
                     argv.push(option.clone());
                     argv.push(value.clone());
