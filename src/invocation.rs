@@ -222,8 +222,6 @@ fn render_element(
                     let index = if Some(name.as_str()) == array { round } else { 0 };
                     text.push_str(list.get(index).map(String::as_str).unwrap_or_default());
                 }
-                // The validator keeps flags in elements of their own.
-                Piece::Flag { .. } => {}
             }
         }
         if !after_double_dash && element.starts_with_value() && text.starts_with('-') {
@@ -294,11 +292,11 @@ mod tests {
                         "to": {},
                         "n": {},
                         "word": { "positional": true },
-                        "utc": { "type": "boolean" },
+                        "utc": { "type": "boolean", "flag": "--utc" },
                         "rest": { "type": "array" }
                     },
                     "argv": ["get", "--url", "{url}", "-H", "{header}", "--output", "{out?}",
-                             "--to={to?}", "-n{n?}", "{word?}", "{utc?--utc}", "--", "{rest}"]
+                             "--to={to?}", "-n{n?}", "{word?}", "{utc?}", "--", "{rest}"]
                 }}
             })
             .to_string(),

@@ -124,10 +124,14 @@ pub struct Param {
     pub default: Option<Vec<String>>,
     pub description: Option<String>,
     pub max_length: usize,
+    /// `"flag": "--utc"` on a boolean: the template's `{name}` element is this
+    /// text when the value is `true`, and nothing when it is `false`.
+    pub flag: Option<String>,
 }
 
 impl Param {
-    /// `array of string`, `enum (a|b)`, `integer`: for references and errors.
+    /// `array of string`, `enum (a|b)`, `integer`, `boolean (true gives --utc)`: for
+    /// references and errors.
     pub fn type_label(&self) -> String {
         let base = match self.ty {
             ScalarType::Enum => format!("enum ({})", self.values.join("|")),
@@ -135,6 +139,8 @@ impl Param {
         };
         if self.array {
             format!("array of {base}")
+        } else if let Some(flag) = &self.flag {
+            format!("{base} (true gives {flag})")
         } else {
             base
         }
@@ -221,8 +227,8 @@ pub enum Slot {
     /// left out when the parameter has no value, and repeated, in order, for each
     /// value of an array. A value that starts with `-` is refused.
     Separated { option: String, param: String },
-    /// `{name?TEXT}`: the fixed TEXT when the boolean parameter is `true`, nothing
-    /// when it is `false` or absent.
+    /// A boolean parameter's `flag` (`"{utc}"` with `"flag": "--utc"`): that text
+    /// when the value is `true`, nothing when it is `false` or absent.
     Flag { param: String, text: String },
 }
 
@@ -678,7 +684,7 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
     })
 }
 
-const PARAM_FIELDS: [&str; 9] = [
+const PARAM_FIELDS: [&str; 10] = [
     "type",
     "items",
     "values",
@@ -688,6 +694,7 @@ const PARAM_FIELDS: [&str; 9] = [
     "default",
     "description",
     "maxLength",
+    "flag",
 ];
 
 fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param> {
@@ -779,6 +786,7 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         default: None,
         description,
         max_length,
+        flag: flag_text(walk, path, object.get("flag"), ty, array),
     };
     if let Some(default) = object.get("default") {
         if required {
@@ -797,6 +805,31 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         }
     }
     Some(param)
+}
+
+/// The `flag` field: fixed option text, for a boolean that is not an array.
+fn flag_text(
+    walk: &mut Walk,
+    path: &str,
+    value: Option<&Value>,
+    ty: ScalarType,
+    array: bool,
+) -> Option<String> {
+    let path = join(path, "flag");
+    let text = walk.string(&path, value, false)?;
+    if ty != ScalarType::Boolean || array {
+        walk.problem(
+            &path,
+            "is only for type boolean; a value goes in the element after its option (\"--opt\", \"{name}\")",
+        );
+        return None;
+    }
+    let option = text.starts_with('-') && text != "-" && text != "--";
+    if !option || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        walk.problem(&path, "must be one option, such as --utc or -u (no spaces)");
+        return None;
+    }
+    Some(text)
 }
 
 /// Renders a JSON default to argv strings and checks it like a caller value.
@@ -863,19 +896,18 @@ fn template(
             &mut option_before,
             !after_double_dash && element.is_option_literal(),
         );
-        if element.flags().next().is_some() {
-            if let Some(slot) = flag(walk, &element_path, &element, params, declared, &mut used) {
-                slots.push(slot);
-            }
-            continue;
-        }
+        // A boolean's flag: `{utc}` alone in its element renders the fixed text.
+        let flag = element
+            .lone_param()
+            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
+            .and_then(|param| param.flag.as_ref().map(|text| (param, text)));
         // An option's value in the element after it: one placeholder, alone, of a
         // parameter that is not positional (a positional one stays an operand).
         let separated = element
             .lone_param()
             .filter(|_| follows_option)
             .and_then(|(name, _)| params.iter().find(|param| param.name == name))
-            .filter(|param| !param.positional);
+            .filter(|param| !param.positional && param.flag.is_none());
         let mut arrays = 0;
         for (name, optional) in element.params() {
             let Some(param) = params.iter().find(|param| param.name == name) else {
@@ -902,8 +934,18 @@ fn template(
                     format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
                 );
             }
-            let safe =
-                after_double_dash || param.positional || element.is_option_fused() || separated.is_some();
+            if param.flag.is_some() && flag.is_none() {
+                walk.problem(
+                    &element_path,
+                    format!("\"{name}\" is a flag, so {{{name}}} must be the whole element"),
+                );
+                continue;
+            }
+            let safe = after_double_dash
+                || param.positional
+                || element.is_option_fused()
+                || separated.is_some()
+                || flag.is_some();
             if !safe {
                 walk.problem(&element_path, unsafe_placement(param, needs_mark));
             }
@@ -917,8 +959,12 @@ fn template(
         if element.is_end_of_options() {
             after_double_dash = true;
         }
-        match separated {
-            Some(param) => {
+        match (flag, separated) {
+            (Some((param, text)), _) => slots.push(Slot::Flag {
+                param: param.name.clone(),
+                text: text.clone(),
+            }),
+            (None, Some(param)) => {
                 let option = match slots.pop() {
                     Some(Slot::Element(option)) => match option.pieces.as_slice() {
                         [Piece::Literal(text)] => text.clone(),
@@ -933,7 +979,7 @@ fn template(
                 // `--url {url} {x}`: `{x}` is not `--url`'s value.
                 option_before = false;
             }
-            None => slots.push(Slot::Element(element)),
+            (None, None) => slots.push(Slot::Element(element)),
         }
     }
     for param in params {
@@ -954,7 +1000,7 @@ fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
     let name = &param.name;
     let mark = if needs_mark { "?" } else { "" };
     let flag = if param.ty == ScalarType::Boolean && !param.array {
-        format!("be an on/off flag (\"{{{name}?--{name}}}\"), ")
+        format!("be an on/off flag (declare \"flag\": \"--{name}\"), ")
     } else {
         String::new()
     };
@@ -962,54 +1008,6 @@ fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
         "\"{name}\" must {flag}follow its option as the next element (\"--{name}\", \"{{{name}{mark}}}\"), \
          be placed after a \"--\" element, or be declared \"positional\": true"
     )
-}
-
-/// A `{name?TEXT}` element: the whole element, for a boolean parameter.
-fn flag(
-    walk: &mut Walk,
-    element_path: &str,
-    element: &Element,
-    params: &[Param],
-    declared: &BTreeSet<String>,
-    used: &mut BTreeSet<String>,
-) -> Option<Slot> {
-    // Every placeholder of the element counts as used, so a misplaced flag is
-    // reported once, not again as unused parameters.
-    for (name, _) in element.params() {
-        used.insert(name.to_owned());
-    }
-    let mut slot = None;
-    for (name, text) in element.flags() {
-        let Some(param) = params.iter().find(|param| param.name == name) else {
-            if !declared.contains(name) {
-                walk.problem(element_path, format!("unknown parameter \"{name}\""));
-            }
-            continue;
-        };
-        used.insert(name.to_owned());
-        if param.ty != ScalarType::Boolean || param.array {
-            walk.problem(
-                element_path,
-                format!(
-                    "\"{name}\" is not a boolean, so it cannot switch {text} on and off \
-                     (a value goes in the element after its option: \"{text}\", \"{{{name}}}\")"
-                ),
-            );
-        } else {
-            slot = Some(Slot::Flag {
-                param: name.to_owned(),
-                text: text.to_owned(),
-            });
-        }
-    }
-    if element.pieces.len() > 1 {
-        walk.problem(
-            element_path,
-            "a flag placeholder {name?TEXT} must be the whole element",
-        );
-        return None;
-    }
-    slot
 }
 
 #[cfg(test)]

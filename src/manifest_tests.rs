@@ -120,7 +120,7 @@ fn unknown_fields_everywhere() {
             "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands)",
             "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json)",
             "commands.greet.params.name.min: unknown field (known: type, items, values, required, positional, \
-             pattern, default, description, maxLength)",
+             pattern, default, description, maxLength, flag)",
         ]
     );
 }
@@ -336,8 +336,8 @@ fn option_fusing_rule() {
     assert_eq!(
         problems(|v| v["commands"]["greet"]["argv"][3] = json!("{loud?}")),
         [
-            "commands.greet.argv[3]: \"loud\" must be an on/off flag (\"{loud?--loud}\"), follow its option as the \
-             next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be declared \"positional\": true"
+            "commands.greet.argv[3]: \"loud\" must be an on/off flag (declare \"flag\": \"--loud\"), follow its \
+             option as the next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be declared \"positional\": true"
         ]
     );
     // After `--`, or declared positional, a bare placeholder is fine (the good
@@ -393,7 +393,7 @@ fn an_option_and_its_value_as_two_elements() {
         problems(with_argv(json!([
             "--name={name}",
             "--times={times}",
-            "{loud?--loud}",
+            "--loud={loud?}",
             "{word?}",
             "--",
             "-t",
@@ -409,7 +409,7 @@ fn an_option_and_its_value_as_two_elements() {
                 option,
                 "{name}",
                 "--times={times}",
-                "{loud?--loud}",
+                "--loud={loud?}",
                 "{word?}",
                 "--",
                 "{files}"
@@ -446,55 +446,63 @@ fn a_positional_parameter_after_an_option_stays_an_operand() {
 
 #[test]
 fn flag_rules() {
-    let base = |flag: &str| {
-        json!([
-            "--name={name}",
-            "--times={times}",
-            flag,
-            "{word?}",
-            "--",
-            "{files}"
-        ])
+    let with_flag = |flag: Value, element: &'static str| {
+        move |v: &mut Value| {
+            v["commands"]["greet"]["params"]["loud"]["flag"] = flag;
+            v["commands"]["greet"]["argv"][3] = json!(element);
+        }
     };
-    assert!(problems(with_argv(base("{loud?--loud}"))).is_empty());
-    assert!(problems(with_argv(base("{loud?-L}"))).is_empty());
+    // `{loud?}` alone, anywhere: only the manifest's text can reach the CLI.
+    assert!(problems(with_flag(json!("--loud"), "{loud?}")).is_empty());
+    assert!(problems(with_flag(json!("-L"), "{loud?}")).is_empty());
+    let mut value = good();
+    with_flag(json!("--loud"), "{loud?}")(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    assert!(matches!(&manifest.command("greet").unwrap().argv[3],
+        Slot::Flag { param, text } if param == "loud" && text == "--loud"));
+    let loud = manifest.command("greet").unwrap().param("loud").unwrap();
+    assert_eq!(loud.type_label(), "boolean (true gives --loud)");
+    // The `?` marks apply as to any placeholder.
+    assert_eq!(
+        problems(with_flag(json!("--loud"), "{loud}")),
+        [
+            "commands.greet.argv[3]: \"loud\" is optional, so write {loud?} (the element is dropped when it is absent)"
+        ]
+    );
+    assert_eq!(
+        problems(with_flag(json!("--loud"), "--loud={loud?}")),
+        ["commands.greet.argv[3]: \"loud\" is a flag, so {loud} must be the whole element"]
+    );
+    for bad in [
+        json!("--lo ud"),
+        json!("loud"),
+        json!("-"),
+        json!("--"),
+        json!(""),
+    ] {
+        assert_eq!(
+            problems(with_flag(bad.clone(), "{loud?}")),
+            [
+                "commands.greet.params.loud.flag: must be one option, such as --utc or -u (no spaces)",
+                "commands.greet.argv[3]: \"loud\" must be an on/off flag (declare \"flag\": \"--loud\"), follow its \
+                 option as the next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be \
+                 declared \"positional\": true"
+            ],
+            "{bad}"
+        );
+    }
     assert_eq!(
         problems(|v| {
-            with_argv(base("{loud?--loud}"))(v);
-            v["commands"]["greet"]["params"]["loud"] = json!({ "type": "string" });
+            v["commands"]["greet"]["params"]["name"]["flag"] = json!("--name");
         }),
         [
-            "commands.greet.argv[2]: \"loud\" is not a boolean, so it cannot switch --loud on and off \
-             (a value goes in the element after its option: \"--loud\", \"{loud}\")"
+            "commands.greet.params.name.flag: is only for type boolean; a value goes in the element after its option \
+             (\"--opt\", \"{name}\")"
         ]
     );
     assert_eq!(
-        problems(|v| {
-            with_argv(base("{loud?--loud}"))(v);
-            v["commands"]["greet"]["params"]["loud"] = json!({ "type": "array", "items": "boolean" });
-        }),
-        [
-            "commands.greet.argv[2]: \"loud\" is not a boolean, so it cannot switch --loud on and off \
-             (a value goes in the element after its option: \"--loud\", \"{loud}\")"
-        ]
-    );
-    assert_eq!(
-        problems(with_argv(base("--x{loud?--loud}"))),
-        ["commands.greet.argv[2]: a flag placeholder {name?TEXT} must be the whole element"]
-    );
-    assert_eq!(
-        problems(with_argv(base("{lod?--loud}"))),
-        [
-            "commands.greet.argv[2]: unknown parameter \"lod\"",
-            "commands.greet.params.loud: is declared but never used in argv"
-        ]
-    );
-    assert_eq!(
-        problems(with_argv(base("{loud?--lo ud}"))),
-        [
-            "commands.greet.argv[2]: flag placeholder at byte 0: the text after `?` must be fixed text without braces or spaces",
-            "commands.greet.params.loud: is declared but never used in argv"
-        ]
+        problems(|v| v["commands"]["greet"]["params"]["loud"]["flag"] = json!(true)),
+        ["commands.greet.params.loud.flag: must be a string"]
     );
 }
 

@@ -1,7 +1,7 @@
 //! The argv template language (see docs/packs.md): `{name}` and `{name?}` placeholders inside
-//! one argv element, `{name?TEXT}` on/off flags, `{{` and `}}` for literal braces. Parsing
-//! only; the manifest validator checks what the placeholders name and where they stand
-//! (an option's value in the element after it, for one), and exec renders them.
+//! one argv element, `{{` and `}}` for literal braces. Parsing only; the manifest
+//! validator checks what the placeholders name and where they stand (an option's value
+//! in the element after it, for one), and exec renders them.
 
 use std::fmt;
 
@@ -9,15 +9,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     Literal(String),
-    Param {
-        name: String,
-        optional: bool,
-    },
-    /// `{name?TEXT}`: the fixed TEXT when the boolean parameter is true, else nothing.
-    Flag {
-        name: String,
-        text: String,
-    },
+    Param { name: String, optional: bool },
 }
 
 /// A parsed argv element: literal text and placeholders in order.
@@ -34,8 +26,6 @@ pub enum TemplateError {
     StrayClose(usize),
     #[error("placeholder at byte {0} does not name a parameter (names match ^[a-z][a-z0-9_-]{{0,63}}$)")]
     BadName(usize),
-    #[error("flag placeholder at byte {0}: the text after `?` must be fixed text without braces or spaces")]
-    BadFlag(usize),
 }
 
 impl Element {
@@ -57,31 +47,19 @@ impl Element {
                 b'{' => {
                     let close = text[i..].find('}').ok_or(TemplateError::Unclosed(i))? + i;
                     let inner = &text[i + 1..close];
-                    let (name, flag) = match inner.split_once('?') {
-                        Some((name, "")) => (name, None),
-                        Some((name, text)) => (name, Some(text)),
-                        None => (inner, None),
+                    let (name, optional) = match inner.strip_suffix('?') {
+                        Some(name) => (name, true),
+                        None => (inner, false),
                     };
                     if !is_name(name) {
                         return Err(TemplateError::BadName(i));
                     }
-                    if flag
-                        .is_some_and(|text| text.contains(['{', '?']) || text.contains(char::is_whitespace))
-                    {
-                        return Err(TemplateError::BadFlag(i));
-                    }
                     if !literal.is_empty() {
                         pieces.push(Piece::Literal(std::mem::take(&mut literal)));
                     }
-                    pieces.push(match flag {
-                        Some(text) => Piece::Flag {
-                            name: name.to_owned(),
-                            text: text.to_owned(),
-                        },
-                        None => Piece::Param {
-                            name: name.to_owned(),
-                            optional: inner.ends_with('?'),
-                        },
+                    pieces.push(Piece::Param {
+                        name: name.to_owned(),
+                        optional,
                     });
                     i = close + 1;
                 }
@@ -100,20 +78,11 @@ impl Element {
         Ok(Self { pieces })
     }
 
-    /// The parameters this element's value placeholders name, in order (flags
-    /// are not among them: see [`Self::flag`]).
+    /// The parameters this element names, in order.
     pub fn params(&self) -> impl Iterator<Item = (&str, bool)> {
         self.pieces.iter().filter_map(|piece| match piece {
             Piece::Param { name, optional } => Some((name.as_str(), *optional)),
-            Piece::Literal(_) | Piece::Flag { .. } => None,
-        })
-    }
-
-    /// The flag placeholders of this element: `(parameter, text)`.
-    pub fn flags(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.pieces.iter().filter_map(|piece| match piece {
-            Piece::Flag { name, text } => Some((name.as_str(), text.as_str())),
-            _ => None,
+            Piece::Literal(_) => None,
         })
     }
 
@@ -156,7 +125,7 @@ impl Element {
 
     /// True when the element holds no placeholder.
     pub fn is_literal(&self) -> bool {
-        self.pieces.iter().all(|piece| matches!(piece, Piece::Literal(_)))
+        self.params().next().is_none()
     }
 
     /// Whether a caller value fused after this element's prefix can never be read
@@ -186,7 +155,6 @@ impl fmt::Display for Element {
             match piece {
                 Piece::Literal(text) => write!(f, "{}", text.replace('{', "{{").replace('}', "}}"))?,
                 Piece::Param { name, optional: true } => write!(f, "{{{name}?}}")?,
-                Piece::Flag { name, text } => write!(f, "{{{name}?{text}}}")?,
                 Piece::Param {
                     name,
                     optional: false,
@@ -254,27 +222,6 @@ mod tests {
             vec![Piece::Literal("{x}-".into()), param("y", false)]
         );
         assert_eq!(element.to_string(), "{{x}}-{y}");
-    }
-
-    #[test]
-    fn flag_placeholders_parse_and_round_trip() {
-        let element = Element::parse("{utc?--utc}").unwrap();
-        assert_eq!(
-            element.pieces,
-            vec![Piece::Flag {
-                name: "utc".into(),
-                text: "--utc".into()
-            }]
-        );
-        assert_eq!(element.flags().collect::<Vec<_>>(), [("utc", "--utc")]);
-        assert_eq!(element.params().count(), 0);
-        assert!(!element.is_literal());
-        assert_eq!(element.to_string(), "{utc?--utc}");
-        // `{x?}` stays an optional value placeholder.
-        assert_eq!(Element::parse("{x?}").unwrap().lone_param(), Some(("x", true)));
-        for bad in ["{a?--b c}", "{a?-b?}", "{a?{b}", "{a?-\tb}"] {
-            assert_eq!(Element::parse(bad), Err(TemplateError::BadFlag(0)), "{bad}");
-        }
     }
 
     #[test]
