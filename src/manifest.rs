@@ -11,7 +11,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::template::{Element, Piece, is_name, is_pack_id};
+use crate::template::{Element, is_name, is_pack_id};
 
 /// The only manifest format version this build reads.
 pub const FORMAT_VERSION: u64 = 1;
@@ -879,22 +879,22 @@ fn template(
     let mut slots = Vec::new();
     let mut used = BTreeSet::new();
     let mut after_double_dash = false;
-    // Whether the previous element is an option (`--url`, `-H`) before any `--`,
+    // The previous element when it is an option (`--url`, `-H`) before any `--`,
     // so that a lone placeholder here is that option's value.
-    let mut option_before = false;
+    let mut option_before: Option<String> = None;
     for (index, text) in raw.iter().enumerate() {
         let element_path = format!("{path}[{index}]");
         let element = match Element::parse(text) {
             Ok(element) => element,
             Err(error) => {
                 walk.problem(&element_path, error.to_string());
-                option_before = false;
+                option_before = None;
                 continue;
             }
         };
         let follows_option = std::mem::replace(
             &mut option_before,
-            !after_double_dash && element.is_option_literal(),
+            (!after_double_dash && element.is_option_literal()).then(|| element.prefix().to_owned()),
         );
         // A boolean's flag: `{utc}` alone in its element renders the fixed text.
         let flag = element
@@ -905,7 +905,7 @@ fn template(
         // parameter that is not positional (a positional one stays an operand).
         let separated = element
             .lone_param()
-            .filter(|_| follows_option)
+            .filter(|_| follows_option.is_some())
             .and_then(|(name, _)| params.iter().find(|param| param.name == name))
             .filter(|param| !param.positional && param.flag.is_none());
         let mut arrays = 0;
@@ -965,19 +965,15 @@ fn template(
                 text: text.clone(),
             }),
             (None, Some(param)) => {
-                let option = match slots.pop() {
-                    Some(Slot::Element(option)) => match option.pieces.as_slice() {
-                        [Piece::Literal(text)] => text.clone(),
-                        _ => String::new(),
-                    },
-                    _ => String::new(),
-                };
+                // The option's own element, pushed as a literal one step ago, now
+                // travels with its value.
+                slots.pop();
                 slots.push(Slot::Separated {
-                    option,
+                    option: follows_option.unwrap_or_default(),
                     param: param.name.clone(),
                 });
                 // `--url {url} {x}`: `{x}` is not `--url`'s value.
-                option_before = false;
+                option_before = None;
             }
             (None, None) => slots.push(Slot::Element(element)),
         }
