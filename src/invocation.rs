@@ -224,6 +224,19 @@ fn render_element(
                 }
             }
         }
+        // `-n{n}` with an empty value is `-n` alone: the CLI would take the next
+        // argument as its value, the template's `--` included, and then read the
+        // values after that `--` as options.
+        let prefix = element.prefix();
+        if !names.is_empty() && text == prefix && element.is_option_fused() && !prefix.starts_with("--") {
+            let first = names.first().copied().unwrap_or_default();
+            return Err(InvocationError::Invalid {
+                name: first.to_owned(),
+                reason: format!(
+                    "is empty, which would leave `{prefix}` to take the next argument as its value"
+                ),
+            });
+        }
         if !after_double_dash && element.starts_with_value() && text.starts_with('-') {
             let first = names.first().copied().unwrap_or_default();
             return Err(leading_dash(first, "a value that opens an argument"));
@@ -414,6 +427,100 @@ mod tests {
         );
     }
 
+    /// The options a getopt-style CLI reads from `argv`, in order, knowing which of
+    /// the template's options take a value: its separated options and its short
+    /// fused ones, which take the next argument when their own is bare.
+    fn options_read(command: &Command, argv: &[String]) -> Vec<String> {
+        let mut takes_value = Vec::new();
+        for slot in &command.argv {
+            match slot {
+                Slot::Separated { option, .. } => takes_value.push(option.clone()),
+                Slot::Element(element)
+                    if element.is_option_fused() && !element.prefix().starts_with("--") =>
+                {
+                    takes_value.push(element.prefix().to_owned());
+                }
+                _ => {}
+            }
+        }
+        let mut read = Vec::new();
+        let mut args = argv.iter();
+        while let Some(arg) = args.next() {
+            if arg == "--" {
+                break;
+            }
+            let name: String = if arg.starts_with("--") {
+                arg.split('=').next().unwrap_or_default().to_owned()
+            } else if arg.starts_with('-') && arg.len() > 1 {
+                arg.chars().take(2).collect()
+            } else {
+                continue;
+            };
+            if &name == arg && takes_value.contains(&name) {
+                args.next();
+            }
+            read.push(name);
+        }
+        read
+    }
+
+    proptest::proptest! {
+        /// The law with every parameter at once: whatever the values, the CLI reads
+        /// the same options as with harmless ones (values cannot add, remove or
+        /// shift an option, for example by leaving `-n` bare to eat the `--`).
+        #[test]
+        fn values_together_never_change_the_options_read(
+            given in proptest::collection::vec(
+                proptest::option::of(proptest::prop_oneof![
+                    proptest::strategy::Just(String::new()),
+                    proptest::strategy::Just("--".to_owned()),
+                    proptest::strategy::Just("-rf".to_owned()),
+                    "(-{1,2}|[a-z./ =-]|\\PC){0,12}",
+                ]),
+                7,
+            ),
+            utc: Option<bool>,
+            through_parse: bool,
+        ) {
+            let command = every_place();
+            let names = ["url", "header", "out", "to", "n", "word", "rest"];
+            let call = |harmless: bool| {
+                let mut list = Vec::new();
+                for (name, value) in names.iter().zip(&given) {
+                    let value = match value {
+                        Some(value) if !harmless => value.as_str(),
+                        Some(_) => "v",
+                        None if *name == "url" => "u",
+                        None => continue,
+                    };
+                    list.push(format!("{name}={value}"));
+                }
+                if let Some(utc) = utc {
+                    list.push(format!("utc={utc}"));
+                }
+                if through_parse {
+                    return parse(&command, &list, Path::new("/")).and_then(|values| render(&command, &values, &[]));
+                }
+                let mut values = Values::new();
+                for word in &list {
+                    if let Some((key, value)) = word.split_once('=') {
+                        values.insert(key.to_owned(), vec![value.to_owned()]);
+                    }
+                }
+                render(&command, &values, &[])
+            };
+            let harmless = call(true).unwrap();
+            if let Ok(argv) = call(false) {
+                proptest::prop_assert_eq!(
+                    options_read(&command, &argv),
+                    options_read(&command, &harmless),
+                    "{:?}",
+                    argv
+                );
+            }
+        }
+    }
+
     /// The attack: values that a CLI would read as options, in every place.
     #[test]
     fn option_like_values_never_become_options_in_any_place() {
@@ -489,6 +596,34 @@ mod tests {
             render_words(&["to=x", "word=-rf"]),
             Err(InvocationError::Invalid { name, .. }) if name == "word"
         ));
+    }
+
+    /// `-n{n}` with an empty value would be `-n` alone, and the CLI would take the
+    /// next argument (another value, or the template's `--`) as its value.
+    #[test]
+    fn an_empty_value_never_leaves_a_short_option_bare() {
+        let command = every_place();
+        let run = |list: &[&str]| {
+            parse(&command, &words(list), Path::new("/")).and_then(|values| render(&command, &values, &[]))
+        };
+        assert_eq!(
+            run(&["url=u", "n="]),
+            Err(InvocationError::Invalid {
+                name: "n".into(),
+                reason: "is empty, which would leave `-n` to take the next argument as its value".into()
+            })
+        );
+        // The hole it closes: `-n` ate the template's `--`, so `-rf` after it was
+        // read as an option.
+        assert!(matches!(
+            run(&["url=u", "n=", "rest=-rf"]),
+            Err(InvocationError::Invalid { name, .. }) if name == "n"
+        ));
+        // A long option keeps its `=`, and a separate value is its own argument.
+        assert_eq!(
+            run(&["url=u", "to=", "out="]).unwrap(),
+            ["get", "--url", "u", "--output", "", "--to=", "--"]
+        );
     }
 
     #[test]
