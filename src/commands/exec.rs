@@ -174,7 +174,10 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
         .map_err(|error| invocation_failure(&error, request))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
-    args.extend(invocation::render(command, &values, options));
+    args.extend(
+        invocation::render(command, &values, options)
+            .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?,
+    );
     Ok(Target { pack, command, args })
 }
 
