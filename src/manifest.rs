@@ -694,7 +694,7 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
     })
 }
 
-const PARAM_FIELDS: [&str; 10] = [
+const PARAM_FIELDS: [&str; 11] = [
     "type",
     "items",
     "values",

@@ -176,7 +176,7 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
     let options: &[String] = if request.json { &command.json } else { &[] };
     args.extend(
         invocation::render(command, &values, options)
-            .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?,
+            .map_err(|error| invocation_failure(&error, request))?,
     );
     Ok(Target { pack, command, args })
 }
