@@ -533,7 +533,16 @@ fn every_problem_is_listed_at_once() {
         v["sandbox"]["timeoutMs"] = json!(0);
         v["commands"]["greet"]["argv"][1] = json!("--name={frm}");
     });
-    assert_eq!(found.len(), 5, "{found:#?}");
+    assert_eq!(
+        found,
+        [
+            "id: must match ^[a-z0-9][a-z0-9._-]{0,63}$",
+            "version: must be a semantic version such as 1.2.0",
+            "sandbox.timeoutMs: must be an integer from 1 to 600000",
+            "commands.greet.argv[1]: unknown parameter \"frm\"",
+            "commands.greet.params.name: is declared but never used in argv",
+        ]
+    );
 }
 
 #[test]
