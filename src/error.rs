@@ -56,6 +56,8 @@ reasons! {
     TooLarge => "too_large",
     Timeout => "timeout",
     UnknownOutput => "unknown_output",
+    /// A file or folder hcpx needs could not be read or written.
+    Io => "io_error",
     /// Not a refusal: the pack's CLI ran and failed (non-zero exit, killed,
     /// interrupted, or output that is not the JSON it promised).
     Failed => "failed",
@@ -100,6 +102,12 @@ pub struct FailureBody {
 }
 
 impl Failure {
+    /// A file or folder hcpx needs could not be read or written: `what` names it (and
+    /// the action), `error` says why, as the OS or a leaf module put it.
+    pub fn io(what: impl std::fmt::Display, error: impl std::fmt::Display) -> Self {
+        Self::new(Reason::Io, format!("{what}: {error}"))
+    }
+
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         Self(Box::new(FailureBody {
             reason,

@@ -136,12 +136,7 @@ fn read(path: &Path) -> Result<(String, bool), Failure> {
     }
     std::fs::read_to_string(path)
         .map(|text| (text, true))
-        .map_err(|error| {
-            Failure::new(
-                Reason::InvalidArguments,
-                format!("{} cannot be read: {error}", path.display()),
-            )
-        })
+        .map_err(|error| Failure::io(format_args!("{} cannot be read", path.display()), error))
 }
 
 /// `NAME.bak` next to the file as the host reads it.
@@ -448,7 +443,7 @@ fn native_changes(
 /// Reads the record and every file, and plans the run.
 fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
     let recorded = Record::load(&ctx.home).map_err(|error| {
-        Failure::new(Reason::InvalidArguments, error.to_string()).next(format!(
+        Failure::new(Reason::Io, error.to_string()).next(format!(
             "fix or move it, then run {} again",
             request.command_line(request.write, false)
         ))
@@ -469,7 +464,7 @@ fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Resul
 }
 
 fn state_failure(error: impl std::fmt::Display) -> Failure {
-    Failure::new(Reason::InvalidArguments, error.to_string())
+    Failure::new(Reason::Io, error.to_string())
 }
 
 pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
@@ -588,7 +583,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     for change in &changed {
         let failure = |error: String| {
             Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!("cannot write {}: {error}", change.path.display()),
             )
         };

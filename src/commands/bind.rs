@@ -13,11 +13,7 @@ use crate::install;
 use crate::state;
 
 fn state_failure(error: &impl std::fmt::Display) -> Failure {
-    Failure::new(
-        Reason::InvalidArguments,
-        format!("the binding store cannot be changed: {error}"),
-    )
-    .next("hcpx doctor")
+    Failure::io("the binding store cannot be changed", error).next("hcpx doctor")
 }
 
 /// Loads, changes and writes the store under the lock. An unparsable store is
@@ -94,7 +90,7 @@ pub fn bind(
             })?;
             let value = input
                 .read_secret(&format!("Value for {pack_id} {key} (not shown): "))
-                .map_err(|error| Failure::new(Reason::InvalidArguments, error))?;
+                .map_err(|error| Failure::io("the value cannot be read", error))?;
             if value.is_empty() {
                 return Err(
                     Failure::new(Reason::InvalidArguments, "the value is empty; nothing was bound")

@@ -175,8 +175,7 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
     args.extend(
-        invocation::render(command, &values, options)
-            .map_err(|error| invocation_failure(&error, request))?,
+        invocation::render(command, &values, options).map_err(|error| invocation_failure(&error, request))?,
     );
     Ok(Target { pack, command, args })
 }

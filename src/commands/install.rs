@@ -34,7 +34,7 @@ fn failure(error: InstallError) -> Failure {
         .details(problems.iter().map(ToString::to_string).collect())
         .data(json!({ "problems": problems })),
         InstallError::Bound { bound, limit } => Failure::new(
-            Reason::InvalidArguments,
+            Reason::TooLarge,
             format!(
                 "{error}; nothing was installed",
                 error = InstallError::Bound { bound, limit }
@@ -45,7 +45,10 @@ fn failure(error: InstallError) -> Failure {
             Reason::InvalidArguments,
             format!("{message}; nothing was installed"),
         ),
-        other => Failure::new(Reason::InvalidArguments, other.to_string()),
+        InstallError::State(error) => Failure::io("the packs folder", error),
+        InstallError::Io { what, source } => Failure::io(what, source),
+        #[cfg(test)]
+        crash @ InstallError::Crash(_) => Failure::new(Reason::Failed, crash.to_string()),
     }
 }
 
@@ -190,8 +193,8 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
                 "npm pack produced no tarball; nothing was installed",
             )
         })?;
-    let tarball = std::fs::File::open(&tarball)
-        .map_err(|error| Failure::new(Reason::InvalidArguments, error.to_string()))?;
+    let tarball =
+        std::fs::File::open(&tarball).map_err(|error| Failure::io("the tarball npm made", error))?;
     let files = install::read_tarball(tarball).map_err(failure)?;
     let version = packed[0]["version"].as_str().unwrap_or_default();
     let name = packed[0]["name"].as_str().unwrap_or_default();

@@ -237,7 +237,8 @@ pub fn set(
     }
     let path = ctx.user_policy_path();
     let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
-    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| failure(error.to_string()))?;
+    let _lock = state::Lock::acquire(&ctx.home)
+        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),
         Layer::Parsed { file, .. } => file,
@@ -258,7 +259,8 @@ pub fn set(
     }
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
     bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600).map_err(|error| failure(error.to_string()))?;
+    state::write_atomic(&path, &bytes, 0o600)
+        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
     let warnings = super::record(
         ctx,
         argv,
@@ -288,7 +290,8 @@ pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Fai
     })?;
     let path = ctx.user_policy_path();
     let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
-    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| failure(error.to_string()))?;
+    let _lock = state::Lock::acquire(&ctx.home)
+        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),
         Layer::Parsed { file, .. } => file,
@@ -328,7 +331,8 @@ pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Fai
     let removed = file.rules.remove(index);
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
     bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600).map_err(|error| failure(error.to_string()))?;
+    state::write_atomic(&path, &bytes, 0o600)
+        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
     let warnings = super::record(
         ctx,
         argv,

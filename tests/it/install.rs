@@ -305,7 +305,7 @@ fn amplification_tarball_is_refused_within_bounded_memory() {
     assert_eq!(
         envelope["error"],
         json!({
-            "code": 2, "reason": "invalid_arguments",
+            "code": 2, "reason": "too_large",
             "message": "the package unpacks to more than 64 MiB, the most an install reads; nothing was installed",
         }),
         "{envelope}"
