@@ -235,32 +235,19 @@ pub fn set(
     if !force && let Some(failure) = unknown_target(ctx, &matcher, decision) {
         return Err(failure);
     }
-    let path = ctx.user_policy_path();
-    let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
-    let _lock = state::Lock::acquire(&ctx.home)
-        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
-    let mut file = match policy::load_layer(Some(path.clone())) {
-        Layer::Absent => PolicyFile::default(),
-        Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => {
-            return Err(failure(format!(
-                "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
-            )));
-        }
-    };
     let text = matcher.to_string();
-    match file
-        .rules
-        .iter_mut()
-        .find(|rule| rule.matcher.to_string() == text)
-    {
-        Some(rule) => rule.decision = decision,
-        None => file.rules.push(Rule { matcher, decision }),
-    }
-    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
-    bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600)
-        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
+    let path = edit_user_policy(ctx, |file| {
+        match file
+            .rules
+            .iter_mut()
+            .find(|rule| rule.matcher.to_string() == text)
+        {
+            Some(rule) => rule.decision = decision,
+            None => file.rules.push(Rule { matcher, decision }),
+        }
+        Ok(())
+    })?
+    .1;
     let warnings = super::record(
         ctx,
         argv,
@@ -277,6 +264,37 @@ pub fn set(
     })
 }
 
+/// Changes the user's policy under the state lock: loads it (an unparsable one is
+/// never overwritten), lets `change` edit it, and writes it back unless `change`
+/// refused. Returns what `change` returned and the file's path.
+fn edit_user_policy<T>(
+    ctx: &Context,
+    change: impl FnOnce(&mut PolicyFile) -> Result<T, Failure>,
+) -> Result<(T, std::path::PathBuf), Failure> {
+    let path = ctx.user_policy_path();
+    let _lock = state::Lock::acquire(&ctx.home)
+        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
+    let mut file = match policy::load_layer(Some(path.clone())) {
+        Layer::Absent => PolicyFile::default(),
+        Layer::Parsed { file, .. } => file,
+        Layer::Unparsable { error, .. } => {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
+                ),
+            )
+            .next("hcpx policy show"));
+        }
+    };
+    let changed = change(&mut file)?;
+    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
+    bytes.push(b'\n');
+    state::write_atomic(&path, &bytes, 0o600)
+        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
+    Ok((changed, path))
+}
+
 /// `hcpx policy unset MATCH`: takes the rule out of the user's policy; refused,
 /// with the rules there are, when the user's policy has no such rule.
 pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Failure> {
@@ -288,51 +306,36 @@ pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Fai
         )
         .next("hcpx policy show")
     })?;
-    let path = ctx.user_policy_path();
-    let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
-    let _lock = state::Lock::acquire(&ctx.home)
-        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
-    let mut file = match policy::load_layer(Some(path.clone())) {
-        Layer::Absent => PolicyFile::default(),
-        Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => {
-            return Err(failure(format!(
-                "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
-            )));
-        }
-    };
     let text = matcher.to_string();
-    let Some(index) = file
-        .rules
-        .iter()
-        .position(|rule| rule.matcher.to_string() == text)
-    else {
-        let rules: Vec<String> = file.rules.iter().map(|rule| rule.matcher.to_string()).collect();
-        let closest: Vec<String> = crate::suggest::closest(&text, rules.iter().map(String::as_str))
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let message = match (rules.is_empty(), closest.first()) {
-            (true, _) => "the user policy has no rules".to_owned(),
-            (false, Some(best)) => format!("the user policy has no such rule; did you mean {best}?"),
-            (false, None) => format!(
-                "the user policy has no such rule; its rules: {}",
-                rules.join(", ")
-            ),
+    let (removed, path) = edit_user_policy(ctx, |file| {
+        let Some(index) = file
+            .rules
+            .iter()
+            .position(|rule| rule.matcher.to_string() == text)
+        else {
+            let rules: Vec<String> = file.rules.iter().map(|rule| rule.matcher.to_string()).collect();
+            let closest: Vec<String> = crate::suggest::closest(&text, rules.iter().map(String::as_str))
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let message = match (rules.is_empty(), closest.first()) {
+                (true, _) => "the user policy has no rules".to_owned(),
+                (false, Some(best)) => format!("the user policy has no such rule; did you mean {best}?"),
+                (false, None) => format!(
+                    "the user policy has no such rule; its rules: {}",
+                    rules.join(", ")
+                ),
+            };
+            let next = match closest.first() {
+                Some(best) => format!("hcpx policy unset {}", shell_words::quote(best)),
+                None => "hcpx policy show".to_owned(),
+            };
+            return Err(Failure::new(Reason::InvalidArguments, message)
+                .next(next)
+                .data(json!({ "rules": rules, "suggestions": closest, "file": ctx.user_policy_path() })));
         };
-        let next = match closest.first() {
-            Some(best) => format!("hcpx policy unset {}", shell_words::quote(best)),
-            None => "hcpx policy show".to_owned(),
-        };
-        return Err(Failure::new(Reason::InvalidArguments, message)
-            .next(next)
-            .data(json!({ "rules": rules, "suggestions": closest, "file": path })));
-    };
-    let removed = file.rules.remove(index);
-    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
-    bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600)
-        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
+        Ok(file.rules.remove(index))
+    })?;
     let warnings = super::record(
         ctx,
         argv,
