@@ -8,7 +8,8 @@
 // line of stdout. It lives as long as its stdin is open: the test binary holds the
 // other end, so when the tests end (or are killed) the kernel closes it and this
 // process exits, removing ROOT. No node process outlives the tests, whichever
-// runner started them and however it stopped.
+// runner started them and however it stopped. Its log (stderr) is ROOT/verdaccio.log;
+// when it fails, ROOT is kept for a look.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -18,13 +19,17 @@ let done = false;
 function exit(code) {
   if (done) return;
   done = true;
-  try {
+  if (code === 0) {
     fs.rmSync(root, { recursive: true, force: true });
-  } catch (error) {
-    process.stderr.write(`cannot remove ${root}: ${error}\n`);
+  } else {
+    process.stderr.write(`kept ${root} for a look\n`);
   }
   process.exit(code);
 }
+process.on("uncaughtException", (error) => {
+  process.stderr.write(`verdaccio failed: ${error && error.stack ? error.stack : error}\n`);
+  exit(1);
+});
 process.stdin.on("end", () => exit(0));
 process.stdin.on("error", () => exit(0));
 process.stdin.resume();
