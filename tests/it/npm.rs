@@ -411,3 +411,59 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
     assert!(!seen(&env), "another package gets none of it");
     assert!(!marker.exists(), "the package's postinstall script did not run");
 }
+
+/// `npm:` takes what npm takes, and for a folder or a git repository `npm pack`
+/// would run the package's own `prepack`, `prepare` and `postpack` scripts (for a
+/// registry tarball it runs none). Whatever hcpx does with such a source, none of
+/// them runs.
+#[test]
+fn a_folder_or_git_source_runs_none_of_its_scripts() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("script-ran");
+    let dir = env.root.path().join("pkg-folder");
+    copy_dir(&fixture("probe"), &dir);
+    let script = format!(
+        "node -e \"require('fs').appendFileSync('{}', process.env.npm_lifecycle_event + ' ')\"",
+        marker.display()
+    );
+    let package = json!({
+        "name": "hcp-probe-folder", "version": "1.0.0",
+        "scripts": { "prepack": script, "prepare": script, "postpack": script },
+        "files": ["hcp.json", "SKILL.md", "probe"]
+    });
+    std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "probe"]);
+    for source in [
+        format!("npm:{}", dir.display()),
+        format!("npm:file:{}", dir.display()),
+        format!("npm:git+file://{}", dir.display()),
+    ] {
+        let (code, envelope) = env.json(&["install", &source, "--yes"]);
+        assert!(
+            !marker.exists(),
+            "{source} ran {} ({code}: {envelope})",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
+    }
+}
