@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 # Verdaccio for tests/it/npm.rs, installed from the committed lockfile when missing
-# or when the lockfile changed, and kept between runs (about 15 s on a fresh machine).
+# or when the lockfile changed, and kept between runs (10 to 20 s with an empty npm cache).
 registry=target/npm-registry
 if ! cmp -s tests/npm-registry/package-lock.json "$registry/installed-lock.json"; then
   rm -rf "$registry"
