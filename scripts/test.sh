@@ -1,11 +1,24 @@
 #!/bin/sh
 # Runs every test of hcpx: unit, integration (the real binary and real child
-# processes), snapshot and MCP tests, then the interop test in which the official
-# Python MCP SDK (pinned in tests/interop/requirements.txt, installed into a venv
-# under target/) drives `hcpx mcp` over stdio and over Streamable HTTP.
+# processes), snapshot and MCP tests, npm installs from Verdaccio on loopback
+# (pinned in tests/npm-registry/, installed under target/npm-registry), then the
+# interop test in which the official Python MCP SDK (pinned in
+# tests/interop/requirements.txt, installed into a venv under target/) drives
+# `hcpx mcp` over stdio and over Streamable HTTP.
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
+# Verdaccio for tests/it/npm.rs, installed from the committed lockfile when missing
+# or when the lockfile changed, and kept between runs (10 to 20 s with an empty npm cache).
+registry=target/npm-registry
+if ! cmp -s tests/npm-registry/package-lock.json "$registry/installed-lock.json"; then
+  rm -rf "$registry"
+  mkdir -p "$registry"
+  cp tests/npm-registry/package.json tests/npm-registry/package-lock.json "$registry/"
+  (cd "$registry" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  # Written last: a half-done install is redone on the next run.
+  cp tests/npm-registry/package-lock.json "$registry/installed-lock.json"
+fi
 # A deadlock fails the run instead of hanging it: with cargo-nextest installed each
 # test has its own time limit (.config/nextest.toml) and a hung one is named; without
 # it, the whole run has one (it takes about 3 min).

@@ -1,21 +1,43 @@
-//! install from npm: a fixture pack published with the real npm client to a registry
-//! on loopback (tests/interop/registry.py), installed by name and by version.
+//! install from npm: fixture packs made with the real `npm pack`, published with the
+//! real `npm publish` to Verdaccio on loopback (no uplinks: nothing leaves the
+//! machine), then installed by `hcpx install npm:NAME[@VERSION]`, hcpx running the
+//! machine's npm pointed at that registry by `npm_config_userconfig`.
+//!
+//! One Verdaccio serves every test of the binary (under nextest, of the process). It
+//! is installed under `target/npm-registry` by scripts/test.sh, pinned by
+//! tests/npm-registry/package-lock.json; without it these tests say so and skip, and
+//! fail under `HCP_CI=1`.
 
 use std::io::BufRead as _;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestEnv, copy_dir, fixture};
+use crate::common::{TestEnv, copy_dir, fixture, http_request};
 
-struct Registry(Child);
+/// How long Verdaccio may take to print its port (it takes about a second).
+const START_LIMIT: Duration = Duration::from_secs(60);
 
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Verdaccio, running for as long as this test binary does.
+struct Registry {
+    /// `http://127.0.0.1:PORT/`.
+    url: String,
+    /// An npmrc naming the registry, with a publish token for it.
+    npmrc: PathBuf,
+    /// What Verdaccio wrote to stderr, shown when npm fails.
+    log: PathBuf,
+    /// The write end of the server's stdin: it exits, removing its storage, when
+    /// this closes, which the kernel does when the test binary ends however it ends.
+    _lifeline: ChildStdin,
+    _child: Child,
+}
+
+/// Where scripts/test.sh installs Verdaccio.
+fn verdaccio_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-registry/node_modules/verdaccio")
 }
 
 fn available(program: &str) -> bool {
@@ -27,8 +49,137 @@ fn available(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn publish(env: &TestEnv, npmrc: &Path, name: &str, version: &str, marker: &Path) {
-    let dir = env.root.path().join(format!("pkg-{version}"));
+/// The shared registry, started by the first test that asks; `None` (said loudly, a
+/// failure under CI) when npm or Verdaccio is missing.
+fn registry() -> Option<&'static Registry> {
+    static TOOLS: OnceLock<bool> = OnceLock::new();
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    let ready = *TOOLS.get_or_init(|| {
+        available("npm") && available("node") && verdaccio_dir().join("package.json").is_file()
+    });
+    if !crate::common::require(
+        ready,
+        "npm, node and Verdaccio under target/npm-registry (scripts/test.sh installs it)",
+    ) {
+        return None;
+    }
+    Some(REGISTRY.get_or_init(start))
+}
+
+fn start() -> Registry {
+    // Its own storage and configuration, removed by serve.js when it exits; no
+    // uplinks, so a name it does not hold is npm's E404, never a fetch elsewhere.
+    let root = tempfile::Builder::new()
+        .prefix("hcpx-verdaccio-")
+        .tempdir()
+        .unwrap()
+        .keep();
+    let config = format!(
+        "storage: {storage}\n\
+         auth:\n  htpasswd:\n    file: {htpasswd}\n    max_users: 10\n\
+         uplinks: {{}}\n\
+         packages:\n  '**':\n    access: $all\n    publish: $authenticated\n\
+         web:\n  enable: false\n\
+         log: {{ type: stdout, format: pretty, level: warn }}\n",
+        storage = root.join("storage").display(),
+        htpasswd = root.join("htpasswd").display(),
+    );
+    std::fs::write(root.join("config.yaml"), config).unwrap();
+    let log = root.join("verdaccio.log");
+    let serve = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/npm-registry/serve.js");
+    let mut child = Command::new("node")
+        .arg(serve)
+        .arg(verdaccio_dir())
+        .arg(&root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(append(&log))
+        .spawn()
+        .unwrap();
+    let lifeline = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let mut rest = append(&log);
+    std::thread::spawn(move || {
+        let mut stdout = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let _ = sender.send(line);
+        // Verdaccio logs to stdout: read on to its end, or its writes would fail.
+        let _ = std::io::copy(&mut stdout, &mut rest);
+    });
+    let port: u16 = match receiver.recv_timeout(START_LIMIT).map(|line| line.trim().parse()) {
+        Ok(Ok(port)) => port,
+        _ => panic!(
+            "Verdaccio printed no port; its log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        ),
+    };
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // What `npm adduser` does: a user on the registry, and its token.
+    let body = json!({ "name": "hcpx-test", "password": "hcpx-test-password" }).to_string();
+    let response = http_request(
+        address,
+        "PUT",
+        "/-/user/org.couchdb.user:hcpx-test",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(response.status, 201, "{response:?}");
+    let token: Value = serde_json::from_str(&response.body).unwrap();
+    let token = token["token"].as_str().unwrap();
+    let npmrc = root.join("npmrc");
+    let url = format!("http://{address}/");
+    std::fs::write(
+        &npmrc,
+        format!("registry={url}\n//{address}/:_authToken={token}\n"),
+    )
+    .unwrap();
+    Registry {
+        url,
+        npmrc,
+        log,
+        _lifeline: lifeline,
+        _child: child,
+    }
+}
+
+fn append(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap()
+}
+
+/// npm as the tests run it: the registry's npmrc, a cache of the test's own.
+fn npm(registry: &Registry, env: &TestEnv, args: &[&str], dir: &Path) -> std::process::Output {
+    let output = Command::new("npm")
+        .args(args)
+        .current_dir(dir)
+        .env("npm_config_userconfig", &registry.npmrc)
+        .env("npm_config_cache", env.root.path().join("npm-cache"))
+        .env("npm_config_update_notifier", "false")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "npm {args:?} in {}: {}\nVerdaccio's log:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr),
+        std::fs::read_to_string(&registry.log).unwrap_or_default()
+    );
+    output
+}
+
+/// The probe pack as an npm package NAME@VERSION, with a file that is not part of the
+/// pack and a postinstall script that leaves `marker` if anything runs it; packed by
+/// `npm pack` and that tarball sent by `npm publish`.
+fn publish(registry: &Registry, env: &TestEnv, name: &str, version: &str, marker: &Path) {
+    let dir = env
+        .root
+        .path()
+        .join(format!("pkg-{}-{version}", name.replace('/', "-")));
     copy_dir(&fixture("probe"), &dir);
     let manifest = std::fs::read_to_string(dir.join("hcp.json"))
         .unwrap()
@@ -41,63 +192,70 @@ fn publish(env: &TestEnv, npmrc: &Path, name: &str, version: &str, marker: &Path
     });
     std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
     std::fs::write(dir.join("extra.txt"), "not part of the pack").unwrap();
-    let status = Command::new("npm")
-        .args(["publish", "--ignore-scripts"])
-        .current_dir(&dir)
-        .env("npm_config_userconfig", npmrc)
-        .env("npm_config_cache", env.root.path().join("npm-cache"))
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "npm publish {version}");
+    let packed = npm(registry, env, &["pack", "--ignore-scripts", "--json"], &dir);
+    let packed: Value = serde_json::from_slice(&packed.stdout).unwrap();
+    let tarball = dir.join(packed[0]["filename"].as_str().unwrap());
+    assert!(tarball.is_file(), "npm pack made {}", tarball.display());
+    npm(
+        registry,
+        env,
+        &["publish", "--ignore-scripts", tarball.to_str().unwrap()],
+        &dir,
+    );
 }
 
-#[test]
-fn install_by_name_and_version_from_a_registry_without_running_scripts() {
-    if !crate::common::require(available("npm") && available("python3"), "npm and python3") {
-        return;
-    }
+/// A test environment whose hcpx finds the machine's npm and the registry.
+fn npm_env(registry: &Registry) -> TestEnv {
     let env = TestEnv::new();
-    let storage = env.root.path().join("registry");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/registry.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .arg(&storage)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut port)
-        .unwrap();
-    let _registry = Registry(child);
-    let url = format!("http://127.0.0.1:{}/", port.trim());
-    let npmrc = env.write(
-        "npmrc",
-        &format!(
-            "registry={url}\n//127.0.0.1:{}/:_authToken=test-token\n",
-            port.trim()
-        ),
-    );
-    let marker = env.root.path().join("postinstall-ran");
-    let name = "hcp-probe-fixture";
-    publish(&env, &npmrc, name, "1.0.0", &marker);
-    publish(&env, &npmrc, name, "2.0.0", &marker);
-
     let cache = env.root.path().join("npm-cache").display().to_string();
     let mut env = env
-        .env("npm_config_userconfig", npmrc.to_str().unwrap())
+        .env("npm_config_userconfig", registry.npmrc.to_str().unwrap())
         .env("npm_config_cache", &cache);
     // npm and node live where this machine keeps them.
     env.path = std::env::var("PATH").unwrap_or_else(|_| env.path.clone());
-    let (code, envelope) = env.json(&["install", &format!("npm:{name}@1.0.0"), "--yes"]);
-    assert_eq!(code, 0, "{envelope}");
-    assert_eq!(envelope["data"]["version"], json!("1.0.0"));
-    assert_eq!(envelope["data"]["source"], json!(format!("npm:{name}@1.0.0")));
+    env
+}
+
+fn lock_entry(env: &TestEnv, id: &str) -> Value {
     let lock: Value =
         serde_json::from_str(&std::fs::read_to_string(env.home().join("packs.lock.json")).unwrap()).unwrap();
-    let entry = &lock["packs"]["probe"];
+    lock["packs"][id].clone()
+}
+
+fn install(env: &TestEnv, source: &str, agent: bool) -> Value {
+    let mut command = env.command(&["--json", "install", source, "--yes"]);
+    if agent {
+        command.env("HCP_AGENT", "1");
+    }
+    let output = command.output().unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{envelope}");
+    envelope
+}
+
+#[test]
+fn install_by_name_and_version_without_running_scripts() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("postinstall-ran");
+    let name = "hcp-probe-fixture";
+    publish(registry, &env, name, "1.0.0", &marker);
+    publish(registry, &env, name, "2.0.0", &marker);
+    // The registry holds what npm published.
+    let view = npm(registry, &env, &["view", name, "versions", "--json"], &env.work());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&view.stdout).unwrap(),
+        json!(["1.0.0", "2.0.0"]),
+        "published to {}",
+        registry.url
+    );
+
+    let envelope = install(&env, &format!("npm:{name}@1.0.0"), false);
+    assert_eq!(envelope["data"]["version"], json!("1.0.0"));
+    assert_eq!(envelope["data"]["source"], json!(format!("npm:{name}@1.0.0")));
+    let entry = lock_entry(&env, "probe");
     assert_eq!(entry["version"], json!("1.0.0"));
+    assert_eq!(entry["source"], json!(format!("npm:{name}@1.0.0")));
     assert_eq!(entry["integrity"], envelope["data"]["integrity"]);
     assert!(entry["integrity"].as_str().unwrap().starts_with("sha512-"));
     let mut names: Vec<String> = std::fs::read_dir(env.home().join("packs/probe"))
@@ -115,15 +273,26 @@ fn install_by_name_and_version_from_a_registry_without_running_scripts() {
     let (code, _) = env.json(&["exec", "probe", "args", "--", "count=1"]);
     assert_eq!(code, 0);
     // By name: the latest version replaces it; the same again changes nothing.
-    let (code, envelope) = env.json(&["install", &format!("npm:{name}"), "--yes"]);
-    assert_eq!(code, 0, "{envelope}");
+    let envelope = install(&env, &format!("npm:{name}"), false);
     assert_eq!(envelope["data"]["replaced"], json!("1.0.0"));
     assert_eq!(envelope["data"]["version"], json!("2.0.0"));
-    let (_, envelope) = env.json(&["install", &format!("npm:{name}@2.0.0"), "--yes"]);
+    assert_eq!(envelope["data"]["source"], json!(format!("npm:{name}@2.0.0")));
+    let integrity = envelope["data"]["integrity"].clone();
+    assert_eq!(lock_entry(&env, "probe")["integrity"], integrity);
+    let envelope = install(&env, &format!("npm:{name}@2.0.0"), false);
     assert_eq!(envelope["data"]["changed"], json!(false));
-    // A name the registry does not have.
+    assert_eq!(envelope["data"]["integrity"], integrity);
+    assert!(!marker.exists(), "the package's postinstall script did not run");
+}
+
+/// A name or version the registry does not have: npm's own code in the refusal, and
+/// the hint names the package asked for.
+#[test]
+fn a_package_the_registry_lacks_is_refused_with_npms_reason() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
     let (code, envelope) = env.json(&["install", "npm:hcp-no-such-package@1.0.0", "--yes"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 2, "{envelope}");
     assert_eq!(
         envelope["error"],
         json!({
@@ -135,5 +304,166 @@ fn install_by_name_and_version_from_a_registry_without_running_scripts() {
         envelope["next"],
         json!("npm view hcp-no-such-package versions   (check the name and version)")
     );
-    assert!(!marker.exists());
+    let (code, envelope) = env.json(&["install", "npm:@hcpx-test/no-such-package", "--yes"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("npm could not fetch that package (E404); nothing was installed")
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("npm view @hcpx-test/no-such-package versions   (check the name and version)")
+    );
+    // A version the registry lacks of a package it has: npm says ETARGET.
+    let marker = env.root.path().join("postinstall-ran");
+    publish(registry, &env, "hcp-probe-one-version", "1.0.0", &marker);
+    let (code, envelope) = env.json(&["install", "npm:hcp-probe-one-version@9.9.9", "--yes"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("npm could not fetch that package (ETARGET); nothing was installed")
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("npm view hcp-probe-one-version versions   (check the name and version)")
+    );
+    assert!(!env.home().join("packs/probe").exists(), "nothing was installed");
+}
+
+/// A scoped name installs by version and by name, and is recorded with its scope.
+#[test]
+fn scoped_names_install_by_version_and_by_name() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("postinstall-ran");
+    let name = "@hcpx-test/probe";
+    publish(registry, &env, name, "1.0.0", &marker);
+    publish(registry, &env, name, "1.1.0", &marker);
+    let envelope = install(&env, &format!("npm:{name}@1.0.0"), false);
+    assert_eq!(envelope["data"]["source"], json!("npm:@hcpx-test/probe@1.0.0"));
+    assert_eq!(
+        lock_entry(&env, "probe")["source"],
+        json!("npm:@hcpx-test/probe@1.0.0")
+    );
+    let envelope = install(&env, &format!("npm:{name}"), false);
+    assert_eq!(envelope["data"]["replaced"], json!("1.0.0"));
+    assert_eq!(envelope["data"]["source"], json!("npm:@hcpx-test/probe@1.1.0"));
+    assert_eq!(lock_entry(&env, "probe")["version"], json!("1.1.0"));
+    let (code, _) = env.json(&["exec", "probe", "args", "--", "count=1"]);
+    assert_eq!(code, 0);
+    assert!(!marker.exists(), "the package's postinstall script did not run");
+}
+
+/// A person's update from the same npm package keeps the pack's bindings; an
+/// agent's update, or a package of the same id under another scope, holds them back.
+#[test]
+fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("postinstall-ran");
+    let name = "@hcpx-bind/probe";
+    for version in ["1.0.0", "2.0.0", "3.0.0"] {
+        publish(registry, &env, name, version, &marker);
+    }
+    publish(registry, &env, "@hcpx-other/probe", "9.0.0", &marker);
+    install(&env, &format!("npm:{name}@1.0.0"), false);
+    env.bind("probe", "PROBE_TOKEN", "tok-NPM-5e4d3c2b1a");
+    let seen = |env: &TestEnv| -> bool {
+        let output = env
+            .command(&["--json", "exec", "probe", "env"])
+            .env("HCP_AGENT", "1")
+            .output()
+            .unwrap();
+        let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(output.status.code(), Some(0), "{envelope}");
+        envelope["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("PROBE_TOKEN=[REDACTED:PROBE_TOKEN]")
+    };
+    assert!(seen(&env), "the pack it was bound for gets its token");
+
+    // A person's update from the same package.
+    let envelope = install(&env, &format!("npm:{name}@2.0.0"), false);
+    assert_eq!(
+        envelope["data"]["bindings"],
+        json!({ "kept": ["PROBE_TOKEN"], "heldBack": [] })
+    );
+    assert!(seen(&env), "kept across the person's update");
+
+    // An agent's update from the same package.
+    let envelope = install(&env, &format!("npm:{name}@3.0.0"), true);
+    assert_eq!(
+        envelope["data"]["bindings"],
+        json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
+    );
+    assert!(!seen(&env), "held back after the agent's update");
+    let (code, _) = env.json(&["bind", "probe", "PROBE_TOKEN", "--keep"]);
+    assert_eq!(code, 0);
+    assert!(seen(&env), "a person's --keep releases it");
+
+    // A person's install of the same id from another package (another scope).
+    let envelope = install(&env, "npm:@hcpx-other/probe@9.0.0", false);
+    assert_eq!(
+        envelope["data"]["bindings"],
+        json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
+    );
+    assert!(!seen(&env), "another package gets none of it");
+    assert!(!marker.exists(), "the package's postinstall script did not run");
+}
+
+/// `npm:` takes what npm takes, and for a folder or a git repository `npm pack`
+/// would run the package's own `prepack`, `prepare` and `postpack` scripts (for a
+/// registry tarball it runs none). Whatever hcpx does with such a source, none of
+/// them runs.
+#[test]
+fn a_folder_or_git_source_runs_none_of_its_scripts() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("script-ran");
+    let dir = env.root.path().join("pkg-folder");
+    copy_dir(&fixture("probe"), &dir);
+    let script = format!(
+        "node -e \"require('fs').appendFileSync('{}', process.env.npm_lifecycle_event + ' ')\"",
+        marker.display()
+    );
+    let package = json!({
+        "name": "hcp-probe-folder", "version": "1.0.0",
+        "scripts": { "prepack": script, "prepare": script, "postpack": script },
+        "files": ["hcp.json", "SKILL.md", "probe"]
+    });
+    std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "probe"]);
+    for source in [
+        format!("npm:{}", dir.display()),
+        format!("npm:file:{}", dir.display()),
+        format!("npm:git+file://{}", dir.display()),
+    ] {
+        let (code, envelope) = env.json(&["install", &source, "--yes"]);
+        assert!(
+            !marker.exists(),
+            "{source} ran {} ({code}: {envelope})",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
+    }
 }
