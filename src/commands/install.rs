@@ -95,6 +95,39 @@ fn package_name(spec: &str) -> &str {
     }
 }
 
+/// Whether `spec` names a package in the registry: `NAME` or `NAME@VERSION`, NAME being
+/// `name` or `@scope/name` in npm's lowercase URL-safe letters. Everything else npm
+/// would take (a folder, `file:`, `git+…`, a URL, an alias) is not: its package.json
+/// could claim any name, and the install would be recorded, and keep bindings, as if
+/// that package had come from the registry.
+fn is_registry_spec(spec: &str) -> bool {
+    let name = package_name(spec);
+    let part = |text: &str| {
+        !text.is_empty()
+            && text.len() <= 214
+            && !text.starts_with(['.', '_', '-'])
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._~".contains(&b))
+    };
+    let name_ok = match name.strip_prefix('@') {
+        Some(scoped) => scoped
+            .split_once('/')
+            .is_some_and(|(scope, name)| part(scope) && part(name)),
+        None => part(name),
+    };
+    let version_ok = match spec[name.len()..].strip_prefix('@') {
+        None => spec.len() == name.len(),
+        Some(version) => {
+            !version.is_empty()
+                && version
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-+^~<>=*| ".contains(&b))
+        }
+    };
+    name_ok && version_ok
+}
+
 /// Fetches `npm:NAME[@VERSION]` with the machine's own npm, scripts off.
 async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure> {
     let npm = resolve_program("npm", ctx.var(env_vars::PATH)).ok_or_else(|| {
@@ -198,6 +231,15 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
     let files = install::read_tarball(tarball).map_err(failure)?;
     let version = packed[0]["version"].as_str().unwrap_or_default();
     let name = packed[0]["name"].as_str().unwrap_or_default();
+    if name != package_name(spec) {
+        return Err(Failure::new(
+            Reason::InvalidArguments,
+            format!(
+                "npm returned the package {name:?} for {:?}; nothing was installed",
+                package_name(spec)
+            ),
+        ));
+    }
     Ok((files, format!("npm:{name}@{version}")))
 }
 
@@ -205,11 +247,13 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
     let started = std::time::Instant::now();
     permitted(ctx, "install", source, yes, argv).await?;
     let (files, recorded) = if let Some(spec) = source.strip_prefix("npm:") {
-        if spec.is_empty() || spec.starts_with('-') {
+        if !is_registry_spec(spec) {
             return Err(Failure::new(
                 Reason::InvalidArguments,
-                "npm: takes a package name, as npm:NAME or npm:NAME@VERSION",
-            ));
+                "npm: takes a package name from the registry, as npm:NAME, npm:@SCOPE/NAME or \
+                 npm:NAME@VERSION; to install a folder, name the folder itself",
+            )
+            .next("hcpx install ./my-pack"));
         }
         fetch_npm(ctx, spec).await?
     } else if ctx.cwd.join(source).is_dir() {
@@ -386,4 +430,48 @@ pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> R
         warnings: warning,
         run: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_registry_spec;
+
+    #[test]
+    fn only_registry_names_are_npm_specs() {
+        for spec in [
+            "probe",
+            "probe@1.0.0",
+            "@acme/rt",
+            "@acme/rt@^2.1",
+            "a.b-c_d~e@latest",
+            "x@>=1 <2",
+        ] {
+            assert!(is_registry_spec(spec), "{spec}");
+        }
+        for spec in [
+            "",
+            "-x",
+            "./dir",
+            "/abs/dir",
+            "../up",
+            "file:/x",
+            "file:dir",
+            "git+file:///x",
+            "git+https://h/x.git",
+            "https://h/x.tgz",
+            "alias@npm:real",
+            "Probe",
+            "@acme",
+            "@acme/",
+            "@/rt",
+            "probe@",
+            ".hidden",
+            "_x",
+            "user/repo",
+            "probe#main",
+            "a b",
+        ] {
+            assert!(!is_registry_spec(spec), "{spec:?}");
+        }
+    }
 }

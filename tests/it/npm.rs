@@ -412,10 +412,11 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
     assert!(!marker.exists(), "the package's postinstall script did not run");
 }
 
-/// `npm:` takes what npm takes, and for a folder or a git repository `npm pack`
-/// would run the package's own `prepack`, `prepare` and `postpack` scripts (for a
-/// registry tarball it runs none). Whatever hcpx does with such a source, none of
-/// them runs.
+/// For a folder or a git repository `npm pack` would run the package's own
+/// `prepack`, `prepare` and `postpack` scripts (for a registry tarball it runs none),
+/// and the install would be recorded under whatever name its package.json claims, as
+/// if from the registry, keeping that package's bindings. `npm:` takes registry names
+/// only: such a source is refused before npm runs, and none of its scripts runs.
 #[test]
 fn a_folder_or_git_source_runs_none_of_its_scripts() {
     let Some(registry) = registry() else { return };
@@ -460,6 +461,13 @@ fn a_folder_or_git_source_runs_none_of_its_scripts() {
         format!("npm:git+file://{}", dir.display()),
     ] {
         let (code, envelope) = env.json(&["install", &source, "--yes"]);
+        assert_eq!(code, 2, "{source}: {envelope}");
+        assert_eq!(
+            envelope["error"]["reason"],
+            json!("invalid_arguments"),
+            "{source}"
+        );
+        assert_eq!(envelope["next"], json!("hcpx install ./my-pack"), "{source}");
         assert!(
             !marker.exists(),
             "{source} ran {} ({code}: {envelope})",
