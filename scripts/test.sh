@@ -22,12 +22,18 @@ fi
 # A deadlock fails the run instead of hanging it: with cargo-nextest installed each
 # test has its own time limit (.config/nextest.toml) and a hung one is named; without
 # it, the whole run has one (it takes about 3 min).
+skipped=target/tmp/skipped-tests.txt
+rm -f "$skipped"
 if cargo nextest --version >/dev/null 2>&1; then
   timeout --kill-after=30 900 cargo nextest run --locked --profile ci
   cargo test --locked --doc
 else
   echo "note: cargo-nextest is not installed, so tests have no per-test time limit" >&2
   timeout --kill-after=30 900 cargo test --locked
+fi
+if [ -s "$skipped" ]; then
+  echo "note: these tests were skipped, for what this machine lacks (CI, with HCP_CI=1, fails instead):" >&2
+  sort -u "$skipped" >&2
 fi
 cargo build --locked
 venv=target/interop-venv

@@ -231,6 +231,9 @@ pub(crate) fn audit_decisions(env: &TestEnv) -> Vec<String> {
 /// tool) calls this first. Without it the test fails under CI (`.ci/run` sets
 /// `HCP_CI=1`), so a missing feature is never a silent pass there; elsewhere it says
 /// what it skipped and returns false.
+/// Where skipped tests are listed, in cargo's temporary folder for integration tests.
+pub(crate) const SKIPPED_FILE: &str = "skipped-tests.txt";
+
 pub(crate) fn require(available: bool, what: &str) -> bool {
     if available {
         return true;
@@ -240,6 +243,19 @@ pub(crate) fn require(available: bool, what: &str) -> bool {
         "this test needs {what}, which CI must provide"
     );
     eprintln!("note: skipped, this machine lacks {what}");
+    // The test runner hides a passing test's output: the skip is also listed in a
+    // file that scripts/test.sh prints at the end of the run.
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(Path::new(env!("CARGO_TARGET_TMPDIR")).join(SKIPPED_FILE))
+    {
+        let _ = std::io::Write::write_all(
+            &mut file,
+            format!("{test}: this machine lacks {what}\n").as_bytes(),
+        );
+    }
     false
 }
 
