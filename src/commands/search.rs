@@ -2,24 +2,22 @@
 
 use serde_json::json;
 
-use super::{flags, load_bindings, load_catalog, load_policies, to_json};
+use super::{flags, load_bindings, load_policies, search_catalog, to_json};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
 use crate::output::{self, SearchResult};
 
 pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
     let query = query.join(" ");
-    let hits = loaded.index().search(&query, limit);
+    let found = search_catalog(ctx, &query, limit);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.sandbox.machine();
-    let results: Vec<SearchResult> = hits
+    let results: Vec<SearchResult> = found
+        .hits
         .iter()
-        .map(|hit| {
-            let pack = &catalog.packs[hit.index];
+        .map(|(pack, score)| {
             let report = flags(ctx, pack, &policies, &bindings, machine);
             SearchResult {
                 id: pack.manifest.id.clone(),
@@ -32,7 +30,7 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
                     .iter()
                     .map(|command| command.name.clone())
                     .collect(),
-                score: (hit.score * 100.0).round() / 100.0,
+                score: (score * 100.0).round() / 100.0,
                 installed: report.installed,
                 runnable: report.runnable,
                 bound: report.bound,
@@ -42,10 +40,10 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
         })
         .collect();
     let text = output::search_text(&query, &results);
-    let warnings = output::broken_text(&catalog.broken);
+    let warnings = output::broken_text(&found.broken);
     Ok(Reply {
         data: Some(
-            json!({ "query": query, "results": to_json(&results), "broken": to_json(&catalog.broken) }),
+            json!({ "query": query, "results": to_json(&results), "broken": to_json(&found.broken) }),
         ),
         text,
         warnings,

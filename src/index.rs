@@ -1,0 +1,626 @@
+//! The on-disk index of the catalog, `$HCP_HOME/packs.index` (see README.md): every
+//! pack's id and origin, the installed packs that are broken, and the search index,
+//! so that a CLI run ranks a query or names the closest ids without parsing every
+//! installed manifest. It is a cache and never an authority: a pack it names is
+//! read from its own files before it is shown, and exec and `skill` never read it.
+//!
+//! Freshness: the index records a [`Key`] read *before* the packs were scanned (the
+//! binary, the built-in packs, the generation token install bumps after every
+//! change, and the identity and times of `packs/` and `packs.lock.json`), and is
+//! used only while the key read now is equal. An index that is torn, foreign, of
+//! another format or fails its checksum is ignored and rebuilt. A key whose times
+//! are so recent that a second change could fall in the same clock tick is not
+//! written down ([`RACY`]). A pack edited in place (no key part changes) is caught
+//! when it is a result: its files' stamps differ from the recorded ones, and the
+//! index is rebuilt before anything is shown.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::catalog::{BrokenPack, Catalog, MANIFEST_FILE, Origin, Pack, SKILL_FILE};
+use crate::manifest::Problem;
+use crate::search::{Postings, SearchIndex};
+use crate::state;
+
+/// The index, next to `packs.lock.json` (never inside `packs/`, whose times are
+/// part of the key).
+pub const INDEX_FILE: &str = "packs.index";
+/// A token install and uninstall rewrite after every change to `packs/` (see
+/// [`bump_generation`]).
+pub const GENERATION_FILE: &str = "packs.generation";
+
+const MAGIC: &[u8; 8] = b"HCPXIDX\n";
+/// Bumped whenever the layout below changes: an index of another format is rebuilt.
+const FORMAT: u32 = 1;
+/// A key part changed less than this long ago is "racy": file times come from a
+/// coarse clock (a few ms on Linux, up to 2 s on some file systems), so a change
+/// made in the same tick would leave the part as it is. Such an index is used for
+/// this call only and not written; a later call writes it.
+pub const RACY: Duration = Duration::from_secs(2);
+/// The longest generation token read (the file is hcpx's own, 32 hex digits).
+const MAX_GENERATION: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not an index of the packs as they are: {why}")]
+    Unusable { path: PathBuf, why: &'static str },
+    #[error(transparent)]
+    State(#[from] state::StateError),
+}
+
+/// What identifies one file or folder: which inode it is and when it last changed.
+/// `ctime` cannot be set back by a program, so a change that restores the
+/// modification time still shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stamp {
+    present: bool,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    /// Nanoseconds since the epoch.
+    mtime: i128,
+    ctime: i128,
+}
+
+impl Stamp {
+    pub fn of(path: &Path) -> Self {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Self::default();
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+            Self {
+                present: true,
+                dev: meta.dev(),
+                ino: meta.ino(),
+                size: meta.size(),
+                mtime: ns(meta.mtime(), meta.mtime_nsec()),
+                ctime: ns(meta.ctime(), meta.ctime_nsec()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let ns = |time: std::io::Result<SystemTime>| {
+                time.ok()
+                    .and_then(|time| time.duration_since(SystemTime::UNIX_EPOCH).ok())
+                    .map_or(0, |elapsed| elapsed.as_nanos() as i128)
+            };
+            Self {
+                present: true,
+                dev: 0,
+                ino: 0,
+                size: meta.len(),
+                mtime: ns(meta.modified()),
+                ctime: ns(meta.created()),
+            }
+        }
+    }
+
+    /// Whether a change made now could leave it as it is: both its times are less
+    /// than [`RACY`] before `now` (or after it). A change sets both to the current
+    /// tick, so one older time (an mtime set back) is enough to show it.
+    fn racy(&self, now: SystemTime) -> bool {
+        let now = now
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as i128);
+        let window = RACY.as_nanos() as i128;
+        self.present && (now - self.mtime.min(self.ctime)) < window
+    }
+
+    fn put(&self, out: &mut Writer) {
+        out.u8(u8::from(self.present));
+        out.u64(self.dev);
+        out.u64(self.ino);
+        out.u64(self.size);
+        out.i128(self.mtime);
+        out.i128(self.ctime);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Option<Self> {
+        Some(Self {
+            present: input.u8()? != 0,
+            dev: input.u64()?,
+            ino: input.u64()?,
+            size: input.u64()?,
+            mtime: input.i128()?,
+            ctime: input.i128()?,
+        })
+    }
+}
+
+/// An installed pack's folder and its two text files, as they were when the pack
+/// was read for the index.
+type PackStamp = [Stamp; 3];
+
+fn pack_stamp(dir: &Path) -> PackStamp {
+    [
+        Stamp::of(dir),
+        Stamp::of(&dir.join(MANIFEST_FILE)),
+        Stamp::of(&dir.join(SKILL_FILE)),
+    ]
+}
+
+/// What the index is valid for. Read before the packs are scanned, so a change
+/// made during the scan leaves a key that no longer matches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    /// The running binary (another build may parse packs differently).
+    program: Stamp,
+    builtins: u64,
+    /// [`GENERATION_FILE`]'s contents, empty when there is none.
+    generation: Vec<u8>,
+    packs: Stamp,
+    lock: Stamp,
+}
+
+impl Key {
+    /// The key of `home`'s packs now; `program` is the running binary, if known.
+    pub fn read(home: &Path, program: Option<&Path>) -> Self {
+        let mut generation = std::fs::read(home.join(GENERATION_FILE)).unwrap_or_default();
+        generation.truncate(MAX_GENERATION);
+        Self {
+            program: program.map(Stamp::of).unwrap_or_default(),
+            builtins: crate::catalog::builtins_digest(),
+            generation,
+            packs: Stamp::of(&home.join("packs")),
+            lock: Stamp::of(&home.join(crate::install::LOCK_FILE)),
+        }
+    }
+
+    fn racy(&self, now: SystemTime) -> bool {
+        self.packs.racy(now) || self.lock.racy(now)
+    }
+
+    fn put(&self, out: &mut Writer) {
+        self.program.put(out);
+        out.u64(self.builtins);
+        out.bytes(&self.generation);
+        self.packs.put(out);
+        self.lock.put(out);
+    }
+
+    fn get(input: &mut Reader<'_>) -> Option<Self> {
+        Some(Self {
+            program: Stamp::get(input)?,
+            builtins: input.u64()?,
+            generation: input.bytes()?.to_vec(),
+            packs: Stamp::get(input)?,
+            lock: Stamp::get(input)?,
+        })
+    }
+}
+
+/// Writes a new generation token: whoever changed `packs/` (install, uninstall,
+/// recovery) calls it, holding the state lock, once the change is complete and
+/// before its journal goes, so an index made before or during the change is never
+/// taken for the packs after it, whatever the clocks say.
+pub fn bump_generation(home: &Path) -> Result<(), state::StateError> {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    let mut token = String::with_capacity(32);
+    for round in 0..2_u64 {
+        // A hasher with a random key per process and per call.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(nanos);
+        hasher.write_u32(std::process::id());
+        hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        hasher.write_u64(round);
+        token.push_str(&format!("{:016x}", hasher.finish()));
+    }
+    state::write_atomic(&home.join(GENERATION_FILE), token.as_bytes(), 0o600)
+}
+
+/// One pack of the catalog, in id order, at the position the search index uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    id: String,
+    /// `None` for a built-in pack.
+    installed: Option<PackStamp>,
+}
+
+/// The catalog as the index holds it: every id, the broken installed packs and the
+/// search index; the packs themselves only when it was just built from them.
+#[derive(Debug)]
+pub struct Snapshot {
+    entries: Vec<Entry>,
+    pub broken: Vec<BrokenPack>,
+    search: SearchIndex,
+    packs: Option<Vec<Pack>>,
+}
+
+/// A pack the index names is not as it was when the index was made.
+#[derive(Debug)]
+struct Stale;
+
+/// What [`search`] found: the packs, best first, each with its score.
+#[derive(Debug)]
+pub struct Found {
+    pub hits: Vec<(Pack, f64)>,
+    pub broken: Vec<BrokenPack>,
+}
+
+/// Ranks `query` over the catalog of `home` (see [`SearchIndex::search`]), from the
+/// index while it is fresh; every result is read from its own files.
+pub fn search(home: &Path, program: Option<&Path>, query: &str, limit: usize) -> Found {
+    search_at(home, program, query, limit, SystemTime::now())
+}
+
+/// [`search`] as at `now`, which decides whether a key is racy.
+fn search_at(home: &Path, program: Option<&Path>, query: &str, limit: usize, now: SystemTime) -> Found {
+    let snapshot = Snapshot::load_at(home, program, now);
+    match snapshot.found(home, query, limit) {
+        Ok(found) => found,
+        Err(Stale) => {
+            // A result changed since the index was made (edited in place, which no
+            // key part shows): rebuild from the files, and answer from what was read.
+            let rebuilt = Snapshot::build(home, Key::read(home, program), now);
+            rebuilt.found(home, query, limit).unwrap_or(Found {
+                hits: Vec::new(),
+                broken: rebuilt.broken,
+            })
+        }
+    }
+}
+
+/// Every pack id there is and the broken installed packs, for naming the closest
+/// ids to an unknown one.
+pub fn known(home: &Path, program: Option<&Path>) -> Catalog {
+    let snapshot = Snapshot::load(home, program);
+    Catalog::known(
+        snapshot.entries.into_iter().map(|entry| entry.id).collect(),
+        snapshot.broken,
+    )
+}
+
+impl Snapshot {
+    /// The index of `home` if it is there and fresh, else the catalog read now
+    /// (and written down for the next call).
+    pub fn load(home: &Path, program: Option<&Path>) -> Self {
+        Self::load_at(home, program, SystemTime::now())
+    }
+
+    fn load_at(home: &Path, program: Option<&Path>, now: SystemTime) -> Self {
+        let key = Key::read(home, program);
+        if !key.packs.present {
+            // Built-in packs only: nothing to index.
+            return Self::from_catalog(Catalog::load(&home.join("packs")), &HashMap::new());
+        }
+        match read(home, &key) {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                tracing::debug!("rebuilding the packs index: {error}");
+                Self::build(home, key, now)
+            }
+        }
+    }
+
+    /// Reads every pack now and writes the index for `key`, which was read before,
+    /// unless the key is racy at `now` or `packs/` is missing. A write that fails
+    /// (a read-only `HCP_HOME`) only costs the next call a rebuild.
+    fn build(home: &Path, key: Key, now: SystemTime) -> Self {
+        let packs_dir = home.join("packs");
+        // Each folder's stamp is taken before it is read: a pack changed in between
+        // is newer than its stamp, so it shows as changed later, never the reverse.
+        let mut stamps = HashMap::new();
+        if let Ok(entries) = std::fs::read_dir(&packs_dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if !name.starts_with('.') {
+                    stamps.insert(name, pack_stamp(&entry.path()));
+                }
+            }
+        }
+        let snapshot = Self::from_catalog(Catalog::load(&packs_dir), &stamps);
+        if key.packs.present && !key.racy(now) {
+            let bytes = snapshot.encode(&key);
+            if let Err(error) = state::write_atomic(&home.join(INDEX_FILE), &bytes, 0o600) {
+                tracing::debug!("the packs index was not written: {error}");
+            }
+        }
+        snapshot
+    }
+
+    fn from_catalog(catalog: Catalog, stamps: &HashMap<String, PackStamp>) -> Self {
+        let entries = catalog
+            .packs
+            .iter()
+            .map(|pack| Entry {
+                id: pack.id().to_owned(),
+                installed: match pack.origin {
+                    Origin::Builtin { .. } => None,
+                    Origin::Installed { .. } => Some(stamps.get(pack.id()).copied().unwrap_or_default()),
+                },
+            })
+            .collect();
+        Self {
+            entries,
+            search: SearchIndex::build(&catalog.packs),
+            broken: catalog.broken,
+            packs: Some(catalog.packs),
+        }
+    }
+
+    /// The results of `query`, each read from its files (or held, when just built).
+    fn found(&self, home: &Path, query: &str, limit: usize) -> Result<Found, Stale> {
+        let hits = self
+            .search
+            .search(query, limit)
+            .into_iter()
+            .map(|hit| Ok((self.pack(home, hit.index)?, hit.score)))
+            .collect::<Result<Vec<_>, Stale>>()?;
+        Ok(Found {
+            hits,
+            broken: self.broken.clone(),
+        })
+    }
+
+    /// The pack at `index`: held, built in, or read from its folder, which must be
+    /// as it was when the index was made.
+    fn pack(&self, home: &Path, index: usize) -> Result<Pack, Stale> {
+        if let Some(packs) = &self.packs {
+            return packs.get(index).cloned().ok_or(Stale);
+        }
+        let entry = self.entries.get(index).ok_or(Stale)?;
+        let Some(recorded) = &entry.installed else {
+            return crate::catalog::builtin(&entry.id).ok_or(Stale);
+        };
+        let dir = home.join("packs").join(&entry.id);
+        if pack_stamp(&dir) != *recorded {
+            return Err(Stale);
+        }
+        match crate::catalog::load_dir(&dir) {
+            Ok((manifest, skill)) if manifest.id == entry.id => Ok(Pack {
+                manifest,
+                skill,
+                origin: Origin::Installed { dir },
+            }),
+            _ => Err(Stale),
+        }
+    }
+
+    fn encode(&self, key: &Key) -> Vec<u8> {
+        let mut body = Writer::default();
+        key.put(&mut body);
+        body.len(self.entries.len());
+        for entry in &self.entries {
+            body.str(&entry.id);
+            match &entry.installed {
+                None => body.u8(0),
+                Some(stamps) => {
+                    body.u8(1);
+                    stamps.iter().for_each(|stamp| stamp.put(&mut body));
+                }
+            }
+        }
+        body.len(self.broken.len());
+        for broken in &self.broken {
+            body.str(&broken.id);
+            body.str(&broken.dir.to_string_lossy());
+            body.len(broken.problems.len());
+            for problem in &broken.problems {
+                body.str(&problem.path);
+                body.str(&problem.message);
+            }
+        }
+        let (words, ids) = self.search.parts();
+        body.len(ids.len());
+        ids.iter().for_each(|id| body.str(id));
+        body.len(words.len());
+        for (word, postings) in words {
+            body.str(word);
+            body.len(postings.len());
+            for (pack, fields) in postings {
+                body.u32(*pack);
+                body.u8(*fields);
+            }
+        }
+        let body = body.0;
+        let mut out = Vec::with_capacity(body.len() + 28);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&checksum(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// The snapshot in `bytes`, if it is a whole index of this format for `key`,
+    /// and holds together: ids valid and in order, postings inside the id list.
+    fn decode(bytes: &[u8], key: &Key) -> Result<Self, &'static str> {
+        let header = bytes.get(..28).ok_or("truncated")?;
+        if &header[..8] != MAGIC {
+            return Err("not an index");
+        }
+        if header[8..12] != FORMAT.to_le_bytes() {
+            return Err("another format");
+        }
+        let body = &bytes[28..];
+        if header[12..20] != (body.len() as u64).to_le_bytes() {
+            return Err("truncated or torn");
+        }
+        if header[20..28] != checksum(body).to_le_bytes() {
+            return Err("damaged (checksum)");
+        }
+        let mut input = Reader { bytes: body, at: 0 };
+        let malformed = "malformed";
+        if Key::get(&mut input).ok_or(malformed)? != *key {
+            return Err("stale");
+        }
+        let mut entries = Vec::new();
+        for _ in 0..input.len().ok_or(malformed)? {
+            let id = input.str().ok_or(malformed)?;
+            let installed = match input.u8().ok_or(malformed)? {
+                0 => None,
+                1 => Some([
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                ]),
+                _ => return Err(malformed),
+            };
+            let in_order = entries.last().is_none_or(|last: &Entry| *last.id < *id);
+            if !crate::template::is_pack_id(id) || !in_order {
+                return Err(malformed);
+            }
+            entries.push(Entry {
+                id: id.to_owned(),
+                installed,
+            });
+        }
+        let mut broken = Vec::new();
+        for _ in 0..input.len().ok_or(malformed)? {
+            let id = input.str().ok_or(malformed)?.to_owned();
+            let dir = PathBuf::from(input.str().ok_or(malformed)?);
+            let mut problems = Vec::new();
+            for _ in 0..input.len().ok_or(malformed)? {
+                problems.push(Problem {
+                    path: input.str().ok_or(malformed)?.to_owned(),
+                    message: input.str().ok_or(malformed)?.to_owned(),
+                });
+            }
+            broken.push(BrokenPack { id, dir, problems });
+        }
+        let count = input.len().ok_or(malformed)?;
+        let mut ids = Vec::with_capacity(count.min(entries.len()));
+        for _ in 0..count {
+            ids.push(input.str().ok_or(malformed)?.to_owned());
+        }
+        if ids.len() != entries.len() || ids.iter().zip(&entries).any(|(id, entry)| *id != entry.id) {
+            return Err(malformed);
+        }
+        let count = input.len().ok_or(malformed)?;
+        let mut words: Vec<(Box<str>, Postings)> = Vec::with_capacity(count.min(body.len()));
+        for _ in 0..count {
+            let word: Box<str> = input.str().ok_or(malformed)?.into();
+            if words.last().is_some_and(|(last, _)| *last >= word) {
+                return Err(malformed);
+            }
+            let length = input.len().ok_or(malformed)?;
+            let raw = input.take(length.checked_mul(5).ok_or(malformed)?).ok_or(malformed)?;
+            let mut postings = Vec::with_capacity(length);
+            for posting in raw.chunks_exact(5) {
+                let pack = u32::from_le_bytes([posting[0], posting[1], posting[2], posting[3]]);
+                if pack as usize >= ids.len() {
+                    return Err(malformed);
+                }
+                postings.push((pack, posting[4]));
+            }
+            words.push((word, postings));
+        }
+        if input.at != body.len() {
+            return Err(malformed);
+        }
+        Ok(Self {
+            entries,
+            broken,
+            search: SearchIndex::from_parts(words, ids),
+            packs: None,
+        })
+    }
+}
+
+/// The index of `home`, if it is there, whole and for `key`.
+fn read(home: &Path, key: &Key) -> Result<Snapshot, IndexError> {
+    let path = home.join(INDEX_FILE);
+    let bytes = std::fs::read(&path).map_err(|source| IndexError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    Snapshot::decode(&bytes, key).map_err(|why| IndexError::Unusable { path, why })
+}
+
+/// A fast 64-bit checksum, eight bytes at a time (FxHash's mixing): it tells a torn
+/// or damaged file from a whole one; it is no defence against a forger, who could
+/// as well edit the packs in the same folder.
+fn checksum(bytes: &[u8]) -> u64 {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = mix(0, bytes.len() as u64);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        hash = mix(hash, u64::from_le_bytes(word));
+    }
+    let mut tail = [0; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(hash, u64::from_le_bytes(tail))
+}
+
+#[derive(Default)]
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, value: u8) {
+        self.0.push(value);
+    }
+    fn u32(&mut self, value: u32) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn u64(&mut self, value: u64) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn i128(&mut self, value: i128) {
+        self.0.extend_from_slice(&value.to_le_bytes());
+    }
+    fn len(&mut self, value: usize) {
+        self.u32(u32::try_from(value).unwrap_or(u32::MAX));
+    }
+    fn bytes(&mut self, value: &[u8]) {
+        self.len(value.len());
+        self.0.extend_from_slice(value);
+    }
+    fn str(&mut self, value: &str) {
+        self.bytes(value.as_bytes());
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let slice = self.bytes.get(self.at..end)?;
+        self.at = end;
+        Some(slice)
+    }
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let mut array = [0; N];
+        array.copy_from_slice(self.take(N)?);
+        Some(array)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.array::<1>()?[0])
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.array()?))
+    }
+    fn i128(&mut self) -> Option<i128> {
+        Some(i128::from_le_bytes(self.array()?))
+    }
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(u32::from_le_bytes(self.array()?)).ok()
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.len()?;
+        self.take(n)
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+}
