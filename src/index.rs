@@ -624,3 +624,275 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(self.bytes()?).ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Long after any file the test touched: the key is never racy.
+    fn later() -> SystemTime {
+        SystemTime::now() + Duration::from_secs(3600)
+    }
+
+    fn write_pack(home: &Path, id: &str, description: &str) {
+        let dir = home.join("packs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(MANIFEST_FILE),
+            format!(
+                r#"{{"hcp":1,"id":"{id}","version":"1.0.0","description":"{description}","bin":["w"],"commands":{{"now":{{"summary":"s","effect":"read","argv":[]}}}}}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(SKILL_FILE),
+            format!("---\nname: {id}\ndescription: {description}\n---\nBody of {id}.\n"),
+        )
+        .unwrap();
+    }
+
+    fn ids(found: &Found) -> Vec<String> {
+        found.hits.iter().map(|(pack, _)| pack.id().to_owned()).collect()
+    }
+
+    fn home_with_packs() -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        write_pack(home.path(), "weather", "rain forecast");
+        write_pack(home.path(), "tides", "sea forecast");
+        write_pack(home.path(), "broken", "x");
+        std::fs::write(home.path().join("packs/broken/hcp.json"), "{").unwrap();
+        home
+    }
+
+    /// The index as it is on disk, if it is there and fresh for the packs now.
+    fn on_disk(home: &Path) -> Option<Snapshot> {
+        read(home, &Key::read(home, None)).ok()
+    }
+
+    #[test]
+    fn the_index_ranks_as_the_catalog_does() {
+        let home = home_with_packs();
+        let built = Snapshot::build(home.path(), Key::read(home.path(), None), later());
+        let stored = on_disk(home.path()).expect("written");
+        assert!(stored.packs.is_none(), "read from disk, not held");
+        assert_eq!(stored.entries, built.entries);
+        assert_eq!(stored.broken.len(), 1);
+        assert_eq!(stored.broken[0].id, "broken");
+        for query in ["forecast", "rain", "sea forecast", "git", "fore", "", "zebra"] {
+            let expected = ids(&built.found(home.path(), query, 10).unwrap());
+            let got = ids(&stored.found(home.path(), query, 10).unwrap());
+            assert_eq!(got, expected, "{query}");
+        }
+        assert_eq!(
+            ids(&search_at(home.path(), None, "forecast", 10, later())),
+            ["tides", "weather"]
+        );
+    }
+
+    #[test]
+    fn each_part_of_the_key_invalidates_the_index() {
+        let home = home_with_packs();
+        let build = || {
+            Snapshot::build(home.path(), Key::read(home.path(), None), later());
+            assert!(on_disk(home.path()).is_some());
+        };
+        build();
+        bump_generation(home.path()).unwrap();
+        assert!(on_disk(home.path()).is_none(), "a new generation");
+        build();
+        std::fs::write(home.path().join(crate::install::LOCK_FILE), "{}").unwrap();
+        assert!(on_disk(home.path()).is_none(), "the lock file changed");
+        build();
+        write_pack(home.path(), "added", "by hand");
+        assert!(on_disk(home.path()).is_none(), "a folder added to packs/");
+        build();
+        std::fs::remove_dir_all(home.path().join("packs/added")).unwrap();
+        assert!(on_disk(home.path()).is_none(), "a folder removed from packs/");
+        build();
+        let program = home.path().join("hcpx");
+        std::fs::write(&program, "another build").unwrap();
+        assert!(
+            read(home.path(), &Key::read(home.path(), Some(&program))).is_err(),
+            "another binary"
+        );
+    }
+
+    #[test]
+    fn an_install_or_uninstall_is_seen_at_once() {
+        let home = tempfile::tempdir().unwrap();
+        let files: crate::install::Files = [
+            (
+                MANIFEST_FILE.to_owned(),
+                br#"{"hcp":1,"id":"demo","version":"1.0.0","description":"a demo of hail","bin":["w"],"commands":{"go":{"summary":"s","effect":"read","argv":[]}}}"#.to_vec(),
+            ),
+            (SKILL_FILE.to_owned(), b"---\nname: demo\ndescription: d\n---\n".to_vec()),
+        ]
+        .into();
+        let manifest = crate::install::validate(&files).unwrap();
+        write_pack(home.path(), "weather", "rain forecast");
+        assert!(ids(&search_at(home.path(), None, "hail", 10, later())).is_empty());
+        assert!(on_disk(home.path()).is_some());
+        crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
+        assert_eq!(ids(&search_at(home.path(), None, "hail", 10, later())), ["demo"]);
+        assert!(crate::install::remove(home.path(), "demo").unwrap());
+        assert!(ids(&search_at(home.path(), None, "hail", 10, later())).is_empty());
+    }
+
+    #[test]
+    fn install_and_uninstall_bump_the_generation() {
+        let home = tempfile::tempdir().unwrap();
+        let generation = || std::fs::read(home.path().join(GENERATION_FILE)).ok();
+        let files: crate::install::Files = [
+            (
+                MANIFEST_FILE.to_owned(),
+                br#"{"hcp":1,"id":"demo","version":"1.0.0","description":"d","bin":["w"],"commands":{"go":{"summary":"s","effect":"read","argv":[]}}}"#.to_vec(),
+            ),
+            (SKILL_FILE.to_owned(), b"---\nname: demo\ndescription: d\n---\n".to_vec()),
+        ]
+        .into();
+        let manifest = crate::install::validate(&files).unwrap();
+        assert_eq!(generation(), None);
+        crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
+        let installed = generation().expect("an install bumps it");
+        assert_eq!(installed.len(), 32);
+        crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
+        assert_eq!(generation().unwrap(), installed, "nothing changed, nothing bumped");
+        crate::install::remove(home.path(), "demo").unwrap();
+        assert_ne!(generation().unwrap(), installed, "an uninstall bumps it");
+    }
+
+    #[test]
+    fn a_racy_key_is_used_but_not_written() {
+        let home = home_with_packs();
+        let found = search_at(home.path(), None, "forecast", 10, SystemTime::now());
+        assert_eq!(ids(&found), ["tides", "weather"]);
+        assert!(!home.path().join(INDEX_FILE).exists());
+        search_at(home.path(), None, "forecast", 10, later());
+        assert!(home.path().join(INDEX_FILE).exists());
+    }
+
+    #[test]
+    fn a_torn_damaged_or_foreign_index_is_rebuilt() {
+        let home = home_with_packs();
+        let path = home.path().join(INDEX_FILE);
+        search_at(home.path(), None, "forecast", 10, later());
+        let whole = std::fs::read(&path).unwrap();
+        let mut flipped = whole.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x20;
+        // The last posting's field bits: decodes, and only the checksum tells.
+        let mut last = whole.clone();
+        *last.last_mut().unwrap() ^= 0x01;
+        let mut foreign = whole.clone();
+        foreign[8] = foreign[8].wrapping_add(1);
+        let damaged: [(&str, Vec<u8>); 6] = [
+            ("truncated", whole[..whole.len() / 2].to_vec()),
+            ("a byte flipped", flipped),
+            ("a field flipped", last),
+            ("another format", foreign),
+            ("empty", Vec::new()),
+            ("not an index", b"{\"packs\": []}".to_vec()),
+        ];
+        for (what, bytes) in damaged {
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(on_disk(home.path()).is_none(), "{what} is not used");
+            assert_eq!(
+                ids(&search_at(home.path(), None, "forecast", 10, later())),
+                ["tides", "weather"],
+                "{what}"
+            );
+            assert_eq!(std::fs::read(&path).unwrap(), whole, "{what}: rewritten whole");
+        }
+    }
+
+    #[test]
+    fn a_whole_index_that_does_not_hold_together_is_refused() {
+        let home = home_with_packs();
+        let key = Key::read(home.path(), None);
+        let mut snapshot = Snapshot::build(home.path(), key.clone(), later());
+        // A posting past the id list, with a right checksum: refused, no panic.
+        let (words, ids) = snapshot.search.parts();
+        let mut words = words.to_vec();
+        words[0].1.push((99, 1));
+        snapshot.search = SearchIndex::from_parts(words, ids.to_vec());
+        assert_eq!(
+            Snapshot::decode(&snapshot.encode(&key), &key).err(),
+            Some("malformed")
+        );
+        let mut snapshot = Snapshot::build(home.path(), key.clone(), later());
+        snapshot.entries[0].id = "../x".to_owned();
+        assert_eq!(
+            Snapshot::decode(&snapshot.encode(&key), &key).err(),
+            Some("malformed")
+        );
+    }
+
+    #[test]
+    fn a_result_edited_in_place_rebuilds_the_index_first() {
+        let home = home_with_packs();
+        search_at(home.path(), None, "forecast", 10, later());
+        // Same size, in place: no key part changes.
+        write_pack(home.path(), "weather", "snow tomorrow");
+        assert!(on_disk(home.path()).is_some(), "the key cannot see it");
+        assert_eq!(
+            ids(&search_at(home.path(), None, "forecast", 10, later())),
+            ["tides"],
+            "weather no longer says forecast"
+        );
+        assert_eq!(
+            ids(&search_at(home.path(), None, "snow", 10, later())),
+            ["weather"]
+        );
+        let found = search_at(home.path(), None, "weather", 10, later());
+        assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
+    }
+
+    #[test]
+    fn concurrent_installs_and_searches_end_with_every_pack() {
+        let home = tempfile::tempdir().unwrap();
+        write_pack(home.path(), "base", "start");
+        let installers: Vec<_> = (0..6)
+            .map(|n| {
+                let home = home.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for round in 0..3 {
+                        let id = format!("pack-{n}-{round}");
+                        let files: crate::install::Files = [
+                            (
+                                MANIFEST_FILE.to_owned(),
+                                format!(r#"{{"hcp":1,"id":"{id}","version":"1.0.0","description":"concurrent","bin":["w"],"commands":{{"go":{{"summary":"s","effect":"read","argv":[]}}}}}}"#).into_bytes(),
+                            ),
+                            (SKILL_FILE.to_owned(), format!("---\nname: {id}\ndescription: d\n---\n").into_bytes()),
+                        ]
+                        .into();
+                        let manifest = crate::install::validate(&files).unwrap();
+                        crate::install::place(&home, &files, &manifest, "./x", "t".into()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        // Searches race the installs and write the index as they go, clocks ignored.
+        let searchers: Vec<_> = (0..2)
+            .map(|_| {
+                let home = home.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for _ in 0..20 {
+                        let found = search_at(&home, None, "concurrent", 100, later());
+                        assert!(found.hits.iter().all(|(pack, _)| pack.id().starts_with("pack-")));
+                    }
+                })
+            })
+            .collect();
+        installers.into_iter().for_each(|t| t.join().unwrap());
+        searchers.into_iter().for_each(|t| t.join().unwrap());
+        let mut expected: Vec<String> = (0..6)
+            .flat_map(|n| (0..3).map(move |round| format!("pack-{n}-{round}")))
+            .collect();
+        expected.sort();
+        assert_eq!(ids(&search_at(home.path(), None, "concurrent", 100, later())), expected);
+        assert_eq!(
+            known(home.path(), None).others.len(),
+            expected.len() + 1 + crate::catalog::Catalog::load(Path::new("/nonexistent")).packs.len()
+        );
+    }
+}
