@@ -17,6 +17,7 @@ mod builtins;
 mod catalog;
 mod exec;
 mod http;
+mod index;
 mod install;
 mod mcp;
 mod npm;
