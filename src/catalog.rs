@@ -562,6 +562,8 @@ impl CatalogCache {
         {
             return Catalog::from_packs(vec![pack.clone()]);
         }
+        // A long-lived server parses the built-ins once, not per call.
+        let _ = builtins();
         let Some(catalog) = Catalog::find_one(packs_dir, id) else {
             // An unknown id: the ids there are, for the closest ones.
             let indexed = self.get(packs_dir);

@@ -222,6 +222,24 @@ pub fn bump_generation(home: &Path) -> Result<(), state::StateError> {
     state::write_atomic(&home.join(GENERATION_FILE), token.as_bytes(), 0o600)
 }
 
+/// Which words of the stored search index a call decodes: a query looks only at
+/// the words one of its terms begins, so a CLI run skips the postings of all the
+/// others (most of the file) and ranks exactly as with all of them.
+#[derive(Debug, Clone, Copy)]
+enum Wanted<'q> {
+    All,
+    Prefixed(&'q [String]),
+}
+
+impl Wanted<'_> {
+    fn wants(self, word: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Prefixed(terms) => terms.iter().any(|term| word.starts_with(term.as_str())),
+        }
+    }
+}
+
 /// One pack of the catalog, in id order, at the position the search index uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
@@ -259,7 +277,8 @@ pub fn search(home: &Path, program: Option<&Path>, query: &str, limit: usize) ->
 
 /// [`search`] as at `now`, which decides whether a key is racy.
 fn search_at(home: &Path, program: Option<&Path>, query: &str, limit: usize, now: SystemTime) -> Found {
-    let snapshot = Snapshot::load_at(home, program, now);
+    let terms: Vec<String> = crate::search::words(query).collect();
+    let snapshot = Snapshot::load_at(home, program, now, Wanted::Prefixed(&terms));
     match snapshot.found(home, query, limit) {
         Ok(found) => found,
         Err(Stale) => {
@@ -277,7 +296,7 @@ fn search_at(home: &Path, program: Option<&Path>, query: &str, limit: usize, now
 /// Every pack id there is and the broken installed packs, for naming the closest
 /// ids to an unknown one.
 pub fn known(home: &Path, program: Option<&Path>) -> Catalog {
-    let snapshot = Snapshot::load(home, program);
+    let snapshot = Snapshot::load_at(home, program, SystemTime::now(), Wanted::Prefixed(&[]));
     Catalog::known(
         snapshot.entries.into_iter().map(|entry| entry.id).collect(),
         snapshot.broken,
@@ -285,19 +304,16 @@ pub fn known(home: &Path, program: Option<&Path>) -> Catalog {
 }
 
 impl Snapshot {
-    /// The index of `home` if it is there and fresh, else the catalog read now
-    /// (and written down for the next call).
-    pub fn load(home: &Path, program: Option<&Path>) -> Self {
-        Self::load_at(home, program, SystemTime::now())
-    }
-
-    fn load_at(home: &Path, program: Option<&Path>, now: SystemTime) -> Self {
+    /// The index of `home` if it is there and fresh (only the `wanted` words of its
+    /// search index), else the catalog read now (and written down for the next
+    /// call). `now` decides whether the key is racy.
+    fn load_at(home: &Path, program: Option<&Path>, now: SystemTime, wanted: Wanted<'_>) -> Self {
         let key = Key::read(home, program);
         if !key.packs.present {
             // Built-in packs only: nothing to index.
             return Self::from_catalog(Catalog::load(&home.join("packs")), &HashMap::new());
         }
-        match read(home, &key) {
+        match read(home, &key, wanted) {
             Ok(snapshot) => snapshot,
             Err(error) => {
                 tracing::debug!("rebuilding the packs index: {error}");
@@ -438,7 +454,7 @@ impl Snapshot {
 
     /// The snapshot in `bytes`, if it is a whole index of this format for `key`,
     /// and holds together: ids valid and in order, postings inside the id list.
-    fn decode(bytes: &[u8], key: &Key) -> Result<Self, &'static str> {
+    fn decode(bytes: &[u8], key: &Key, wanted: Wanted<'_>) -> Result<Self, &'static str> {
         let header = bytes.get(..28).ok_or("truncated")?;
         if &header[..8] != MAGIC {
             return Err("not an index");
@@ -501,14 +517,19 @@ impl Snapshot {
             return Err(malformed);
         }
         let count = input.len().ok_or(malformed)?;
-        let mut words: Vec<(Box<str>, Postings)> = Vec::with_capacity(count.min(body.len()));
+        let mut words: Vec<(Box<str>, Postings)> = Vec::new();
+        let mut previous: Option<&str> = None;
         for _ in 0..count {
-            let word: Box<str> = input.str().ok_or(malformed)?.into();
-            if words.last().is_some_and(|(last, _)| *last >= word) {
+            let word = input.str().ok_or(malformed)?;
+            if previous.is_some_and(|last| last >= word) {
                 return Err(malformed);
             }
+            previous = Some(word);
             let length = input.len().ok_or(malformed)?;
             let raw = input.take(length.checked_mul(5).ok_or(malformed)?).ok_or(malformed)?;
+            if !wanted.wants(word) {
+                continue;
+            }
             let mut postings = Vec::with_capacity(length);
             for posting in raw.chunks_exact(5) {
                 let pack = u32::from_le_bytes([posting[0], posting[1], posting[2], posting[3]]);
@@ -517,7 +538,7 @@ impl Snapshot {
                 }
                 postings.push((pack, posting[4]));
             }
-            words.push((word, postings));
+            words.push((word.into(), postings));
         }
         if input.at != body.len() {
             return Err(malformed);
@@ -532,13 +553,13 @@ impl Snapshot {
 }
 
 /// The index of `home`, if it is there, whole and for `key`.
-fn read(home: &Path, key: &Key) -> Result<Snapshot, IndexError> {
+fn read(home: &Path, key: &Key, wanted: Wanted<'_>) -> Result<Snapshot, IndexError> {
     let path = home.join(INDEX_FILE);
     let bytes = std::fs::read(&path).map_err(|source| IndexError::Read {
         path: path.clone(),
         source,
     })?;
-    Snapshot::decode(&bytes, key).map_err(|why| IndexError::Unusable { path, why })
+    Snapshot::decode(&bytes, key, wanted).map_err(|why| IndexError::Unusable { path, why })
 }
 
 /// A fast 64-bit checksum, eight bytes at a time (FxHash's mixing): it tells a torn
@@ -666,7 +687,7 @@ mod tests {
 
     /// The index as it is on disk, if it is there and fresh for the packs now.
     fn on_disk(home: &Path) -> Option<Snapshot> {
-        read(home, &Key::read(home, None)).ok()
+        read(home, &Key::read(home, None), Wanted::All).ok()
     }
 
     #[test]
@@ -682,6 +703,17 @@ mod tests {
             let expected = ids(&built.found(home.path(), query, 10).unwrap());
             let got = ids(&stored.found(home.path(), query, 10).unwrap());
             assert_eq!(got, expected, "{query}");
+            let scores = |found: Found| found.hits.into_iter().map(|(_, score)| score).collect::<Vec<_>>();
+            let terms: Vec<String> = crate::search::words(query).collect();
+            let key = Key::read(home.path(), None);
+            let only = read(home.path(), &key, Wanted::Prefixed(&terms)).unwrap();
+            assert!(only.search.parts().0.len() <= stored.search.parts().0.len());
+            assert_eq!(
+                scores(only.found(home.path(), query, 10).unwrap()),
+                scores(built.found(home.path(), query, 10).unwrap()),
+                "{query}: the query's words alone rank the same"
+            );
+            assert_eq!(ids(&search_at(home.path(), None, query, 10, later())), expected, "{query}");
         }
         assert_eq!(
             ids(&search_at(home.path(), None, "forecast", 10, later())),
@@ -712,7 +744,7 @@ mod tests {
         let program = home.path().join("hcpx");
         std::fs::write(&program, "another build").unwrap();
         assert!(
-            read(home.path(), &Key::read(home.path(), Some(&program))).is_err(),
+            read(home.path(), &Key::read(home.path(), Some(&program)), Wanted::All).is_err(),
             "another binary"
         );
     }
@@ -816,13 +848,13 @@ mod tests {
         words[0].1.push((99, 1));
         snapshot.search = SearchIndex::from_parts(words, ids.to_vec());
         assert_eq!(
-            Snapshot::decode(&snapshot.encode(&key), &key).err(),
+            Snapshot::decode(&snapshot.encode(&key), &key, Wanted::All).err(),
             Some("malformed")
         );
         let mut snapshot = Snapshot::build(home.path(), key.clone(), later());
         snapshot.entries[0].id = "../x".to_owned();
         assert_eq!(
-            Snapshot::decode(&snapshot.encode(&key), &key).err(),
+            Snapshot::decode(&snapshot.encode(&key), &key, Wanted::All).err(),
             Some("malformed")
         );
     }
