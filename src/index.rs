@@ -257,6 +257,10 @@ struct Entry {
 pub struct Snapshot {
     entries: Vec<Entry>,
     pub broken: Vec<BrokenPack>,
+    /// For each broken pack installed in `packs/`, its folder's stamp: a broken pack
+    /// is fixed in place more often than any other is edited, so these few are
+    /// checked on every load.
+    broken_stamps: Vec<Option<PackStamp>>,
     search: SearchIndex,
     packs: Option<Vec<Pack>>,
 }
@@ -314,10 +318,15 @@ impl Snapshot {
         let key = Key::read(home, program);
         if !key.packs.present {
             // Built-in packs only: nothing to index.
-            return Self::from_catalog(Catalog::load(&home.join("packs")), &HashMap::new());
+            let packs_dir = home.join("packs");
+            return Self::from_catalog(Catalog::load(&packs_dir), &packs_dir, &HashMap::new());
         }
         match read(home, &key, wanted) {
-            Ok(snapshot) => snapshot,
+            Ok(snapshot) if snapshot.broken_unchanged(home) => snapshot,
+            Ok(_) => {
+                tracing::debug!("rebuilding the packs index: a broken pack changed");
+                Self::build(home, key, now)
+            }
             Err(error) => {
                 tracing::debug!("rebuilding the packs index: {error}");
                 Self::build(home, key, now)
@@ -341,7 +350,7 @@ impl Snapshot {
                 }
             }
         }
-        let snapshot = Self::from_catalog(Catalog::load(&packs_dir), &stamps);
+        let snapshot = Self::from_catalog(Catalog::load(&packs_dir), &packs_dir, &stamps);
         if key.packs.present && !key.racy(now) {
             let bytes = snapshot.encode(&key);
             if let Err(error) = state::write_atomic(&home.join(INDEX_FILE), &bytes, 0o600) {
@@ -351,7 +360,7 @@ impl Snapshot {
         snapshot
     }
 
-    fn from_catalog(catalog: Catalog, stamps: &HashMap<String, PackStamp>) -> Self {
+    fn from_catalog(catalog: Catalog, packs_dir: &Path, stamps: &HashMap<String, PackStamp>) -> Self {
         let entries = catalog
             .packs
             .iter()
@@ -363,12 +372,29 @@ impl Snapshot {
                 },
             })
             .collect();
+        let broken_stamps = catalog
+            .broken
+            .iter()
+            .map(|broken| {
+                // Installed ones only: a built-in's `dir` is a path inside the binary.
+                let installed = broken.dir == packs_dir.join(&broken.id);
+                installed.then(|| stamps.get(&broken.id).copied().unwrap_or_default())
+            })
+            .collect();
         Self {
             entries,
             search: SearchIndex::build(&catalog.packs),
             broken: catalog.broken,
+            broken_stamps,
             packs: Some(catalog.packs),
         }
+    }
+
+    /// Whether every broken installed pack is as it was when the index was made.
+    fn broken_unchanged(&self, home: &Path) -> bool {
+        self.broken.iter().zip(&self.broken_stamps).all(|(broken, stamp)| {
+            stamp.is_none_or(|stamp| pack_stamp(&home.join("packs").join(&broken.id)) == stamp)
+        })
     }
 
     /// The results of `query`, each read from its files (or held, when just built).
@@ -424,9 +450,16 @@ impl Snapshot {
             }
         }
         body.len(self.broken.len());
-        for broken in &self.broken {
+        for (broken, stamp) in self.broken.iter().zip(&self.broken_stamps) {
             body.str(&broken.id);
             body.str(&broken.dir.to_string_lossy());
+            match stamp {
+                None => body.u8(0),
+                Some(stamps) => {
+                    body.u8(1);
+                    stamps.iter().for_each(|stamp| stamp.put(&mut body));
+                }
+            }
             body.len(broken.problems.len());
             for problem in &broken.problems {
                 body.str(&problem.path);
@@ -499,9 +532,22 @@ impl Snapshot {
             });
         }
         let mut broken = Vec::new();
+        let mut broken_stamps = Vec::new();
         for _ in 0..input.len().ok_or(malformed)? {
             let id = input.str().ok_or(malformed)?.to_owned();
             let dir = PathBuf::from(input.str().ok_or(malformed)?);
+            broken_stamps.push(match input.u8().ok_or(malformed)? {
+                0 => None,
+                1 => Some([
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                    Stamp::get(&mut input).ok_or(malformed)?,
+                ]),
+                _ => return Err(malformed),
+            });
+            if broken_stamps.last().is_some_and(Option::is_some) && !crate::template::is_pack_id(&id) {
+                return Err(malformed);
+            }
             let mut problems = Vec::new();
             for _ in 0..input.len().ok_or(malformed)? {
                 problems.push(Problem {
@@ -549,6 +595,7 @@ impl Snapshot {
         Ok(Self {
             entries,
             broken,
+            broken_stamps,
             search: SearchIndex::from_parts(words, ids),
             packs: None,
         })
@@ -860,6 +907,18 @@ mod tests {
             Snapshot::decode(&snapshot.encode(&key), &key, Wanted::All).err(),
             Some("malformed")
         );
+    }
+
+    #[test]
+    fn a_broken_pack_fixed_in_place_is_found() {
+        let home = home_with_packs();
+        search_at(home.path(), None, "forecast", 10, later());
+        assert_eq!(on_disk(home.path()).unwrap().broken.len(), 1);
+        write_pack(home.path(), "broken", "mended forecast");
+        let found = search_at(home.path(), None, "mended", 10, later());
+        assert_eq!(ids(&found), ["broken"]);
+        assert!(found.broken.is_empty());
+        assert!(on_disk(home.path()).unwrap().broken.is_empty(), "rewritten");
     }
 
     #[test]
