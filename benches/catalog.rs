@@ -317,7 +317,10 @@ fn main() {
         Box::new(cli(&small, &["exec", "hail", "say", "--json"])),
         Box::new(cli(&large, &["exec", "hail", "say", "--json"])),
     ];
-    let mut refs: Vec<&mut dyn FnMut()> = variants.iter_mut().map(|v| &mut **v as &mut dyn FnMut()).collect();
+    let mut refs: Vec<&mut dyn FnMut()> = variants
+        .iter_mut()
+        .map(|v| &mut **v as &mut dyn FnMut())
+        .collect();
     let cli_results = interleaved(CLI_RUNS, &mut refs);
     assert_eq!(
         std::fs::metadata(&index).unwrap().len(),
@@ -362,7 +365,10 @@ fn main() {
         ),
     );
     println!("\nthrough one `hcpx mcp` (stdio), per tools/call, p50 / p99 (n={MCP_RUNS} each, interleaved):");
-    for (home, results) in ["built-ins + 1 installed", "+ 10,000 installed"].iter().zip(&mcp_results) {
+    for (home, results) in ["built-ins + 1 installed", "+ 10,000 installed"]
+        .iter()
+        .zip(&mcp_results)
+    {
         line(&format!("search weather journey, {home}"), results[0]);
         line(&format!("skill transit, {home}"), results[1]);
         line(&format!("skill hail, {home}"), results[2]);
@@ -376,7 +382,15 @@ fn main() {
         );
     }
     for (home, results) in ["built-ins", "10,000 installed"].iter().zip(&mcp_results) {
-        ratio(&format!("MCP skill transit / search ({home})"), results[1], results[0]);
-        ratio(&format!("MCP skill hail / search ({home})"), results[2], results[0]);
+        ratio(
+            &format!("MCP skill transit / search ({home})"),
+            results[1],
+            results[0],
+        );
+        ratio(
+            &format!("MCP skill hail / search ({home})"),
+            results[2],
+            results[0],
+        );
     }
 }

@@ -290,7 +290,12 @@ pub(crate) fn builtins_digest() -> u64 {
         let mut hash = 0xcbf2_9ce4_8422_2325_u64;
         for file in files {
             let name = file.path().to_string_lossy();
-            for bytes in [name.as_bytes(), &[0], &(file.contents().len() as u64).to_le_bytes(), file.contents()] {
+            for bytes in [
+                name.as_bytes(),
+                &[0],
+                &(file.contents().len() as u64).to_le_bytes(),
+                file.contents(),
+            ] {
                 hash = bytes.iter().fold(hash, |hash, b| {
                     (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
                 });
@@ -568,7 +573,12 @@ impl CatalogCache {
             // An unknown id: the ids there are, for the closest ones.
             let indexed = self.get(packs_dir);
             return Catalog::known(
-                indexed.catalog.packs.iter().map(|pack| pack.id().to_owned()).collect(),
+                indexed
+                    .catalog
+                    .packs
+                    .iter()
+                    .map(|pack| pack.id().to_owned())
+                    .collect(),
                 indexed.catalog.broken.clone(),
             );
         };

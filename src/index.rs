@@ -392,9 +392,12 @@ impl Snapshot {
 
     /// Whether every broken installed pack is as it was when the index was made.
     fn broken_unchanged(&self, home: &Path) -> bool {
-        self.broken.iter().zip(&self.broken_stamps).all(|(broken, stamp)| {
-            stamp.is_none_or(|stamp| pack_stamp(&home.join("packs").join(&broken.id)) == stamp)
-        })
+        self.broken
+            .iter()
+            .zip(&self.broken_stamps)
+            .all(|(broken, stamp)| {
+                stamp.is_none_or(|stamp| pack_stamp(&home.join("packs").join(&broken.id)) == stamp)
+            })
     }
 
     /// The results of `query`, each read from its files (or held, when just built).
@@ -575,7 +578,9 @@ impl Snapshot {
             }
             previous = Some(word);
             let length = input.len().ok_or(malformed)?;
-            let raw = input.take(length.checked_mul(5).ok_or(malformed)?).ok_or(malformed)?;
+            let raw = input
+                .take(length.checked_mul(5).ok_or(malformed)?)
+                .ok_or(malformed)?;
             if !wanted.wants(word) {
                 continue;
             }
@@ -763,7 +768,11 @@ mod tests {
                 scores(built.found(home.path(), query, 10).unwrap()),
                 "{query}: the query's words alone rank the same"
             );
-            assert_eq!(ids(&search_at(home.path(), None, query, 10, later())), expected, "{query}");
+            assert_eq!(
+                ids(&search_at(home.path(), None, query, 10, later())),
+                expected,
+                "{query}"
+            );
         }
         assert_eq!(
             ids(&search_at(home.path(), None, "forecast", 10, later())),
@@ -838,7 +847,11 @@ mod tests {
         let installed = generation().expect("an install bumps it");
         assert_eq!(installed.len(), 32);
         crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
-        assert_eq!(generation().unwrap(), installed, "nothing changed, nothing bumped");
+        assert_eq!(
+            generation().unwrap(),
+            installed,
+            "nothing changed, nothing bumped"
+        );
         crate::install::remove(home.path(), "demo").unwrap();
         assert_ne!(generation().unwrap(), installed, "an uninstall bumps it");
     }
@@ -983,10 +996,17 @@ mod tests {
             .flat_map(|n| (0..3).map(move |round| format!("pack-{n}-{round}")))
             .collect();
         expected.sort();
-        assert_eq!(ids(&search_at(home.path(), None, "concurrent", 100, later())), expected);
+        assert_eq!(
+            ids(&search_at(home.path(), None, "concurrent", 100, later())),
+            expected
+        );
         assert_eq!(
             known(home.path(), None).others.len(),
-            expected.len() + 1 + crate::catalog::Catalog::load(Path::new("/nonexistent")).packs.len()
+            expected.len()
+                + 1
+                + crate::catalog::Catalog::load(Path::new("/nonexistent"))
+                    .packs
+                    .len()
         );
     }
 }

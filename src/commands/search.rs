@@ -42,9 +42,7 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
     let text = output::search_text(&query, &results);
     let warnings = output::broken_text(&found.broken);
     Ok(Reply {
-        data: Some(
-            json!({ "query": query, "results": to_json(&results), "broken": to_json(&found.broken) }),
-        ),
+        data: Some(json!({ "query": query, "results": to_json(&results), "broken": to_json(&found.broken) })),
         text,
         warnings,
         run: None,

@@ -89,7 +89,11 @@ fn what_another_process_installs_or_uninstalls_is_seen_at_once() {
     assert_eq!(code, 0, "{envelope}");
     assert!(envelope["data"]["skill"].as_str().unwrap().contains("(bravo)"));
     let output = env.run(&["exec", "hail-bravo", "say"]);
-    assert_eq!((output.code, output.stdout.as_str()), (0, "said two\n"), "{output}");
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "said two\n"),
+        "{output}"
+    );
 
     settle(&env);
     found(&env, "hailstones");
@@ -120,7 +124,8 @@ fn a_pack_edited_after_indexing_runs_and_shows_as_it_is_on_disk() {
     let text = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(
         &manifest,
-        text.replace("AAAA", "BBBB").replace("about hailstones", "about sleetfalls"),
+        text.replace("AAAA", "BBBB")
+            .replace("about hailstones", "about sleetfalls"),
     )
     .unwrap();
     std::fs::File::options()
@@ -130,9 +135,18 @@ fn a_pack_edited_after_indexing_runs_and_shows_as_it_is_on_disk() {
         .set_modified(before)
         .unwrap();
     let output = env.run(&["exec", "hail-alpha", "say"]);
-    assert_eq!((output.code, output.stdout.as_str()), (0, "said BBBB\n"), "{output}");
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "said BBBB\n"),
+        "{output}"
+    );
     let (_, envelope) = env.json(&["skill", "hail-alpha"]);
-    assert!(envelope["data"]["reference"].as_str().unwrap().contains("hail-alpha 1.0.0"));
+    assert!(
+        envelope["data"]["reference"]
+            .as_str()
+            .unwrap()
+            .contains("hail-alpha 1.0.0")
+    );
     // Its old words still find it in the index, but a result is checked against
     // its files first: the index is rebuilt, and answers from what they say now.
     assert!(found(&env, "hailstones").is_empty());
