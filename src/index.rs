@@ -247,8 +247,17 @@ impl Wanted<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     id: String,
-    /// `None` for a built-in pack.
-    installed: Option<PackStamp>,
+    /// `false` for a built-in pack.
+    installed: bool,
+}
+
+/// Where each installed pack's stamps are, by position.
+#[derive(Debug)]
+enum Stamps {
+    /// Taken just now (`None` for a built-in pack).
+    Held(Vec<Option<PackStamp>>),
+    /// In the index file, [`RECORD`] bytes each from `offset`, read when needed.
+    File { file: std::fs::File, offset: u64 },
 }
 
 /// The catalog as the index holds it: every id, the broken installed packs and the
@@ -262,6 +271,7 @@ pub struct Snapshot {
     /// checked on every load.
     broken_stamps: Vec<Option<PackStamp>>,
     search: SearchIndex,
+    stamps: Stamps,
     packs: Option<Vec<Pack>>,
 }
 
@@ -366,10 +376,15 @@ impl Snapshot {
             .iter()
             .map(|pack| Entry {
                 id: pack.id().to_owned(),
-                installed: match pack.origin {
-                    Origin::Builtin { .. } => None,
-                    Origin::Installed { .. } => Some(stamps.get(pack.id()).copied().unwrap_or_default()),
-                },
+                installed: matches!(pack.origin, Origin::Installed { .. }),
+            })
+            .collect();
+        let held = catalog
+            .packs
+            .iter()
+            .map(|pack| match pack.origin {
+                Origin::Builtin { .. } => None,
+                Origin::Installed { .. } => Some(stamps.get(pack.id()).copied().unwrap_or_default()),
             })
             .collect();
         let broken_stamps = catalog
@@ -386,6 +401,7 @@ impl Snapshot {
             search: SearchIndex::build(&catalog.packs),
             broken: catalog.broken,
             broken_stamps,
+            stamps: Stamps::Held(held),
             packs: Some(catalog.packs),
         }
     }
@@ -421,11 +437,12 @@ impl Snapshot {
             return packs.get(index).cloned().ok_or(Stale);
         }
         let entry = self.entries.get(index).ok_or(Stale)?;
-        let Some(recorded) = &entry.installed else {
+        if !entry.installed {
             return crate::catalog::builtin(&entry.id).ok_or(Stale);
-        };
+        }
+        let recorded = self.stamp(index)?;
         let dir = home.join("packs").join(&entry.id);
-        if pack_stamp(&dir) != *recorded {
+        if pack_stamp(&dir) != recorded {
             return Err(Stale);
         }
         match crate::catalog::load_dir(&dir) {
@@ -438,94 +455,130 @@ impl Snapshot {
         }
     }
 
+    /// The stamps recorded for the installed pack at `index`, checked.
+    fn stamp(&self, index: usize) -> Result<PackStamp, Stale> {
+        match &self.stamps {
+            Stamps::Held(held) => held.get(index).copied().flatten().ok_or(Stale),
+            Stamps::File { file, offset } => {
+                let bytes = read_at(file, offset + (index * RECORD) as u64, RECORD).map_err(|_| Stale)?;
+                let (stamps, sum) = bytes.split_at(3 * STAMP);
+                if checksum(stamps).to_le_bytes() != *sum {
+                    return Err(Stale);
+                }
+                get_pack_stamp(&mut Reader { bytes: stamps, at: 0 }).ok_or(Stale)
+            }
+        }
+    }
+
     fn encode(&self, key: &Key) -> Vec<u8> {
-        let mut body = Writer::default();
-        key.put(&mut body);
-        body.len(self.entries.len());
+        let mut head = Writer::default();
+        key.put(&mut head);
+        head.len(self.entries.len());
         for entry in &self.entries {
-            body.str(&entry.id);
-            match &entry.installed {
-                None => body.u8(0),
-                Some(stamps) => {
-                    body.u8(1);
-                    stamps.iter().for_each(|stamp| stamp.put(&mut body));
-                }
-            }
+            head.str(&entry.id);
+            head.u8(u8::from(entry.installed));
         }
-        body.len(self.broken.len());
+        head.len(self.broken.len());
         for (broken, stamp) in self.broken.iter().zip(&self.broken_stamps) {
-            body.str(&broken.id);
-            body.str(&broken.dir.to_string_lossy());
+            head.str(&broken.id);
+            head.str(&broken.dir.to_string_lossy());
             match stamp {
-                None => body.u8(0),
+                None => head.u8(0),
                 Some(stamps) => {
-                    body.u8(1);
-                    stamps.iter().for_each(|stamp| stamp.put(&mut body));
+                    head.u8(1);
+                    stamps.iter().for_each(|stamp| stamp.put(&mut head));
                 }
             }
-            body.len(broken.problems.len());
+            head.len(broken.problems.len());
             for problem in &broken.problems {
-                body.str(&problem.path);
-                body.str(&problem.message);
+                head.str(&problem.path);
+                head.str(&problem.message);
             }
         }
-        let (words, ids) = self.search.parts();
-        body.len(ids.len());
-        ids.iter().for_each(|id| body.str(id));
-        body.len(words.len());
-        for (word, postings) in words {
-            body.str(word);
-            body.len(postings.len());
-            for (pack, fields) in postings {
-                body.u32(*pack);
-                body.u8(*fields);
+        let (words, _) = self.search.parts();
+        let mut postings = Writer::default();
+        head.len(words.len());
+        for (word, list) in words {
+            let start = postings.0.len();
+            for (pack, fields) in list {
+                postings.u32(*pack);
+                postings.u8(*fields);
             }
+            head.str(word);
+            head.u64(start as u64);
+            head.len(list.len());
+            head.u64(checksum(&postings.0[start..]));
         }
-        let body = body.0;
-        let mut out = Vec::with_capacity(body.len() + 28);
+        head.u64(postings.0.len() as u64);
+        let mut stamps = Writer::default();
+        for index in 0..self.entries.len() {
+            let start = stamps.0.len();
+            let stamp = match &self.stamps {
+                Stamps::Held(held) => held.get(index).copied().flatten().unwrap_or_default(),
+                Stamps::File { .. } => PackStamp::default(),
+            };
+            stamp.iter().for_each(|stamp| stamp.put(&mut stamps));
+            let sum = checksum(&stamps.0[start..]);
+            stamps.u64(sum);
+        }
+        let head = head.0;
+        let mut out = Vec::with_capacity(HEADER + head.len() + stamps.0.len() + postings.0.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT.to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&checksum(&body).to_le_bytes());
-        out.extend_from_slice(&body);
+        out.extend_from_slice(&(head.len() as u64).to_le_bytes());
+        out.extend_from_slice(&checksum(&head).to_le_bytes());
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&stamps.0);
+        out.extend_from_slice(&postings.0);
         out
     }
 
-    /// The snapshot in `bytes`, if it is a whole index of this format for `key`,
-    /// and holds together: ids valid and in order, postings inside the id list.
-    fn decode(bytes: &[u8], key: &Key, wanted: Wanted<'_>) -> Result<Self, &'static str> {
-        let header = bytes.get(..28).ok_or("truncated")?;
-        if &header[..8] != MAGIC {
+    /// The snapshot in `file`, if it is a whole index of this format for `key` and
+    /// holds together (ids valid and in order, words in order, postings inside the
+    /// id list). Only the head (ids, broken packs, the word list) is read now, and
+    /// the postings of the `wanted` words; a result's stamps are read when it is one.
+    /// Every part read is checked against its checksum.
+    fn decode(file: std::fs::File, key: &Key, wanted: Wanted<'_>) -> Result<Self, &'static str> {
+        let size = file.metadata().map_err(|_| "unreadable")?.len();
+        let header = read_at(&file, 0, HEADER).map_err(|_| "truncated")?;
+        if header[..8] != *MAGIC {
             return Err("not an index");
         }
         if header[8..12] != FORMAT.to_le_bytes() {
             return Err("another format");
         }
-        let body = &bytes[28..];
-        if header[12..20] != (body.len() as u64).to_le_bytes() {
+        let mut fixed = Reader {
+            bytes: &header[12..],
+            at: 0,
+        };
+        let malformed = "malformed";
+        let head_len = fixed.u64().ok_or(malformed)?;
+        let head_sum = fixed.u64().ok_or(malformed)?;
+        if head_len > size.saturating_sub(HEADER as u64) {
             return Err("truncated or torn");
         }
-        if header[20..28] != checksum(body).to_le_bytes() {
+        let head = read_at(
+            &file,
+            HEADER as u64,
+            usize::try_from(head_len).map_err(|_| malformed)?,
+        )
+        .map_err(|_| "truncated")?;
+        if checksum(&head) != head_sum {
             return Err("damaged (checksum)");
         }
-        let mut input = Reader { bytes: body, at: 0 };
-        let malformed = "malformed";
+        let mut input = Reader { bytes: &head, at: 0 };
         if Key::get(&mut input).ok_or(malformed)? != *key {
             return Err("stale");
         }
-        let mut entries = Vec::new();
+        let mut entries: Vec<Entry> = Vec::new();
         for _ in 0..input.len().ok_or(malformed)? {
             let id = input.str().ok_or(malformed)?;
             let installed = match input.u8().ok_or(malformed)? {
-                0 => None,
-                1 => Some([
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                ]),
+                0 => false,
+                1 => true,
                 _ => return Err(malformed),
             };
-            let in_order = entries.last().is_none_or(|last: &Entry| *last.id < *id);
+            let in_order = entries.last().is_none_or(|last| *last.id < *id);
             if !crate::template::is_pack_id(id) || !in_order {
                 return Err(malformed);
             }
@@ -541,11 +594,7 @@ impl Snapshot {
             let dir = PathBuf::from(input.str().ok_or(malformed)?);
             broken_stamps.push(match input.u8().ok_or(malformed)? {
                 0 => None,
-                1 => Some([
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                    Stamp::get(&mut input).ok_or(malformed)?,
-                ]),
+                1 => Some(get_pack_stamp(&mut input).ok_or(malformed)?),
                 _ => return Err(malformed),
             });
             if broken_stamps.last().is_some_and(Option::is_some) && !crate::template::is_pack_id(&id) {
@@ -560,61 +609,127 @@ impl Snapshot {
             }
             broken.push(BrokenPack { id, dir, problems });
         }
-        let count = input.len().ok_or(malformed)?;
-        let mut ids = Vec::with_capacity(count.min(entries.len()));
-        for _ in 0..count {
-            ids.push(input.str().ok_or(malformed)?.to_owned());
-        }
-        if ids.len() != entries.len() || ids.iter().zip(&entries).any(|(id, entry)| *id != entry.id) {
-            return Err(malformed);
-        }
-        let count = input.len().ok_or(malformed)?;
-        let mut words: Vec<(Box<str>, Postings)> = Vec::new();
+        // The word list, whole; the wanted words' places in the postings.
+        let mut chosen: Vec<(&str, u64, usize, u64)> = Vec::new();
         let mut previous: Option<&str> = None;
-        for _ in 0..count {
+        for _ in 0..input.len().ok_or(malformed)? {
             let word = input.str().ok_or(malformed)?;
+            let (start, count, sum) = (
+                input.u64().ok_or(malformed)?,
+                input.len().ok_or(malformed)?,
+                input.u64().ok_or(malformed)?,
+            );
             if previous.is_some_and(|last| last >= word) {
                 return Err(malformed);
             }
             previous = Some(word);
-            let length = input.len().ok_or(malformed)?;
-            let raw = input
-                .take(length.checked_mul(5).ok_or(malformed)?)
-                .ok_or(malformed)?;
-            if !wanted.wants(word) {
-                continue;
+            if wanted.wants(word) {
+                chosen.push((word, start, count, sum));
             }
-            let mut postings = Vec::with_capacity(length);
-            for posting in raw.chunks_exact(5) {
-                let pack = u32::from_le_bytes([posting[0], posting[1], posting[2], posting[3]]);
-                if pack as usize >= ids.len() {
-                    return Err(malformed);
-                }
-                postings.push((pack, posting[4]));
-            }
-            words.push((word.into(), postings));
         }
-        if input.at != body.len() {
+        let postings_len = input.u64().ok_or(malformed)?;
+        if input.at != head.len() {
             return Err(malformed);
         }
+        let stamps_at = HEADER as u64 + head_len;
+        let postings_at = stamps_at + entries.len() as u64 * RECORD as u64;
+        if postings_at.checked_add(postings_len) != Some(size) {
+            return Err("truncated or torn");
+        }
+        let mut words: Vec<(Box<str>, Postings)> = Vec::with_capacity(chosen.len());
+        // The chosen words of one prefix are neighbours, and so are their postings:
+        // read each run of them at once.
+        let mut run = 0;
+        while run < chosen.len() {
+            let mut end = run + 1;
+            while end < chosen.len()
+                && chosen[end].1 == chosen[end - 1].1 + chosen[end - 1].2 as u64 * POSTING as u64
+            {
+                end += 1;
+            }
+            let from = chosen[run].1;
+            let to = chosen[end - 1].1 + chosen[end - 1].2 as u64 * POSTING as u64;
+            if to > postings_len || from > to {
+                return Err(malformed);
+            }
+            let bytes = read_at(
+                &file,
+                postings_at + from,
+                usize::try_from(to - from).map_err(|_| malformed)?,
+            )
+            .map_err(|_| "truncated")?;
+            for &(word, start, count, sum) in &chosen[run..end] {
+                let offset = usize::try_from(start - from).map_err(|_| malformed)?;
+                let raw = bytes.get(offset..offset + count * POSTING).ok_or(malformed)?;
+                if checksum(raw) != sum {
+                    return Err("damaged (checksum)");
+                }
+                let mut list = Vec::with_capacity(count);
+                for posting in raw.chunks_exact(POSTING) {
+                    let pack = u32::from_le_bytes([posting[0], posting[1], posting[2], posting[3]]);
+                    if pack as usize >= entries.len() {
+                        return Err(malformed);
+                    }
+                    list.push((pack, posting[4]));
+                }
+                words.push((word.into(), list));
+            }
+            run = end;
+        }
+        let ids = entries.iter().map(|entry| entry.id.clone()).collect();
         Ok(Self {
             entries,
             broken,
             broken_stamps,
             search: SearchIndex::from_parts(words, ids),
+            stamps: Stamps::File {
+                file,
+                offset: stamps_at,
+            },
             packs: None,
         })
     }
 }
 
+/// The fixed start of the file: magic, format, the head's length and checksum.
+const HEADER: usize = 28;
+/// One posting: the pack's position (u32) and its field bits.
+const POSTING: usize = 5;
+/// One installed pack's stamps (three of [`STAMP`] bytes) and their checksum.
+const RECORD: usize = 3 * STAMP + 8;
+/// [`Stamp::put`]'s size.
+const STAMP: usize = 1 + 3 * 8 + 2 * 16;
+
+fn get_pack_stamp(input: &mut Reader<'_>) -> Option<PackStamp> {
+    Some([Stamp::get(input)?, Stamp::get(input)?, Stamp::get(input)?])
+}
+
+/// `len` bytes of `file` from `offset`, all of them or an error.
+fn read_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = vec![0; len];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt as _;
+        file.read_exact_at(&mut bytes, offset)?;
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read as _, Seek as _};
+        let mut file = file;
+        file.seek(std::io::SeekFrom::Start(offset))?;
+        file.read_exact(&mut bytes)?;
+    }
+    Ok(bytes)
+}
+
 /// The index of `home`, if it is there, whole and for `key`.
 fn read(home: &Path, key: &Key, wanted: Wanted<'_>) -> Result<Snapshot, IndexError> {
     let path = home.join(INDEX_FILE);
-    let bytes = std::fs::read(&path).map_err(|source| IndexError::Read {
+    let file = std::fs::File::open(&path).map_err(|source| IndexError::Read {
         path: path.clone(),
         source,
     })?;
-    Snapshot::decode(&bytes, key, wanted).map_err(|why| IndexError::Unusable { path, why })
+    Snapshot::decode(file, key, wanted).map_err(|why| IndexError::Unusable { path, why })
 }
 
 /// A fast 64-bit checksum, eight bytes at a time (FxHash's mixing): it tells a torn
@@ -872,32 +987,53 @@ mod tests {
         let path = home.path().join(INDEX_FILE);
         search_at(home.path(), None, "forecast", 10, later());
         let whole = std::fs::read(&path).unwrap();
-        let mut flipped = whole.clone();
-        let middle = flipped.len() / 2;
-        flipped[middle] ^= 0x20;
-        // The last posting's field bits: decodes, and only the checksum tells.
-        let mut last = whole.clone();
-        *last.last_mut().unwrap() ^= 0x01;
-        let mut foreign = whole.clone();
-        foreign[8] = foreign[8].wrapping_add(1);
-        let damaged: [(&str, Vec<u8>); 6] = [
+        let stored = on_disk(home.path()).unwrap();
+        // A query that reads the last word's postings, and weather's stamps.
+        let query = format!("forecast {}", stored.search.parts().0.last().unwrap().0);
+        let weather = stored
+            .entries
+            .iter()
+            .position(|entry| entry.id == "weather")
+            .unwrap();
+        let head_len = usize::try_from(u64::from_le_bytes(whole[12..20].try_into().unwrap())).unwrap();
+        let expected = ids(&search_at(home.path(), None, &query, 10, later()));
+        assert!(expected.contains(&"weather".to_owned()), "{expected:?}");
+        let flip = |at: usize, bit: u8| {
+            let mut bytes = whole.clone();
+            bytes[at] ^= bit;
+            bytes
+        };
+        let damaged: [(&str, Vec<u8>); 9] = [
             ("truncated", whole[..whole.len() / 2].to_vec()),
-            ("a byte flipped", flipped),
-            ("a field flipped", last),
-            ("another format", foreign),
+            ("one byte short", whole[..whole.len() - 1].to_vec()),
+            ("bytes appended", [whole.as_slice(), b"more"].concat()),
+            ("a byte of the head flipped", flip(HEADER + head_len / 2, 0x20)),
+            // Both decode, and only their checksums tell.
+            ("a posting's field flipped", flip(whole.len() - 1, 0x01)),
+            (
+                "a result's stamp flipped",
+                flip(HEADER + head_len + weather * RECORD + 20, 0x01),
+            ),
+            ("another format", flip(8, 0x01)),
             ("empty", Vec::new()),
             ("not an index", b"{\"packs\": []}".to_vec()),
         ];
         for (what, bytes) in damaged {
             std::fs::write(&path, &bytes).unwrap();
-            assert!(on_disk(home.path()).is_none(), "{what} is not used");
             assert_eq!(
-                ids(&search_at(home.path(), None, "forecast", 10, later())),
-                ["tides", "weather"],
+                ids(&search_at(home.path(), None, &query, 10, later())),
+                expected,
                 "{what}"
             );
             assert_eq!(std::fs::read(&path).unwrap(), whole, "{what}: rewritten whole");
         }
+    }
+
+    /// Decodes `bytes` as an index file.
+    fn decode(bytes: &[u8], key: &Key) -> Result<Snapshot, &'static str> {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, bytes).unwrap();
+        Snapshot::decode(file, key, Wanted::All)
     }
 
     #[test]
@@ -910,16 +1046,10 @@ mod tests {
         let mut words = words.to_vec();
         words[0].1.push((99, 1));
         snapshot.search = SearchIndex::from_parts(words, ids.to_vec());
-        assert_eq!(
-            Snapshot::decode(&snapshot.encode(&key), &key, Wanted::All).err(),
-            Some("malformed")
-        );
+        assert_eq!(decode(&snapshot.encode(&key), &key).err(), Some("malformed"));
         let mut snapshot = Snapshot::build(home.path(), key.clone(), later());
         snapshot.entries[0].id = "../x".to_owned();
-        assert_eq!(
-            Snapshot::decode(&snapshot.encode(&key), &key, Wanted::All).err(),
-            Some("malformed")
-        );
+        assert_eq!(decode(&snapshot.encode(&key), &key).err(), Some("malformed"));
     }
 
     #[test]
