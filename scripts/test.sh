@@ -6,8 +6,16 @@
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
-# A deadlock fails the run instead of hanging it (the whole run takes about 3 min).
-timeout --kill-after=30 900 cargo test --locked
+# A deadlock fails the run instead of hanging it: with cargo-nextest installed each
+# test has its own time limit (.config/nextest.toml) and a hung one is named; without
+# it, the whole run has one (it takes about 3 min).
+if cargo nextest --version >/dev/null 2>&1; then
+  timeout --kill-after=30 900 cargo nextest run --locked --profile ci
+  cargo test --locked --doc
+else
+  echo "note: cargo-nextest is not installed, so tests have no per-test time limit" >&2
+  timeout --kill-after=30 900 cargo test --locked
+fi
 cargo build --locked
 venv=target/interop-venv
 if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then

@@ -79,6 +79,9 @@ pub enum AdoptError {
     /// The key holds an entry that adopt did not write, and replacing it was not forced.
     #[error("`{key}` holds an entry that hcpx did not write")]
     Foreign { key: String, entry: Found },
+    /// A file adopt writes whole (the hcpx skill) is there, and adopt did not write it.
+    #[error("a file that hcpx did not write is there")]
+    ForeignFile,
     #[error("{path} cannot be read: {why}")]
     Record { path: PathBuf, why: String },
     #[error("{0} is a link that never ends in a file")]
@@ -794,6 +797,78 @@ pub fn plan(
     })
 }
 
+/// Plans a file adopt writes whole (the hcpx skill of `--native`), `file` being its
+/// record name: `ours` is what adopt writes, `old` the file now (`None`: none), and
+/// `backup` its `NAME.bak`. A file there that adopt did not write is replaced only
+/// when forced; `remove` takes out only adopt's own file (or one identical to it),
+/// giving back the file that was there before when `NAME.bak` still holds it.
+pub fn plan_file(
+    recorded: &record::Record,
+    file: &str,
+    old: Option<&str>,
+    backup: Option<&str>,
+    ours: &str,
+    remove: bool,
+    force: bool,
+) -> Result<Plan, AdoptError> {
+    use record::{FileRecord, Original, digest};
+    let own_record = recorded.files.get(file);
+    let is_own =
+        |text: &str| text == ours || own_record.is_some_and(|own| own.after == digest(text.as_bytes()));
+    let mut record = recorded.clone();
+    let unchanged = |record, kept_foreign| Plan {
+        new: old.map(str::to_owned),
+        record,
+        kept_foreign,
+    };
+    if remove {
+        let Some(old) = old else {
+            record.files.remove(file);
+            return Ok(unchanged(record, false));
+        };
+        if !is_own(old) {
+            // A person's file, or adopt's since changed by someone: theirs now.
+            record.files.remove(file);
+            return Ok(unchanged(record, true));
+        }
+        let original = own_record.and_then(|own| own.original.clone());
+        record.files.remove(file);
+        let new = match (original, backup) {
+            (Some(Original::Sha256(sum)), Some(backup)) if digest(backup.as_bytes()) == sum => {
+                Some(backup.to_owned())
+            }
+            _ => None,
+        };
+        return Ok(Plan {
+            new,
+            record,
+            kept_foreign: false,
+        });
+    }
+    if old == Some(ours) {
+        return Ok(unchanged(record, false));
+    }
+    let original = match (old, own_record) {
+        (Some(old), Some(own)) if own.after == digest(old.as_bytes()) => own.original.clone(),
+        (Some(_), _) if !force => return Err(AdoptError::ForeignFile),
+        (Some(old), _) => Some(Original::Sha256(digest(old.as_bytes()))),
+        (None, _) => Some(Original::Absent),
+    };
+    record.files.insert(
+        file.to_owned(),
+        FileRecord {
+            original,
+            after: digest(ours.as_bytes()),
+            entries: Vec::new(),
+        },
+    );
+    Ok(Plan {
+        new: Some(ours.to_owned()),
+        record,
+        kept_foreign: false,
+    })
+}
+
 /// The marks around hcpx's block in an instructions file.
 pub const BLOCK_BEGIN: &str =
     "<!-- hcpx:begin (written by `hcpx adopt --native`; a second run replaces it) -->";
@@ -985,6 +1060,73 @@ mod tests {
                 record: Record::default(),
                 kept_foreign: true
             }
+        );
+    }
+
+    #[test]
+    fn plan_file_writes_only_over_its_own_and_gives_the_original_back() {
+        use record::{FileRecord, Original, Record, digest};
+        let file = "/h/skills/hcpx/SKILL.md";
+        let (ours, theirs) = ("ours\n", "theirs\n");
+        let empty = Record::default();
+        // Nothing there: written, recorded as created.
+        let made = plan_file(&empty, file, None, None, ours, false, false).unwrap();
+        let created = FileRecord {
+            original: Some(Original::Absent),
+            after: digest(ours.as_bytes()),
+            entries: Vec::new(),
+        };
+        assert_eq!(made.new.as_deref(), Some(ours));
+        assert_eq!(made.record.files, [(file.to_owned(), created.clone())].into());
+        // A person's file: refused, then forced with its digest kept.
+        assert!(matches!(
+            plan_file(&empty, file, Some(theirs), None, ours, false, false),
+            Err(AdoptError::ForeignFile)
+        ));
+        let forced = plan_file(&empty, file, Some(theirs), None, ours, false, true).unwrap();
+        let over = FileRecord {
+            original: Some(Original::Sha256(digest(theirs.as_bytes()))),
+            ..created.clone()
+        };
+        assert_eq!(forced.record.files, [(file.to_owned(), over)].into());
+        // An older version adopt wrote is its own: replaced, the original kept.
+        let older = Record {
+            files: [(
+                file.to_owned(),
+                FileRecord {
+                    after: digest(b"old ours\n"),
+                    ..forced.record.files[file].clone()
+                },
+            )]
+            .into(),
+            ..Record::default()
+        };
+        let updated = plan_file(&older, file, Some("old ours\n"), None, ours, false, false).unwrap();
+        assert_eq!(updated.record, forced.record);
+        // Removing: the backup comes back only when it is the recorded original.
+        let back = plan_file(&forced.record, file, Some(ours), Some(theirs), ours, true, false).unwrap();
+        assert_eq!(
+            (back.new.as_deref(), back.record.files.len(), back.kept_foreign),
+            (Some(theirs), 0, false)
+        );
+        let gone = plan_file(
+            &forced.record,
+            file,
+            Some(ours),
+            Some("other\n"),
+            ours,
+            true,
+            false,
+        )
+        .unwrap();
+        assert_eq!((gone.new, gone.kept_foreign), (None, false));
+        let gone = plan_file(&made.record, file, Some(ours), None, ours, true, false).unwrap();
+        assert_eq!((gone.new, gone.record.files.len()), (None, 0));
+        // Edited since: left, and no longer recorded.
+        let kept = plan_file(&made.record, file, Some("edited\n"), None, ours, true, false).unwrap();
+        assert_eq!(
+            (kept.new.as_deref(), kept.record.files.len(), kept.kept_foreign),
+            (Some("edited\n"), 0, true)
         );
     }
 

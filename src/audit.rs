@@ -19,11 +19,48 @@ pub struct Entry<'a> {
     pub argv: &'a [String],
     pub pack: &'a str,
     pub command: &'a str,
-    /// `ran`, `denied`, `needs_confirmation`, `declined`, `refused`, `bind`, ...
-    pub decision: &'a str,
+    pub decision: Decision,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     pub output_bytes: u64,
+}
+
+/// What happened to a request, as its audit line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// The pack's CLI ran (whatever its exit code).
+    Ran,
+    /// A `deny` rule refused it.
+    Denied,
+    /// A `confirm` or `confirm-human` rule wanted a yes that was not given.
+    #[serde(rename = "needs_confirmation")]
+    NeedsConfirmation,
+    /// The person said no.
+    Declined,
+    /// Allowed, but refused after the policy (binding, sandbox, spawn).
+    Refused,
+    Installed,
+    /// `install` found the same pack already there.
+    Unchanged,
+    Uninstalled,
+    Bind,
+    Unbind,
+    PolicySet,
+    PolicyUnset,
+    Adopted,
+    AdoptRemoved,
+}
+
+impl Decision {
+    /// How a confirmation that did not go through is recorded.
+    pub fn of_unconfirmed(reason: crate::error::Reason) -> Self {
+        match reason {
+            crate::error::Reason::DeniedByPolicy => Self::Denied,
+            crate::error::Reason::Declined => Self::Declined,
+            _ => Self::NeedsConfirmation,
+        }
+    }
 }
 
 /// Now, as RFC 3339 UTC with milliseconds.
@@ -50,7 +87,7 @@ mod tests {
             argv: &argv,
             pack: "git",
             command: "status",
-            decision: "ran",
+            decision: Decision::Ran,
             exit_code: Some(0),
             duration_ms: 12,
             output_bytes: 34,
@@ -76,5 +113,48 @@ mod tests {
             ]
         );
         assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(lines[0]["decision"], "ran");
+    }
+
+    #[test]
+    fn decisions_keep_their_wire_names() {
+        let names: Vec<serde_json::Value> = [
+            Decision::Ran,
+            Decision::Denied,
+            Decision::NeedsConfirmation,
+            Decision::Declined,
+            Decision::Refused,
+            Decision::Installed,
+            Decision::Unchanged,
+            Decision::Uninstalled,
+            Decision::Bind,
+            Decision::Unbind,
+            Decision::PolicySet,
+            Decision::PolicyUnset,
+            Decision::Adopted,
+            Decision::AdoptRemoved,
+        ]
+        .iter()
+        .map(|decision| serde_json::to_value(decision).unwrap())
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "ran",
+                "denied",
+                "needs_confirmation",
+                "declined",
+                "refused",
+                "installed",
+                "unchanged",
+                "uninstalled",
+                "bind",
+                "unbind",
+                "policy-set",
+                "policy-unset",
+                "adopted",
+                "adopt-removed"
+            ]
+        );
     }
 }

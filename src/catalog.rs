@@ -678,9 +678,12 @@ mod tests {
     }
 
     #[test]
-    fn digests_differ_by_content() {
-        assert_ne!(digest(b"a"), digest(b"b"));
-        assert_eq!(digest(b"a").len(), 16);
+    fn digest_is_fnv1a_64() {
+        // The published FNV-1a 64-bit test vectors: a weaker or truncated hash, which
+        // would let two CLIs share a folder, fails them.
+        assert_eq!(digest(b""), "cbf29ce484222325");
+        assert_eq!(digest(b"a"), "af63dc4c8601ec8c");
+        assert_eq!(digest(b"foobar"), "85944171f73967e8");
     }
 
     #[test]

@@ -15,8 +15,7 @@ use clap::{Parser, Subcommand};
     after_help = "Start here:\n  hcpx search journey          find a pack\n  hcpx skill transit           \
                   read how to use it\n  hcpx availability transit    check it can run here\n\n\
                   Every command takes --json and then prints the result envelope.",
-    propagate_version = true,
-    disable_help_subcommand = true
+    propagate_version = true
 )]
 pub struct Cli {
     /// Print the result envelope as JSON instead of text (every command takes it).
@@ -31,7 +30,9 @@ pub enum Command {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \
-                            hcpx search          (every pack)"
+                            hcpx search          (every pack)\n\n\
+                            Matches far weaker than the best one are hidden (and counted); --all shows them. \
+                            With --json each result has its `score`."
     )]
     Search {
         /// Words to look for in ids, keywords, descriptions, commands and skills.
@@ -39,6 +40,9 @@ pub enum Command {
         /// Show at most this many packs.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         limit: u32,
+        /// Also show weak matches (a word only in a pack's skill text, far below the best match).
+        #[arg(long)]
+        all: bool,
     },
     /// Show a pack's SKILL.md and a reference of its commands and parameters.
     #[command(after_help = "Example:\n  hcpx skill transit")]
@@ -55,7 +59,7 @@ pub enum Command {
     /// Run a pack command through policy, binding and the sandbox.
     #[command(
         after_help = "Examples:\n  hcpx exec transit plan -- from=Westgate \"to=North Park\" at=08:00\n  \
-                            hcpx exec transit plan --json -- from=Airport to=Cannery\n  \
+                            hcpx exec transit plan --json -- from=Airport to=Cannery at=17:30\n  \
                             hcpx exec git commit --dry-run -- \"message=Fix the parser\"\n\n\
                             Parameters are KEY=VALUE words, one per word; repeat a key for an array. They may\n\
                             follow the command directly; after `--`, a value may also start with `-`.\n\
@@ -133,7 +137,7 @@ pub enum Command {
     Bindings,
     /// Page through the full output of a recent call whose result showed only part of it.
     #[command(after_help = "Example:\n  hcpx output out-3 --offset 32768 --limit 32768\n\n\
-                            Outputs are kept by the MCP server that produced them, for at least 10 minutes.")]
+                            Outputs are kept by the MCP server that produced them: the most recent 64 MiB, each for at most an hour.")]
     Output {
         /// The `outputId` of the result.
         id: String,
@@ -192,7 +196,7 @@ pub enum Command {
                             `Authorization: Bearer TOKEN`."
     )]
     Mcp(McpArgs),
-    /// Show the effective policy, check one decision, or set a rule.
+    /// Show the effective policy, check one decision, or set or unset a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),
     /// Tools for pack authors.
@@ -200,6 +204,47 @@ pub enum Command {
     Pack(PackCommand),
     /// Report HCP_HOME, packs, policy files and which sandbox layers this machine enforces.
     Doctor,
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = "Examples:\n  \
+                            hcpx completions bash > ~/.local/share/bash-completion/completions/hcpx\n  \
+                            hcpx completions zsh > ~/.zfunc/_hcpx        (with fpath+=~/.zfunc before compinit)\n  \
+                            hcpx completions fish > ~/.config/fish/completions/hcpx.fish")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+    /// Print the man page (roff) of hcpx, or of one command.
+    #[command(after_help = "Examples:\n  \
+                            hcpx man | man -l -\n  \
+                            hcpx man exec | man -l -\n  \
+                            mkdir -p ~/.local/share/man/man1 && hcpx man > ~/.local/share/man/man1/hcpx.1")]
+    Man {
+        /// A command, `policy set` for a nested one; none for hcpx itself.
+        command: Vec<String>,
+    },
+}
+
+/// The shells `hcpx completions` writes a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
+}
+
+impl CompletionShell {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bash => "bash",
+            Self::Zsh => "zsh",
+            Self::Fish => "fish",
+            Self::Elvish => "elvish",
+            Self::Powershell => "powershell",
+        }
+    }
 }
 
 /// `hcpx mcp`'s options.
@@ -240,7 +285,10 @@ pub enum PolicyCommand {
     /// Add or replace a rule in the user's policy (a person's command).
     #[command(
         after_help = "Examples:\n  hcpx policy set git.commit deny\n  hcpx policy set 'git.*' confirm\n  \
-                            hcpx policy set '*.read' allow\n\nDecisions: allow, confirm, confirm-human, deny."
+                            hcpx policy set '*.read' allow\n  \
+                            hcpx policy set weather.forecast confirm --force   (a pack not installed yet)\n\n\
+                            Decisions: allow, confirm, confirm-human, deny. The pack and command must exist \
+                            (a typo would be a rule that never matches); --force takes the rule as written."
     )]
     Set {
         /// pack.command, pack.* or *.effect
@@ -248,6 +296,18 @@ pub enum PolicyCommand {
         matcher: String,
         /// allow, confirm, confirm-human or deny
         decision: String,
+        /// Take the rule even though no known pack or command matches it.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove a rule from the user's policy (a person's command).
+    #[command(after_help = "Example:\n  hcpx policy unset git.commit\n\n\
+                            `hcpx policy show` lists the rules and the file each is in; project rules are \
+                            edited in the project's .hcp/policy.json.")]
+    Unset {
+        /// The rule's match, as `policy show` lists it: pack.command, pack.* or *.effect
+        #[arg(value_name = "MATCH")]
+        matcher: String,
     },
     /// Decide one pack command for the current caller, and name the rule behind it.
     #[command(after_help = "Example:\n  hcpx policy check git commit")]

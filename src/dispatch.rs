@@ -78,10 +78,13 @@ pub async fn dispatch(
         }
         Command::Install { source, yes } => commands::install::install(ctx, &source, yes, argv).await,
         Command::Uninstall { pack, yes } => commands::install::uninstall(ctx, &pack, yes, argv).await,
-        Command::Policy(PolicyCommand::Set { matcher, decision }) => {
-            commands::policy::set(ctx, &matcher, &decision, argv)
-        }
-        Command::Search { query, limit, .. } => commands::search::run(ctx, &query, limit as usize),
+        Command::Policy(PolicyCommand::Set {
+            matcher,
+            decision,
+            force,
+        }) => commands::policy::set(ctx, &matcher, &decision, force, argv),
+        Command::Policy(PolicyCommand::Unset { matcher }) => commands::policy::unset(ctx, &matcher, argv),
+        Command::Search { query, limit, all } => commands::search::run(ctx, &query, limit as usize, all),
         Command::Skill { pack, .. } => commands::skill::run(ctx, &pack),
         Command::Availability { pack, .. } => commands::availability::run(ctx, &pack),
         Command::Policy(PolicyCommand::Show) => commands::policy::show(ctx),
@@ -91,6 +94,8 @@ pub async fn dispatch(
         Command::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
         Command::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
         Command::Doctor => commands::doctor::run(ctx),
+        Command::Completions { shell } => Ok(commands::completions::completions(shell)),
+        Command::Man { command } => commands::completions::man(&command),
         Command::Output {
             id,
             stream,

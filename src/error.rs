@@ -14,55 +14,62 @@ pub const EXIT_REFUSED: u8 = 2;
 /// Exit code: the pack's CLI timed out (the `timeout(1)` convention).
 pub const EXIT_TIMEOUT: u8 = 124;
 
-/// The closed set of refusal reasons (see docs/mcp.md). Hosts and agents branch on these.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    InvalidArguments,
-    Metacharacter,
-    UnknownPack,
-    UnknownCommand,
-    UnknownParam,
-    MissingParam,
-    InvalidParam,
-    DeniedByPolicy,
-    NeedsConfirmation,
-    Declined,
-    AccessRefused,
-    Unbound,
-    NotRunnable,
-    TooLarge,
-    Timeout,
-    UnknownOutput,
+/// Declares [`Reason`] once: each variant with its wire name, so that the enum, its
+/// serialization and [`Reason::ALL`] cannot disagree.
+macro_rules! reasons {
+    ($($(#[$doc:meta])* $variant:ident => $wire:literal,)*) => {
+        /// The closed set of refusal reasons (the table in docs/mcp.md). Hosts and
+        /// agents branch on these.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Reason {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Reason {
+            /// Every reason, in declaration order.
+            pub const ALL: &[Reason] = &[$(Self::$variant,)*];
+
+            /// The wire name, as serialized.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire,)*
+                }
+            }
+        }
+    };
+}
+
+reasons! {
+    InvalidArguments => "invalid_arguments",
+    Metacharacter => "metacharacter",
+    UnknownPack => "unknown_pack",
+    UnknownCommand => "unknown_command",
+    UnknownParam => "unknown_param",
+    MissingParam => "missing_param",
+    InvalidParam => "invalid_param",
+    DeniedByPolicy => "denied_by_policy",
+    NeedsConfirmation => "needs_confirmation",
+    Declined => "declined",
+    AccessRefused => "access_refused",
+    Unbound => "unbound",
+    NotRunnable => "not_runnable",
+    TooLarge => "too_large",
+    Timeout => "timeout",
+    UnknownOutput => "unknown_output",
+    /// A file or folder hcpx needs could not be read or written.
+    Io => "io_error",
     /// Not a refusal: the pack's CLI ran and failed (non-zero exit, killed,
     /// interrupted, or output that is not the JSON it promised).
-    Failed,
+    Failed => "failed",
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 impl Reason {
-    /// The wire name, as serialized.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InvalidArguments => "invalid_arguments",
-            Self::Metacharacter => "metacharacter",
-            Self::UnknownPack => "unknown_pack",
-            Self::UnknownCommand => "unknown_command",
-            Self::UnknownParam => "unknown_param",
-            Self::MissingParam => "missing_param",
-            Self::InvalidParam => "invalid_param",
-            Self::DeniedByPolicy => "denied_by_policy",
-            Self::NeedsConfirmation => "needs_confirmation",
-            Self::Declined => "declined",
-            Self::AccessRefused => "access_refused",
-            Self::Unbound => "unbound",
-            Self::NotRunnable => "not_runnable",
-            Self::TooLarge => "too_large",
-            Self::Timeout => "timeout",
-            Self::UnknownOutput => "unknown_output",
-            Self::Failed => "failed",
-        }
-    }
-
     /// The CLI exit code a refusal with this reason ends with.
     pub fn exit_code(self) -> u8 {
         match self {
@@ -95,6 +102,12 @@ pub struct FailureBody {
 }
 
 impl Failure {
+    /// A file or folder hcpx needs could not be read or written: `what` names it (and
+    /// the action), `error` says why, as the OS or a leaf module put it.
+    pub fn io(what: impl std::fmt::Display, error: impl std::fmt::Display) -> Self {
+        Self::new(Reason::Io, format!("{what}: {error}"))
+    }
+
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         Self(Box::new(FailureBody {
             reason,
@@ -166,29 +179,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reason_wire_names_match_serde() {
-        for reason in [
-            Reason::InvalidArguments,
-            Reason::Metacharacter,
-            Reason::UnknownPack,
-            Reason::UnknownCommand,
-            Reason::UnknownParam,
-            Reason::MissingParam,
-            Reason::InvalidParam,
-            Reason::DeniedByPolicy,
-            Reason::NeedsConfirmation,
-            Reason::Declined,
-            Reason::AccessRefused,
-            Reason::Unbound,
-            Reason::NotRunnable,
-            Reason::TooLarge,
-            Reason::Timeout,
-            Reason::UnknownOutput,
-            Reason::Failed,
-        ] {
-            let json = serde_json::to_value(reason).unwrap();
-            assert_eq!(json, serde_json::Value::String(reason.as_str().to_owned()));
-        }
+    fn every_reason_is_documented_with_its_wire_name_and_exit_code() {
+        // The table users read is the contract: it lists exactly the reasons this
+        // build can give, in order, each as it is serialized.
+        let doc = include_str!("../docs/mcp.md");
+        let table = doc.split("\n## Reasons\n").nth(1).unwrap();
+        let documented: Vec<(String, String)> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .map(|row| {
+                let cells: Vec<&str> = row.split(" | ").collect();
+                (cells[0].trim_end_matches('`').to_owned(), cells[1].to_owned())
+            })
+            .collect();
+        let built: Vec<(String, String)> = Reason::ALL
+            .iter()
+            .map(|reason| {
+                let wire = serde_json::to_value(reason).unwrap();
+                assert_eq!(wire, serde_json::json!(reason.as_str()));
+                (reason.as_str().to_owned(), reason.exit_code().to_string())
+            })
+            .collect();
+        assert_eq!(documented, built);
     }
 
     #[test]

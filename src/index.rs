@@ -283,27 +283,38 @@ struct Stale;
 #[derive(Debug)]
 pub struct Found {
     pub hits: Vec<(Pack, f64)>,
+    /// Matches under the relevance floor, not in `hits` (see [`SearchIndex::rank`]).
+    pub below_floor: usize,
     pub broken: Vec<BrokenPack>,
 }
 
 /// Ranks `query` over the catalog of `home` (see [`SearchIndex::search`]), from the
 /// index while it is fresh; every result is read from its own files.
-pub fn search(home: &Path, program: Option<&Path>, query: &str, limit: usize) -> Found {
-    search_at(home, program, query, limit, SystemTime::now())
+/// `all` keeps the matches under the relevance floor, as [`SearchIndex::search`].
+pub fn search(home: &Path, program: Option<&Path>, query: &str, limit: usize, all: bool) -> Found {
+    search_at(home, program, query, limit, all, SystemTime::now())
 }
 
 /// [`search`] as at `now`, which decides whether a key is racy.
-fn search_at(home: &Path, program: Option<&Path>, query: &str, limit: usize, now: SystemTime) -> Found {
+fn search_at(
+    home: &Path,
+    program: Option<&Path>,
+    query: &str,
+    limit: usize,
+    all: bool,
+    now: SystemTime,
+) -> Found {
     let terms: Vec<String> = crate::search::words(query).collect();
     let snapshot = Snapshot::load_at(home, program, now, Wanted::Prefixed(&terms));
-    match snapshot.found(home, query, limit) {
+    match snapshot.found(home, query, limit, all) {
         Ok(found) => found,
         Err(Stale) => {
             // A result changed since the index was made (edited in place, which no
             // key part shows): rebuild from the files, and answer from what was read.
             let rebuilt = Snapshot::build(home, Key::read(home, program), now);
-            rebuilt.found(home, query, limit).unwrap_or(Found {
+            rebuilt.found(home, query, limit, all).unwrap_or(Found {
                 hits: Vec::new(),
+                below_floor: 0,
                 broken: rebuilt.broken,
             })
         }
@@ -417,15 +428,23 @@ impl Snapshot {
     }
 
     /// The results of `query`, each read from its files (or held, when just built).
-    fn found(&self, home: &Path, query: &str, limit: usize) -> Result<Found, Stale> {
-        let hits = self
-            .search
-            .search(query, limit)
+    fn found(&self, home: &Path, query: &str, limit: usize, all: bool) -> Result<Found, Stale> {
+        let ranked = if all {
+            crate::search::Ranked {
+                hits: self.search.search(query, limit),
+                below_floor: 0,
+            }
+        } else {
+            self.search.rank(query, limit)
+        };
+        let hits = ranked
+            .hits
             .into_iter()
             .map(|hit| Ok((self.pack(home, hit.index)?, hit.score)))
             .collect::<Result<Vec<_>, Stale>>()?;
         Ok(Found {
             hits,
+            below_floor: ranked.below_floor,
             broken: self.broken.clone(),
         })
     }
@@ -870,8 +889,8 @@ mod tests {
         assert_eq!(stored.broken.len(), 1);
         assert_eq!(stored.broken[0].id, "broken");
         for query in ["forecast", "rain", "sea forecast", "git", "fore", "", "zebra"] {
-            let expected = ids(&built.found(home.path(), query, 10).unwrap());
-            let got = ids(&stored.found(home.path(), query, 10).unwrap());
+            let expected = ids(&built.found(home.path(), query, 10, true).unwrap());
+            let got = ids(&stored.found(home.path(), query, 10, true).unwrap());
             assert_eq!(got, expected, "{query}");
             let scores = |found: Found| found.hits.into_iter().map(|(_, score)| score).collect::<Vec<_>>();
             let terms: Vec<String> = crate::search::words(query).collect();
@@ -879,18 +898,23 @@ mod tests {
             let only = read(home.path(), &key, Wanted::Prefixed(&terms)).unwrap();
             assert!(only.search.parts().0.len() <= stored.search.parts().0.len());
             assert_eq!(
-                scores(only.found(home.path(), query, 10).unwrap()),
-                scores(built.found(home.path(), query, 10).unwrap()),
+                scores(only.found(home.path(), query, 10, true).unwrap()),
+                scores(built.found(home.path(), query, 10, true).unwrap()),
                 "{query}: the query's words alone rank the same"
             );
             assert_eq!(
-                ids(&search_at(home.path(), None, query, 10, later())),
+                ids(&search_at(home.path(), None, query, 10, true, later())),
                 expected,
                 "{query}"
             );
+            // Above the relevance floor only: as the catalog ranks it.
+            let floored = built.found(home.path(), query, 10, false).unwrap();
+            let from_disk = search_at(home.path(), None, query, 10, false, later());
+            assert_eq!(ids(&from_disk), ids(&floored), "{query}");
+            assert_eq!(from_disk.below_floor, floored.below_floor, "{query}");
         }
         assert_eq!(
-            ids(&search_at(home.path(), None, "forecast", 10, later())),
+            ids(&search_at(home.path(), None, "forecast", 10, true, later())),
             ["tides", "weather"]
         );
     }
@@ -936,12 +960,15 @@ mod tests {
         .into();
         let manifest = crate::install::validate(&files).unwrap();
         write_pack(home.path(), "weather", "rain forecast");
-        assert!(ids(&search_at(home.path(), None, "hail", 10, later())).is_empty());
+        assert!(ids(&search_at(home.path(), None, "hail", 10, true, later())).is_empty());
         assert!(on_disk(home.path()).is_some());
         crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
-        assert_eq!(ids(&search_at(home.path(), None, "hail", 10, later())), ["demo"]);
+        assert_eq!(
+            ids(&search_at(home.path(), None, "hail", 10, true, later())),
+            ["demo"]
+        );
         assert!(crate::install::remove(home.path(), "demo").unwrap());
-        assert!(ids(&search_at(home.path(), None, "hail", 10, later())).is_empty());
+        assert!(ids(&search_at(home.path(), None, "hail", 10, true, later())).is_empty());
     }
 
     #[test]
@@ -974,10 +1001,10 @@ mod tests {
     #[test]
     fn a_racy_key_is_used_but_not_written() {
         let home = home_with_packs();
-        let found = search_at(home.path(), None, "forecast", 10, SystemTime::now());
+        let found = search_at(home.path(), None, "forecast", 10, true, SystemTime::now());
         assert_eq!(ids(&found), ["tides", "weather"]);
         assert!(!home.path().join(INDEX_FILE).exists());
-        search_at(home.path(), None, "forecast", 10, later());
+        search_at(home.path(), None, "forecast", 10, true, later());
         assert!(home.path().join(INDEX_FILE).exists());
     }
 
@@ -985,7 +1012,7 @@ mod tests {
     fn a_torn_damaged_or_foreign_index_is_rebuilt() {
         let home = home_with_packs();
         let path = home.path().join(INDEX_FILE);
-        search_at(home.path(), None, "forecast", 10, later());
+        search_at(home.path(), None, "forecast", 10, true, later());
         let whole = std::fs::read(&path).unwrap();
         let stored = on_disk(home.path()).unwrap();
         // A query that reads the last word's postings, and weather's stamps.
@@ -996,7 +1023,7 @@ mod tests {
             .position(|entry| entry.id == "weather")
             .unwrap();
         let head_len = usize::try_from(u64::from_le_bytes(whole[12..20].try_into().unwrap())).unwrap();
-        let expected = ids(&search_at(home.path(), None, &query, 10, later()));
+        let expected = ids(&search_at(home.path(), None, &query, 10, true, later()));
         assert!(expected.contains(&"weather".to_owned()), "{expected:?}");
         let flip = |at: usize, bit: u8| {
             let mut bytes = whole.clone();
@@ -1021,7 +1048,7 @@ mod tests {
         for (what, bytes) in damaged {
             std::fs::write(&path, &bytes).unwrap();
             assert_eq!(
-                ids(&search_at(home.path(), None, &query, 10, later())),
+                ids(&search_at(home.path(), None, &query, 10, true, later())),
                 expected,
                 "{what}"
             );
@@ -1055,10 +1082,10 @@ mod tests {
     #[test]
     fn a_broken_pack_fixed_in_place_is_found() {
         let home = home_with_packs();
-        search_at(home.path(), None, "forecast", 10, later());
+        search_at(home.path(), None, "forecast", 10, true, later());
         assert_eq!(on_disk(home.path()).unwrap().broken.len(), 1);
         write_pack(home.path(), "broken", "mended forecast");
-        let found = search_at(home.path(), None, "mended", 10, later());
+        let found = search_at(home.path(), None, "mended", 10, true, later());
         assert_eq!(ids(&found), ["broken"]);
         assert!(found.broken.is_empty());
         assert!(on_disk(home.path()).unwrap().broken.is_empty(), "rewritten");
@@ -1067,20 +1094,20 @@ mod tests {
     #[test]
     fn a_result_edited_in_place_rebuilds_the_index_first() {
         let home = home_with_packs();
-        search_at(home.path(), None, "forecast", 10, later());
+        search_at(home.path(), None, "forecast", 10, true, later());
         // Same size, in place: no key part changes.
         write_pack(home.path(), "weather", "snow tomorrow");
         assert!(on_disk(home.path()).is_some(), "the key cannot see it");
         assert_eq!(
-            ids(&search_at(home.path(), None, "forecast", 10, later())),
+            ids(&search_at(home.path(), None, "forecast", 10, true, later())),
             ["tides"],
             "weather no longer says forecast"
         );
         assert_eq!(
-            ids(&search_at(home.path(), None, "snow", 10, later())),
+            ids(&search_at(home.path(), None, "snow", 10, true, later())),
             ["weather"]
         );
-        let found = search_at(home.path(), None, "weather", 10, later());
+        let found = search_at(home.path(), None, "weather", 10, true, later());
         assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
     }
 
@@ -1114,7 +1141,7 @@ mod tests {
                 let home = home.path().to_path_buf();
                 std::thread::spawn(move || {
                     for _ in 0..20 {
-                        let found = search_at(&home, None, "concurrent", 100, later());
+                        let found = search_at(&home, None, "concurrent", 100, true, later());
                         assert!(found.hits.iter().all(|(pack, _)| pack.id().starts_with("pack-")));
                     }
                 })
@@ -1127,7 +1154,7 @@ mod tests {
             .collect();
         expected.sort();
         assert_eq!(
-            ids(&search_at(home.path(), None, "concurrent", 100, later())),
+            ids(&search_at(home.path(), None, "concurrent", 100, true, later())),
             expected
         );
         assert_eq!(

@@ -2,20 +2,27 @@
 //! every key a declared parameter, every value checked against its type, pattern and
 //! length, `path` values kept inside the working directory (links included), then
 //! the template rendered with one value per argv element, never split, never able to
-//! become an option.
+//! become an option: a value that would open an argument before the template's `--`
+//! (a positional one, or an option's value in its own element) may not start with `-`.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use crate::manifest::{Command, Param, ScalarType};
+use crate::manifest::{Command, Param, ScalarType, Slot};
 use crate::template::Piece;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvocationError {
     #[error("word {index} after -- is not KEY=VALUE")]
     NotAssignment { index: usize },
-    #[error("unknown parameter; this command takes: {}", known.join(", "))]
-    Unknown { known: Vec<String> },
+    /// `key` is the caller's word, kept for details and `data`: the message itself
+    /// names only declared parameters.
+    #[error("unknown parameter{}; this command takes: {}", closest.as_ref().map(|name| format!("; closest: {name}")).unwrap_or_default(), known.join(", "))]
+    Unknown {
+        key: String,
+        closest: Option<String>,
+        known: Vec<String>,
+    },
     #[error("parameter `{name}` is given more than once but is not an array")]
     Repeated { name: String },
     #[error("parameter `{name}` is required")]
@@ -35,8 +42,13 @@ pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, 
             return Err(InvocationError::NotAssignment { index: index + 1 });
         };
         let Some(param) = command.param(key) else {
+            let known: Vec<String> = command.params.iter().map(|param| param.name.clone()).collect();
             return Err(InvocationError::Unknown {
-                known: command.params.iter().map(|param| param.name.clone()).collect(),
+                key: key.to_owned(),
+                closest: crate::suggest::closest(key, known.iter().map(String::as_str))
+                    .first()
+                    .map(|name| (*name).to_owned()),
+                known,
             });
         };
         let slot = values.entry(param.name.clone()).or_default();
@@ -131,49 +143,118 @@ pub fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
 }
 
 /// Renders the template: an element whose optional parameter is absent is dropped;
-/// an element with an array parameter repeats once per value.
-pub fn render(command: &Command, values: &Values, options: &[String]) -> Vec<String> {
+/// an element with an array parameter repeats once per value, and so does an option
+/// with its value in the next element; a flag is its text when its boolean is true.
+///
+/// Fails closed: a value that would open an argument before the template's `--`
+/// and starts with `-` is refused here, whatever the caller's checks did.
+pub fn render(
+    command: &Command,
+    values: &Values,
+    options: &[String],
+) -> Result<Vec<String>, InvocationError> {
     let mut argv = Vec::new();
     let mut options = Some(options);
-    for element in &command.argv {
-        // Options (the command's `json` flags) go before the template's own `--`,
-        // where the CLI still reads options; else at the end.
-        if matches!(element.pieces.as_slice(), [Piece::Literal(literal)] if literal == "--")
-            && let Some(options) = options.take()
-        {
-            argv.extend(options.iter().cloned());
-        }
-        let names: Vec<&str> = element.params().map(|(name, _)| name).collect();
-        if names
-            .iter()
-            .any(|name| values.get(*name).is_none_or(Vec::is_empty))
-        {
-            continue;
-        }
-        let array = names
-            .iter()
-            .find(|name| command.param(name).is_some_and(|param| param.array))
-            .copied();
-        let repeats = array.and_then(|name| values.get(name)).map_or(1, Vec::len);
-        for round in 0..repeats {
-            let mut text = String::new();
-            for piece in &element.pieces {
-                match piece {
-                    Piece::Literal(literal) => text.push_str(literal),
-                    Piece::Param { name, .. } => {
-                        let list = values.get(name).map(Vec::as_slice).unwrap_or_default();
-                        let index = if Some(name.as_str()) == array { round } else { 0 };
-                        text.push_str(list.get(index).map(String::as_str).unwrap_or_default());
+    let mut after_double_dash = false;
+    for slot in &command.argv {
+        match slot {
+            Slot::Element(element) => {
+                // Options (the command's `json` flags) go before the template's own
+                // `--`, where the CLI still reads options; else at the end.
+                if element.is_end_of_options() {
+                    if let Some(options) = options.take() {
+                        argv.extend(options.iter().cloned());
                     }
+                    after_double_dash = true;
+                }
+                render_element(command, element, values, after_double_dash, &mut argv)?;
+            }
+            Slot::Separated { option, param } => {
+                for value in values.get(param).map(Vec::as_slice).unwrap_or_default() {
+                    if value.starts_with('-') {
+                        return Err(leading_dash(
+                            param,
+                            "an option's value given as a separate argument",
+                        ));
+                    }
+                    argv.push(option.clone());
+                    argv.push(value.clone());
                 }
             }
-            argv.push(text);
+            Slot::Flag { param, text } => {
+                if values
+                    .get(param)
+                    .is_some_and(|list| list.iter().any(|value| value == "true"))
+                {
+                    argv.push(text.clone());
+                }
+            }
         }
     }
     if let Some(options) = options {
         argv.extend(options.iter().cloned());
     }
-    argv
+    Ok(argv)
+}
+
+fn leading_dash(name: &str, what: &str) -> InvocationError {
+    InvocationError::Invalid {
+        name: name.to_owned(),
+        reason: format!("starts with `-`, which {what} may not (it would read as an option)"),
+    }
+}
+
+fn render_element(
+    command: &Command,
+    element: &crate::template::Element,
+    values: &Values,
+    after_double_dash: bool,
+    argv: &mut Vec<String>,
+) -> Result<(), InvocationError> {
+    let names: Vec<&str> = element.params().map(|(name, _)| name).collect();
+    if names
+        .iter()
+        .any(|name| values.get(*name).is_none_or(Vec::is_empty))
+    {
+        return Ok(());
+    }
+    let array = names
+        .iter()
+        .find(|name| command.param(name).is_some_and(|param| param.array))
+        .copied();
+    let repeats = array.and_then(|name| values.get(name)).map_or(1, Vec::len);
+    for round in 0..repeats {
+        let mut text = String::new();
+        for piece in &element.pieces {
+            match piece {
+                Piece::Literal(literal) => text.push_str(literal),
+                Piece::Param { name, .. } => {
+                    let list = values.get(name).map(Vec::as_slice).unwrap_or_default();
+                    let index = if Some(name.as_str()) == array { round } else { 0 };
+                    text.push_str(list.get(index).map(String::as_str).unwrap_or_default());
+                }
+            }
+        }
+        // `-n{n}` with an empty value is `-n` alone: the CLI would take the next
+        // argument as its value, the template's `--` included, and then read the
+        // values after that `--` as options.
+        let prefix = element.prefix();
+        if !names.is_empty() && text == prefix && element.is_option_fused() && !prefix.starts_with("--") {
+            let first = names.first().copied().unwrap_or_default();
+            return Err(InvocationError::Invalid {
+                name: first.to_owned(),
+                reason: format!(
+                    "is empty, which would leave `{prefix}` to take the next argument as its value"
+                ),
+            });
+        }
+        if !after_double_dash && element.starts_with_value() && text.starts_with('-') {
+            let first = names.first().copied().unwrap_or_default();
+            return Err(leading_dash(first, "a value that opens an argument"));
+        }
+        argv.push(text);
+    }
+    Ok(())
 }
 
 /// Absolute, lexically normalised form of a relative path under `cwd`.
@@ -219,6 +300,263 @@ mod tests {
         manifest.commands.into_iter().next().unwrap()
     }
 
+    /// A command with a placeholder in every place the template allows one: an
+    /// option's value in the next element (required, optional, array), fused to a
+    /// long and a short option, positional, an on/off flag, and after `--`.
+    fn every_place() -> Command {
+        let manifest = manifest::parse(
+            &serde_json::json!({
+                "hcp": 1, "id": "t", "version": "1.0.0", "description": "d", "bin": ["t"],
+                "commands": { "get": {
+                    "summary": "s", "effect": "read",
+                    "params": {
+                        "url": { "required": true },
+                        "header": { "type": "array" },
+                        "out": {},
+                        "to": {},
+                        "n": {},
+                        "word": { "positional": true },
+                        "utc": { "type": "boolean", "flag": "--utc" },
+                        "rest": { "type": "array" }
+                    },
+                    "argv": ["get", "--url", "{url}", "-H", "{header}", "--output", "{out?}",
+                             "--to={to?}", "-n{n?}", "{word?}", "{utc?}", "--", "{rest}"]
+                }}
+            })
+            .to_string(),
+        )
+        .unwrap();
+        manifest.commands.into_iter().next().unwrap()
+    }
+
+    fn try_render(command: &Command, values: &Values) -> Result<Vec<String>, InvocationError> {
+        render(command, values, &[])
+    }
+
+    const BENIGN: &str = "ok0";
+
+    /// The law: a value is either refused, or it lands exactly where a benign value
+    /// lands, and before the template's `--` an element starts with `-` only when
+    /// the template's own text put the dash there.
+    /// `through_parse: false` hands the value to `render` unchecked, to show that
+    /// render alone fails closed.
+    fn assert_value_never_becomes_an_option(command: &Command, name: &str, value: &str, through_parse: bool) {
+        let cwd = std::env::temp_dir();
+        let call = |value: &str| {
+            if !through_parse {
+                let mut values = Values::new();
+                values.insert("url".to_owned(), vec!["u".to_owned()]);
+                values.insert(name.to_owned(), vec![value.to_owned()]);
+                return try_render(command, &values);
+            }
+            let mut list = vec![format!("{name}={value}")];
+            if name != "url" {
+                list.push("url=u".to_owned());
+            }
+            parse(command, &list, &cwd).and_then(|values| try_render(command, &values))
+        };
+        if name == "utc" {
+            // A boolean's value never reaches the CLI: only the flag's own text.
+            if let Ok(argv) = call(value) {
+                let allowed = ["get", "--url", "u", "--utc", "--"];
+                assert!(
+                    argv.iter().all(|arg| allowed.contains(&arg.as_str())),
+                    "{value:?}: {argv:?}"
+                );
+            }
+            return;
+        }
+        let benign = call(BENIGN).unwrap();
+        let Ok(attack) = call(value) else { return };
+        assert_eq!(attack.len(), benign.len(), "{name}={value:?}: {attack:?}");
+        let end = benign.iter().position(|arg| arg == "--").unwrap_or(benign.len());
+        for (index, (got, want)) in attack.iter().zip(&benign).enumerate() {
+            assert_eq!(got, &want.replace(BENIGN, value), "{name}={value:?}: {attack:?}");
+            if index < end && got.starts_with('-') {
+                assert!(
+                    want.starts_with('-'),
+                    "{name}={value:?} became an option at {index}: {attack:?}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The law, for any text in any place, checked by `parse` or not.
+        #[test]
+        fn render_never_lets_a_value_become_an_option(
+            name in proptest::sample::select(vec!["url", "header", "out", "to", "n", "word", "utc", "rest"]),
+            value in "(-{1,2}|[a-z./ =-]|\\PC){0,12}",
+            through_parse: bool,
+        ) {
+            proptest::prop_assume!(!value.contains(BENIGN) && !value.contains('\0'));
+            assert_value_never_becomes_an_option(&every_place(), name, &value, through_parse);
+        }
+    }
+
+    /// An option and its value as two arguments, repeated for an array, dropped
+    /// together; a flag is there when its boolean is true and only then.
+    #[test]
+    fn separated_options_and_flags_render_as_real_clis_expect() {
+        let command = every_place();
+        let run = |list: &[&str]| {
+            let values = parse(&command, &words(list), Path::new("/")).unwrap();
+            render(&command, &values, &["--json".to_owned()]).unwrap()
+        };
+        assert_eq!(
+            run(&[
+                "url=http://x/?a=1",
+                "header=A: 1",
+                "header=B: 2",
+                "out=o.txt",
+                "utc=true"
+            ]),
+            [
+                "get",
+                "--url",
+                "http://x/?a=1",
+                "-H",
+                "A: 1",
+                "-H",
+                "B: 2",
+                "--output",
+                "o.txt",
+                "--utc",
+                "--json",
+                "--"
+            ]
+        );
+        assert_eq!(
+            run(&["url=u", "utc=false"]),
+            ["get", "--url", "u", "--json", "--"]
+        );
+        assert_eq!(run(&["url=u"]), ["get", "--url", "u", "--json", "--"]);
+        // An empty value is still a value: `--output ""`, never `--output` alone.
+        assert_eq!(
+            run(&["url=u", "out="]),
+            ["get", "--url", "u", "--output", "", "--json", "--"]
+        );
+    }
+
+    /// The options a getopt-style CLI reads from `argv`, in order, knowing which of
+    /// the template's options take a value: its separated options and its short
+    /// fused ones, which take the next argument when their own is bare.
+    fn options_read(command: &Command, argv: &[String]) -> Vec<String> {
+        let mut takes_value = Vec::new();
+        for slot in &command.argv {
+            match slot {
+                Slot::Separated { option, .. } => takes_value.push(option.clone()),
+                Slot::Element(element)
+                    if element.is_option_fused() && !element.prefix().starts_with("--") =>
+                {
+                    takes_value.push(element.prefix().to_owned());
+                }
+                _ => {}
+            }
+        }
+        let mut read = Vec::new();
+        let mut args = argv.iter();
+        while let Some(arg) = args.next() {
+            if arg == "--" {
+                break;
+            }
+            let name: String = if arg.starts_with("--") {
+                arg.split('=').next().unwrap_or_default().to_owned()
+            } else if arg.starts_with('-') && arg.len() > 1 {
+                arg.chars().take(2).collect()
+            } else {
+                continue;
+            };
+            if &name == arg && takes_value.contains(&name) {
+                args.next();
+            }
+            read.push(name);
+        }
+        read
+    }
+
+    proptest::proptest! {
+        /// The law with every parameter at once: whatever the values, the CLI reads
+        /// the same options as with harmless ones (values cannot add, remove or
+        /// shift an option, for example by leaving `-n` bare to eat the `--`).
+        #[test]
+        fn values_together_never_change_the_options_read(
+            given in proptest::collection::vec(
+                proptest::option::of(proptest::prop_oneof![
+                    proptest::strategy::Just(String::new()),
+                    proptest::strategy::Just("--".to_owned()),
+                    proptest::strategy::Just("-rf".to_owned()),
+                    "(-{1,2}|[a-z./ =-]|\\PC){0,12}",
+                ]),
+                7,
+            ),
+            utc: Option<bool>,
+            through_parse: bool,
+        ) {
+            let command = every_place();
+            let names = ["url", "header", "out", "to", "n", "word", "rest"];
+            let call = |harmless: bool| {
+                let mut list = Vec::new();
+                for (name, value) in names.iter().zip(&given) {
+                    let value = match value {
+                        Some(value) if !harmless => value.as_str(),
+                        Some(_) => "v",
+                        None if *name == "url" => "u",
+                        None => continue,
+                    };
+                    list.push(format!("{name}={value}"));
+                }
+                if let Some(utc) = utc {
+                    list.push(format!("utc={utc}"));
+                }
+                if through_parse {
+                    return parse(&command, &list, Path::new("/")).and_then(|values| render(&command, &values, &[]));
+                }
+                let mut values = Values::new();
+                for word in &list {
+                    if let Some((key, value)) = word.split_once('=') {
+                        values.insert(key.to_owned(), vec![value.to_owned()]);
+                    }
+                }
+                render(&command, &values, &[])
+            };
+            let harmless = call(true).unwrap();
+            if let Ok(argv) = call(false) {
+                proptest::prop_assert_eq!(
+                    options_read(&command, &argv),
+                    options_read(&command, &harmless),
+                    "{:?}",
+                    argv
+                );
+            }
+        }
+    }
+
+    /// The attack: values that a CLI would read as options, in every place.
+    #[test]
+    fn option_like_values_never_become_options_in_any_place() {
+        let command = every_place();
+        for value in ["-oProxyCommand=sh -c id", "--output=/x", "-", "--", "-x", "--utc"] {
+            for name in ["url", "header", "out", "to", "n", "word", "rest"] {
+                assert_value_never_becomes_an_option(&command, name, value, true);
+                assert_value_never_becomes_an_option(&command, name, value, false);
+            }
+        }
+        // Where a value stands alone before `--`, such values are refused.
+        for name in ["url", "header", "out", "word"] {
+            let mut list = vec![format!("{name}=--output=/x")];
+            if name != "url" {
+                list.push("url=u".to_owned());
+            }
+            let refused =
+                parse(&command, &list, Path::new("/")).and_then(|values| try_render(&command, &values));
+            assert!(
+                matches!(&refused, Err(InvocationError::Invalid { name: bad, .. }) if bad == name),
+                "{name}: {refused:?}"
+            );
+        }
+    }
+
     fn words(list: &[&str]) -> Vec<String> {
         list.iter().map(|w| (*w).to_owned()).collect()
     }
@@ -226,7 +564,7 @@ mod tests {
     fn render_words(list: &[&str]) -> Result<Vec<String>, InvocationError> {
         let command = command();
         let values = parse(&command, &words(list), &std::env::temp_dir())?;
-        Ok(render(&command, &values, &[]))
+        render(&command, &values, &[])
     }
 
     #[test]
@@ -271,6 +609,34 @@ mod tests {
         ));
     }
 
+    /// `-n{n}` with an empty value would be `-n` alone, and the CLI would take the
+    /// next argument (another value, or the template's `--`) as its value.
+    #[test]
+    fn an_empty_value_never_leaves_a_short_option_bare() {
+        let command = every_place();
+        let run = |list: &[&str]| {
+            parse(&command, &words(list), Path::new("/")).and_then(|values| render(&command, &values, &[]))
+        };
+        assert_eq!(
+            run(&["url=u", "n="]),
+            Err(InvocationError::Invalid {
+                name: "n".into(),
+                reason: "is empty, which would leave `-n` to take the next argument as its value".into()
+            })
+        );
+        // The hole it closes: `-n` ate the template's `--`, so `-rf` after it was
+        // read as an option.
+        assert!(matches!(
+            run(&["url=u", "n=", "rest=-rf"]),
+            Err(InvocationError::Invalid { name, .. }) if name == "n"
+        ));
+        // A long option keeps its `=`, and a separate value is its own argument.
+        assert_eq!(
+            run(&["url=u", "to=", "out="]).unwrap(),
+            ["get", "--url", "u", "--output", "", "--to=", "--"]
+        );
+    }
+
     #[test]
     fn refusals() {
         assert_eq!(
@@ -280,6 +646,16 @@ mod tests {
         assert_eq!(
             render_words(&["to=x", "frm=y"]),
             Err(InvocationError::Unknown {
+                key: "frm".into(),
+                closest: None,
+                known: words(&["to", "at", "n", "word", "file", "tags"])
+            })
+        );
+        assert_eq!(
+            render_words(&["to=x", "wrod=y"]),
+            Err(InvocationError::Unknown {
+                key: "wrod".into(),
+                closest: Some("word".into()),
                 known: words(&["to", "at", "n", "word", "file", "tags"])
             })
         );
@@ -353,12 +729,12 @@ mod tests {
         let json = vec!["--json".to_owned()];
         let values = parse(command.command("c").unwrap(), &["p=x".to_owned()], Path::new("/")).unwrap();
         assert_eq!(
-            render(command.command("c").unwrap(), &values, &json),
+            render(command.command("c").unwrap(), &values, &json).unwrap(),
             ["grep", "-n", "--json", "--", "./x"]
         );
         let values = Values::new();
         assert_eq!(
-            render(command.command("d").unwrap(), &values, &json),
+            render(command.command("d").unwrap(), &values, &json).unwrap(),
             ["list", "--json"]
         );
     }

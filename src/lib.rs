@@ -31,6 +31,7 @@ pub mod sandbox;
 pub mod search;
 pub mod skill;
 pub mod state;
+pub mod suggest;
 pub mod template;
 pub mod terminal;
 
@@ -169,12 +170,21 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
         Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
-            | clap::error::ErrorKind::DisplayVersion
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                 let text = error.render().to_string();
                 Ok(Reply {
                     data: Some(serde_json::json!({ "help": text })),
                     text,
+                    ..Reply::default()
+                })
+            }
+            // The version as a field of its own: `hcpx --version --json` is read by
+            // scripts, which should not have to cut `hcpx ` off a help text.
+            clap::error::ErrorKind::DisplayVersion => {
+                let version = env!("CARGO_PKG_VERSION");
+                Ok(Reply {
+                    data: Some(serde_json::json!({ "name": "hcpx", "version": version })),
+                    text: format!("hcpx {version}\n"),
                     ..Reply::default()
                 })
             }

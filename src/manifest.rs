@@ -120,14 +120,22 @@ pub struct Param {
     pub values: Vec<String>,
     pub pattern: Option<Regex>,
     pub pattern_source: Option<String>,
+    /// `refuse`: a value in which this matches anywhere is refused (what a CLI
+    /// would read as something the pack must not do, such as a file outside).
+    pub refuse: Option<Regex>,
+    pub refuse_source: Option<String>,
     /// The default, already rendered to argv strings (one per array item).
     pub default: Option<Vec<String>>,
     pub description: Option<String>,
     pub max_length: usize,
+    /// `"flag": "--utc"` on a boolean: the template's `{name}` element is this
+    /// text when the value is `true`, and nothing when it is `false`.
+    pub flag: Option<String>,
 }
 
 impl Param {
-    /// `array of string`, `enum (a|b)`, `integer`: for references and errors.
+    /// `array of string`, `enum (a|b)`, `integer`, `boolean (true gives --utc)`: for
+    /// references and errors.
     pub fn type_label(&self) -> String {
         let base = match self.ty {
             ScalarType::Enum => format!("enum ({})", self.values.join("|")),
@@ -135,6 +143,8 @@ impl Param {
         };
         if self.array {
             format!("array of {base}")
+        } else if let Some(flag) = &self.flag {
+            format!("{base} (true gives {flag})")
         } else {
             base
         }
@@ -183,6 +193,12 @@ impl Param {
             let source = self.pattern_source.as_deref().unwrap_or_default();
             return Err(format!("does not match the pattern {source}"));
         }
+        if let Some(refuse) = &self.refuse
+            && refuse.is_match(value)
+        {
+            let source = self.refuse_source.as_deref().unwrap_or_default();
+            return Err(format!("contains what this parameter refuses ({source})"));
+        }
         Ok(())
     }
 }
@@ -212,6 +228,20 @@ pub fn check_relative_path(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// One unit of a command's template, as the validator read it (see docs/packs.md).
+#[derive(Debug, Clone)]
+pub enum Slot {
+    /// One argv element: literal text and value placeholders.
+    Element(Element),
+    /// An option and its value as two argv elements (`"--url", "{url}"`): both are
+    /// left out when the parameter has no value, and repeated, in order, for each
+    /// value of an array. A value that starts with `-` is refused.
+    Separated { option: String, param: String },
+    /// A boolean parameter's `flag` (`"{utc}"` with `"flag": "--utc"`): that text
+    /// when the value is `true`, nothing when it is `false` or absent.
+    Flag { param: String, text: String },
+}
+
 #[derive(Debug, Clone)]
 pub struct Command {
     pub name: String,
@@ -219,7 +249,7 @@ pub struct Command {
     pub description: Option<String>,
     pub effect: Effect,
     pub params: Vec<Param>,
-    pub argv: Vec<Element>,
+    pub argv: Vec<Slot>,
     pub json: Vec<String>,
 }
 
@@ -664,16 +694,18 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
     })
 }
 
-const PARAM_FIELDS: [&str; 9] = [
+const PARAM_FIELDS: [&str; 11] = [
     "type",
     "items",
     "values",
     "required",
     "positional",
     "pattern",
+    "refuse",
     "default",
     "description",
     "maxLength",
+    "flag",
 ];
 
 fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param> {
@@ -753,6 +785,13 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
             .map_err(|_| walk.problem(&join(path, "pattern"), "is not a valid regular expression"))
             .ok()
     });
+    let refuse_source = walk.string(&join(path, "refuse"), object.get("refuse"), false);
+    let refuse = refuse_source.as_ref().and_then(|source| {
+        // Matched anywhere in the value, unanchored.
+        Regex::new(source)
+            .map_err(|_| walk.problem(&join(path, "refuse"), "is not a valid regular expression"))
+            .ok()
+    });
     let mut param = Param {
         name: name.to_owned(),
         ty,
@@ -762,9 +801,12 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         values,
         pattern,
         pattern_source,
+        refuse,
+        refuse_source,
         default: None,
         description,
         max_length,
+        flag: flag_text(walk, path, object.get("flag"), ty, array),
     };
     if let Some(default) = object.get("default") {
         if required {
@@ -783,6 +825,31 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         }
     }
     Some(param)
+}
+
+/// The `flag` field: fixed option text, for a boolean that is not an array.
+fn flag_text(
+    walk: &mut Walk,
+    path: &str,
+    value: Option<&Value>,
+    ty: ScalarType,
+    array: bool,
+) -> Option<String> {
+    let path = join(path, "flag");
+    let text = walk.string(&path, value, false)?;
+    if ty != ScalarType::Boolean || array {
+        walk.problem(
+            &path,
+            "is only for type boolean; a value goes in the element after its option (\"--opt\", \"{name}\")",
+        );
+        return None;
+    }
+    let option = text.starts_with('-') && text != "-" && text != "--";
+    if !option || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        walk.problem(&path, "must be one option, such as --utc or -u (no spaces)");
+        return None;
+    }
+    Some(text)
 }
 
 /// Renders a JSON default to argv strings and checks it like a caller value.
@@ -822,25 +889,45 @@ fn template(
     value: Option<&Value>,
     params: &[Param],
     declared: &BTreeSet<String>,
-) -> Vec<Element> {
+) -> Vec<Slot> {
     let path = join(command_path, "argv");
     if value.is_none() {
         walk.problem(&path, "is required (the arguments after bin; may be [])");
         return Vec::new();
     }
     let raw = walk.strings(&path, value);
-    let mut elements = Vec::new();
+    let mut slots = Vec::new();
     let mut used = BTreeSet::new();
     let mut after_double_dash = false;
+    // The previous element when it is an option (`--url`, `-H`) before any `--`,
+    // so that a lone placeholder here is that option's value.
+    let mut option_before: Option<String> = None;
     for (index, text) in raw.iter().enumerate() {
         let element_path = format!("{path}[{index}]");
         let element = match Element::parse(text) {
             Ok(element) => element,
             Err(error) => {
                 walk.problem(&element_path, error.to_string());
+                option_before = None;
                 continue;
             }
         };
+        let follows_option = std::mem::replace(
+            &mut option_before,
+            (!after_double_dash && element.is_option_literal()).then(|| element.prefix().to_owned()),
+        );
+        // A boolean's flag: `{utc}` alone in its element renders the fixed text.
+        let flag = element
+            .lone_param()
+            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
+            .and_then(|param| param.flag.as_ref().map(|text| (param, text)));
+        // An option's value in the element after it: one placeholder, alone, of a
+        // parameter that is not positional (a positional one stays an operand).
+        let separated = element
+            .lone_param()
+            .filter(|_| follows_option.is_some())
+            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
+            .filter(|param| !param.positional && param.flag.is_none());
         let mut arrays = 0;
         for (name, optional) in element.params() {
             let Some(param) = params.iter().find(|param| param.name == name) else {
@@ -860,21 +947,27 @@ fn template(
                     format!("\"{name}\" is required, so write {{{name}}} without `?`"),
                 );
             }
-            if !optional && !param.required && param.default.is_none() && !param.array {
+            let needs_mark = !param.required && param.default.is_none() && !param.array;
+            if !optional && needs_mark {
                 walk.problem(
                     &element_path,
                     format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
                 );
             }
-            let safe = after_double_dash || param.positional || element.is_option_fused();
-            if !safe {
+            if param.flag.is_some() && flag.is_none() {
                 walk.problem(
                     &element_path,
-                    format!(
-                        "\"{name}\" must be fused to an option (--{name}={{{name}}}), placed after a \"--\" \
-                         element, or declared \"positional\": true"
-                    ),
+                    format!("\"{name}\" is a flag, so {{{name}}} must be the whole element"),
                 );
+                continue;
+            }
+            let safe = after_double_dash
+                || param.positional
+                || element.is_option_fused()
+                || separated.is_some()
+                || flag.is_some();
+            if !safe {
+                walk.problem(&element_path, unsafe_placement(param, needs_mark));
             }
         }
         if arrays > 1 {
@@ -886,7 +979,24 @@ fn template(
         if element.is_end_of_options() {
             after_double_dash = true;
         }
-        elements.push(element);
+        match (flag, separated) {
+            (Some((param, text)), _) => slots.push(Slot::Flag {
+                param: param.name.clone(),
+                text: text.clone(),
+            }),
+            (None, Some(param)) => {
+                // The option's own element, pushed as a literal one step ago, now
+                // travels with its value.
+                slots.pop();
+                slots.push(Slot::Separated {
+                    option: follows_option.unwrap_or_default(),
+                    param: param.name.clone(),
+                });
+                // `--url {url} {x}`: `{x}` is not `--url`'s value.
+                option_before = None;
+            }
+            (None, None) => slots.push(Slot::Element(element)),
+        }
     }
     for param in params {
         if !used.contains(&param.name) {
@@ -896,7 +1006,24 @@ fn template(
             );
         }
     }
-    elements
+    slots
+}
+
+/// The problem for a placeholder that stands where a value could be read as an
+/// option, with the forms real CLIs accept: the option and its value as two
+/// elements, an on/off flag for a boolean, after `--`, or positional.
+fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
+    let name = &param.name;
+    let mark = if needs_mark { "?" } else { "" };
+    let flag = if param.ty == ScalarType::Boolean && !param.array {
+        format!("be an on/off flag (declare \"flag\": \"--{name}\"), ")
+    } else {
+        String::new()
+    };
+    format!(
+        "\"{name}\" must {flag}follow its option as the next element (\"--{name}\", \"{{{name}{mark}}}\"), \
+         be placed after a \"--\" element, or be declared \"positional\": true"
+    )
 }
 
 #[cfg(test)]

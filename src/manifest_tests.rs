@@ -120,7 +120,7 @@ fn unknown_fields_everywhere() {
             "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands)",
             "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json)",
             "commands.greet.params.name.min: unknown field (known: type, items, values, required, positional, \
-             pattern, default, description, maxLength)",
+             pattern, refuse, default, description, maxLength, flag)",
         ]
     );
 }
@@ -234,6 +234,10 @@ fn param_type_rules() {
         ["commands.greet.params.name.pattern: is not a valid regular expression"]
     );
     assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["name"]["refuse"] = json!("(")),
+        ["commands.greet.params.name.refuse: is not a valid regular expression"]
+    );
+    assert_eq!(
         problems(|v| v["commands"]["greet"]["params"]["name"]["maxLength"] = json!(0)),
         ["commands.greet.params.name.maxLength: must be an integer from 1 to 65536"]
     );
@@ -316,24 +320,194 @@ fn template_optional_marks() {
 
 #[test]
 fn option_fusing_rule() {
-    // A bare placeholder before `--` could be read as an option by the pack's CLI.
+    // A bare placeholder before `--` could be read as an option by the pack's CLI;
+    // the problem suggests the forms real CLIs accept.
     assert_eq!(
         problems(|v| v["commands"]["greet"]["argv"][1] = json!("{name}")),
         [
-            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
-             element, or declared \"positional\": true"
+            "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
         ]
     );
     assert_eq!(
         problems(|v| v["commands"]["greet"]["argv"][1] = json!("--{name}")),
         [
-            "commands.greet.argv[1]: \"name\" must be fused to an option (--name={name}), placed after a \"--\" \
-             element, or declared \"positional\": true"
+            "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
+        ]
+    );
+    // A boolean is offered the on/off flag first; an optional one keeps its `?`.
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["argv"][3] = json!("{loud?}")),
+        [
+            "commands.greet.argv[3]: \"loud\" must be an on/off flag (declare \"flag\": \"--loud\"), follow its \
+             option as the next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be declared \"positional\": true"
         ]
     );
     // After `--`, or declared positional, a bare placeholder is fine (the good
     // manifest has both); so is a short option with its value attached.
     assert!(problems(|v| v["commands"]["greet"]["argv"][2] = json!("-t{times}")).is_empty());
+}
+
+fn with_argv(argv: Value) -> impl FnOnce(&mut Value) {
+    move |v| v["commands"]["greet"]["argv"] = argv
+}
+
+#[test]
+fn an_option_and_its_value_as_two_elements() {
+    let argv = json!([
+        "greet", "--name", "{name}", "-t", "{times}", "--loud", "{loud?}", "{word?}", "--", "{files}"
+    ]);
+    assert!(problems(with_argv(argv.clone())).is_empty());
+    let mut value = good();
+    with_argv(argv)(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    let slots = &manifest.command("greet").unwrap().argv;
+    assert!(matches!(&slots[1], Slot::Separated { option, param } if option == "--name" && param == "name"));
+    assert!(matches!(&slots[2], Slot::Separated { option, param } if option == "-t" && param == "times"));
+    assert!(matches!(&slots[4], Slot::Element(element) if element.to_string() == "{word?}"));
+    // The `?` marks apply as in any element.
+    assert_eq!(
+        problems(with_argv(json!([
+            "--name", "{name?}", "--loud", "{loud}", "{word?}", "--", "{files}", "{times}"
+        ]))),
+        [
+            "commands.greet.argv[1]: \"name\" is required, so write {name} without `?`",
+            "commands.greet.argv[3]: \"loud\" is optional, so write {loud?} (the element is dropped when it is absent)"
+        ]
+    );
+    // Only the element right after the option, before any `--`, is its value: not
+    // a second placeholder, not one after `--` (there `-t` is an operand).
+    assert_eq!(
+        problems(with_argv(json!([
+            "--name",
+            "{name}",
+            "{times}",
+            "--loud={loud?}",
+            "{word?}",
+            "--",
+            "{files}"
+        ]))),
+        [
+            "commands.greet.argv[2]: \"times\" must follow its option as the next element (\"--times\", \"{times}\"), \
+             be placed after a \"--\" element, or be declared \"positional\": true"
+        ]
+    );
+    assert!(
+        problems(with_argv(json!([
+            "--name={name}",
+            "--times={times}",
+            "--loud={loud?}",
+            "{word?}",
+            "--",
+            "-t",
+            "{files}"
+        ])))
+        .is_empty()
+    );
+    // Neither `-` (stdin) nor a fused `--x=` nor text with a placeholder is an option
+    // a value may follow.
+    for option in ["-", "--name=x", "x"] {
+        assert_eq!(
+            problems(with_argv(json!([
+                option,
+                "{name}",
+                "--times={times}",
+                "--loud={loud?}",
+                "{word?}",
+                "--",
+                "{files}"
+            ]))),
+            [
+                "commands.greet.argv[1]: \"name\" must follow its option as the next element (\"--name\", \"{name}\"), \
+                 be placed after a \"--\" element, or be declared \"positional\": true"
+            ],
+            "{option}"
+        );
+    }
+}
+
+#[test]
+fn a_positional_parameter_after_an_option_stays_an_operand() {
+    // `sqlite3 -readonly {db}`: `db` is positional, so `-readonly` is a flag of its
+    // own, not the option of a value, as in the built-in packs.
+    let argv = json!([
+        "--name={name}",
+        "--times={times}",
+        "--loud={loud?}",
+        "-x",
+        "{word?}",
+        "--",
+        "{files}"
+    ]);
+    let mut value = good();
+    with_argv(argv)(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    let slots = &manifest.command("greet").unwrap().argv;
+    assert!(matches!(&slots[3], Slot::Element(element) if element.to_string() == "-x"));
+    assert!(matches!(&slots[4], Slot::Element(element) if element.to_string() == "{word?}"));
+}
+
+#[test]
+fn flag_rules() {
+    let with_flag = |flag: Value, element: &'static str| {
+        move |v: &mut Value| {
+            v["commands"]["greet"]["params"]["loud"]["flag"] = flag;
+            v["commands"]["greet"]["argv"][3] = json!(element);
+        }
+    };
+    // `{loud?}` alone, anywhere: only the manifest's text can reach the CLI.
+    assert!(problems(with_flag(json!("--loud"), "{loud?}")).is_empty());
+    assert!(problems(with_flag(json!("-L"), "{loud?}")).is_empty());
+    let mut value = good();
+    with_flag(json!("--loud"), "{loud?}")(&mut value);
+    let manifest = parse(&value.to_string()).unwrap();
+    assert!(matches!(&manifest.command("greet").unwrap().argv[3],
+        Slot::Flag { param, text } if param == "loud" && text == "--loud"));
+    let loud = manifest.command("greet").unwrap().param("loud").unwrap();
+    assert_eq!(loud.type_label(), "boolean (true gives --loud)");
+    // The `?` marks apply as to any placeholder.
+    assert_eq!(
+        problems(with_flag(json!("--loud"), "{loud}")),
+        [
+            "commands.greet.argv[3]: \"loud\" is optional, so write {loud?} (the element is dropped when it is absent)"
+        ]
+    );
+    assert_eq!(
+        problems(with_flag(json!("--loud"), "--loud={loud?}")),
+        ["commands.greet.argv[3]: \"loud\" is a flag, so {loud} must be the whole element"]
+    );
+    for bad in [
+        json!("--lo ud"),
+        json!("loud"),
+        json!("-"),
+        json!("--"),
+        json!(""),
+    ] {
+        assert_eq!(
+            problems(with_flag(bad.clone(), "{loud?}")),
+            [
+                "commands.greet.params.loud.flag: must be one option, such as --utc or -u (no spaces)",
+                "commands.greet.argv[3]: \"loud\" must be an on/off flag (declare \"flag\": \"--loud\"), follow its \
+                 option as the next element (\"--loud\", \"{loud?}\"), be placed after a \"--\" element, or be \
+                 declared \"positional\": true"
+            ],
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        problems(|v| {
+            v["commands"]["greet"]["params"]["name"]["flag"] = json!("--name");
+        }),
+        [
+            "commands.greet.params.name.flag: is only for type boolean; a value goes in the element after its option \
+             (\"--opt\", \"{name}\")"
+        ]
+    );
+    assert_eq!(
+        problems(|v| v["commands"]["greet"]["params"]["loud"]["flag"] = json!(true)),
+        ["commands.greet.params.loud.flag: must be a string"]
+    );
 }
 
 #[test]
@@ -359,7 +533,16 @@ fn every_problem_is_listed_at_once() {
         v["sandbox"]["timeoutMs"] = json!(0);
         v["commands"]["greet"]["argv"][1] = json!("--name={frm}");
     });
-    assert_eq!(found.len(), 5, "{found:#?}");
+    assert_eq!(
+        found,
+        [
+            "id: must match ^[a-z0-9][a-z0-9._-]{0,63}$",
+            "version: must be a semantic version such as 1.2.0",
+            "sandbox.timeoutMs: must be an integer from 1 to 600000",
+            "commands.greet.argv[1]: unknown parameter \"frm\"",
+            "commands.greet.params.name: is declared but never used in argv",
+        ]
+    );
 }
 
 #[test]
@@ -386,5 +569,24 @@ fn param_check_values() {
     assert_eq!(
         files.check("/etc/passwd"),
         Err("is not a relative path inside the working directory".to_owned())
+    );
+}
+
+/// `refuse` matches anywhere in the value, unanchored, and the message names the
+/// author's expression, never the caller's value.
+#[test]
+fn a_value_that_holds_what_a_parameter_refuses_is_refused() {
+    let mut manifest = good();
+    manifest["commands"]["greet"]["params"]["name"]["refuse"] = json!("(?i)fsdir|zipfile");
+    let manifest = parse(&manifest.to_string()).unwrap();
+    let name = manifest.command("greet").unwrap().param("name").unwrap();
+    assert_eq!(name.check("abc"), Ok(()));
+    assert_eq!(
+        name.check("xyzfsdirxyz"),
+        Err("contains what this parameter refuses ((?i)fsdir|zipfile)".to_owned())
+    );
+    assert_eq!(
+        name.check("zipfile"),
+        Err("contains what this parameter refuses ((?i)fsdir|zipfile)".to_owned())
     );
 }

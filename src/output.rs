@@ -18,7 +18,7 @@ use crate::policy::{Layer, Policies, ShownRule};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorBody {
     pub code: u8,
-    pub reason: &'static str,
+    pub reason: crate::error::Reason,
     pub message: String,
 }
 
@@ -114,7 +114,7 @@ impl Envelope {
             data: body.data,
             error: Some(ErrorBody {
                 code: body.exit_code,
-                reason: body.reason.as_str(),
+                reason: body.reason,
                 message: body.message,
             }),
             next: body.next,
@@ -190,9 +190,20 @@ pub struct SearchResult {
     pub ready: bool,
 }
 
-pub fn search_text(query: &str, results: &[SearchResult]) -> String {
+/// `below_floor`: weaker matches hidden, said on a line of their own.
+pub fn search_text(query: &str, results: &[SearchResult], below_floor: usize) -> String {
     let mut text = String::new();
-    if results.is_empty() {
+    let (matches, them) = if below_floor == 1 {
+        ("match", "it")
+    } else {
+        ("matches", "them")
+    };
+    if results.is_empty() && below_floor > 0 {
+        let _ = writeln!(
+            text,
+            "No pack matches \"{query}\" well; {below_floor} weak {matches} hidden: `--all` shows {them}."
+        );
+    } else if results.is_empty() {
         let _ = writeln!(
             text,
             "No pack matches \"{query}\". `hcpx search` with no words lists every pack."
@@ -221,6 +232,12 @@ pub fn search_text(query: &str, results: &[SearchResult]) -> String {
             result.description,
             "",
             result.commands.join(", "),
+        );
+    }
+    if !results.is_empty() && below_floor > 0 {
+        let _ = writeln!(
+            text,
+            "({below_floor} weaker {matches} hidden; --all shows {them})"
         );
     }
     if let Some(first) = results.first() {
@@ -296,8 +313,9 @@ pub fn skill_reference(pack: &Pack) -> String {
     let writes = if sandbox.write.is_empty() {
         "writes only its private temporary folder".to_owned()
     } else {
+        // A read gets no write grant (see docs/sandbox.md).
         format!(
-            "writes only {} and its private temporary folder",
+            "writes only its private temporary folder, and {} for write and destructive commands",
             sandbox.write.join(", ")
         )
     };
@@ -345,13 +363,7 @@ pub fn skill_reference(pack: &Pack) -> String {
                     cell(&param.type_label()),
                     if param.required { "yes" } else { "no" },
                     cell(&default),
-                    cell(
-                        &param
-                            .pattern_source
-                            .as_deref()
-                            .map(|p| format!("`{p}`"))
-                            .unwrap_or_default()
-                    ),
+                    cell(&pattern_cell(param)),
                     cell(param.description.as_deref().unwrap_or_default()),
                 );
             }
@@ -371,6 +383,13 @@ pub fn skill_reference(pack: &Pack) -> String {
         let _ = writeln!(text, "Example: `hcpx exec {id} {}{tail}`\n", command.name);
     }
     text
+}
+
+/// A parameter's `pattern` and what it `refuse`s, for the reference table.
+fn pattern_cell(param: &crate::manifest::Param) -> String {
+    let pattern = param.pattern_source.as_deref().map(|p| format!("`{p}`"));
+    let refuse = param.refuse_source.as_deref().map(|r| format!("refuses `{r}`"));
+    pattern.into_iter().chain(refuse).collect::<Vec<_>>().join("; ")
 }
 
 /// `hcpx skill`: the author's SKILL.md, marked as theirs, then the reference.
@@ -420,6 +439,20 @@ pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Pa
             rule.matcher,
             rule.decision.as_str()
         );
+        if let Some(ignored) = &rule.ignored {
+            let _ = writeln!(
+                text,
+                "{:width$}  IGNORED{}: looser than {} by the {}; the project can only tighten",
+                "",
+                if ignored.only_for.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for {}", ignored.only_for.join(", "))
+                },
+                ignored.user_decision.as_str(),
+                ignored.user_rule,
+            );
+        }
     }
     let _ = writeln!(
         text,

@@ -1,6 +1,7 @@
 //! Full captures of recent calls whose result showed only a view (see docs/mcp.md), kept so
-//! they can be paged with `output ID` or read as `hcp://output/ID`: at least ten
-//! minutes, at most 64 MiB in all, the oldest dropped first. Also the view itself: a
+//! they can be paged with `output ID` or read as `hcp://output/ID`: the most recent
+//! 64 MiB in all, the oldest dropped first, each for at most an hour. Also the view
+//! itself: a
 //! head and a tail around one line that says how much was left out, never cutting a
 //! UTF-8 code point.
 
@@ -10,10 +11,8 @@ use std::time::{Duration, Instant};
 
 /// The most all kept captures may hold.
 pub const BUDGET: usize = 64 * 1024 * 1024;
-/// A capture is kept at least this long, budget allowing; after it, it may go.
-pub const KEEP: Duration = Duration::from_secs(10 * 60);
 /// Captures are dropped after this long even when the budget has room.
-const FORGET: Duration = Duration::from_secs(60 * 60);
+pub const FORGET: Duration = Duration::from_secs(60 * 60);
 
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -53,6 +52,10 @@ impl OutputStore {
 
     /// Keeps a capture under an id from [`Self::new_id`].
     pub fn insert(&self, id: &str, stdout: String, stderr: String) {
+        self.insert_at(id, stdout, stderr, Instant::now());
+    }
+
+    fn insert_at(&self, id: &str, stdout: String, stderr: String, now: Instant) {
         let Ok(mut guard) = self.entries.lock() else {
             return;
         };
@@ -61,20 +64,33 @@ impl OutputStore {
             id: id.to_owned(),
             stdout,
             stderr,
-            created: Instant::now(),
+            created: now,
         };
         let mut held: usize = entries.iter().map(Stored::size).sum::<usize>() + entry.size();
-        while held > BUDGET || entries.front().is_some_and(|old| old.created.elapsed() > FORGET) {
+        while held > BUDGET || entries.front().is_some_and(|old| expired(old, now)) {
             let Some(old) = entries.pop_front() else { break };
             held -= old.size();
         }
         entries.push_back(entry);
     }
 
+    /// The capture kept under `id`, unless it is gone or older than [`FORGET`].
     pub fn get(&self, id: &str) -> Option<Stored> {
-        let guard = self.entries.lock().ok()?;
-        guard.1.iter().find(|entry| entry.id == id).cloned()
+        self.get_at(id, Instant::now())
     }
+
+    fn get_at(&self, id: &str, now: Instant) -> Option<Stored> {
+        let guard = self.entries.lock().ok()?;
+        guard
+            .1
+            .iter()
+            .find(|entry| entry.id == id && !expired(entry, now))
+            .cloned()
+    }
+}
+
+fn expired(entry: &Stored, now: Instant) -> bool {
+    now.saturating_duration_since(entry.created) > FORGET
 }
 
 /// The largest index `<= at` that is a char boundary of `text`.
@@ -145,6 +161,32 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// A view never splits a character, shows at most `limit` bytes, keeps a
+        /// head and a tail of the text, and names the part left out, from which
+        /// paging reads the rest.
+        #[test]
+        fn a_view_is_head_marker_tail(text in "\\PC{0,120}", limit in 0_usize..200) {
+            let Some((shown, bytes)) = view(&text, limit, "out-7") else {
+                proptest::prop_assert!(text.len() <= limit);
+                return Ok(());
+            };
+            proptest::prop_assert!(bytes <= limit);
+            let marker_at = shown.find("\n[hcpx: ").unwrap();
+            let head = &shown[..marker_at];
+            let rest = &shown[marker_at + 1..];
+            let marker_end = rest.find("]\n").unwrap() + 2;
+            let tail = &rest[marker_end..];
+            proptest::prop_assert!(text.starts_with(head) && text.ends_with(tail));
+            proptest::prop_assert_eq!(head.len() + tail.len(), bytes);
+            let left_out = text.len() - bytes;
+            proptest::prop_assert!(
+                rest.starts_with(&format!("[hcpx: {left_out} bytes left out here; all {} bytes", text.len())),
+                "{}", rest
+            );
+        }
+    }
+
     #[test]
     fn store_drops_oldest_past_the_budget() {
         let store = OutputStore::default();
@@ -154,5 +196,24 @@ mod tests {
         assert!(store.get(&first).is_none(), "over budget: the oldest goes");
         assert_eq!(store.get(&second).unwrap().stdout.len(), big.len());
         assert!(store.get("out-999").is_none());
+    }
+
+    #[test]
+    fn store_forgets_a_capture_after_an_hour() {
+        let store = OutputStore::default();
+        let start = Instant::now();
+        let id = store.new_id();
+        store.insert_at(&id, "kept".to_owned(), String::new(), start);
+        let within = start + FORGET;
+        assert_eq!(store.get_at(&id, within).unwrap().stdout, "kept");
+        let past = within + Duration::from_secs(1);
+        assert!(store.get_at(&id, past).is_none(), "read after an hour");
+        let later = store.new_id();
+        store.insert_at(&later, "new".to_owned(), String::new(), past);
+        assert_eq!(
+            store.entries.lock().unwrap().1.len(),
+            1,
+            "dropped on the next insert"
+        );
     }
 }

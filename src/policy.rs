@@ -417,15 +417,15 @@ fn unparsable(scope: Scope, path: &Path, error: &str) -> Evaluation {
     }
 }
 
-/// The decision for running one pack command. The same for both principals: what
-/// differs is who may satisfy `confirm` and `confirm-human`, which exec enforces.
-pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
-    let user = match &policies.user {
+/// The user layer's decision alone: its most specific rule, else its default, else
+/// the built-in default; an unparsable user file denies.
+fn evaluate_user(subject: &Subject<'_>, user: &Layer) -> Evaluation {
+    let user = match user {
         Layer::Unparsable { path, error } => return unparsable(Scope::User, path, error),
         Layer::Parsed { path, file } => evaluate_file(file, path, Scope::User, subject),
         Layer::Absent => None,
     };
-    let user = user.unwrap_or_else(|| Evaluation {
+    user.unwrap_or_else(|| Evaluation {
         decision: builtin_default(subject.effect),
         rule: RuleRef {
             scope: Scope::Builtin,
@@ -434,7 +434,16 @@ pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
             index: None,
             error: None,
         },
-    });
+    })
+}
+
+/// The decision for running one pack command. The same for both principals: what
+/// differs is who may satisfy `confirm` and `confirm-human`, which exec enforces.
+pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
+    let user = evaluate_user(subject, &policies.user);
+    if user.rule.error.is_some() {
+        return user;
+    }
     let project = match &policies.project {
         Layer::Unparsable { path, error } => return unparsable(Scope::Project, path, error),
         Layer::Parsed { path, file } => evaluate_file(file, path, Scope::Project, subject),
@@ -518,10 +527,88 @@ pub struct ShownRule {
     pub decision: Decision,
     pub scope: Scope,
     pub file: Option<PathBuf>,
+    /// A project rule that tries to loosen what the user layer decides, which the
+    /// project cannot do: not in force where it is looser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<Ignored>,
 }
 
-/// The effective policy, every entry with its source, for `policy show`.
-pub fn show(policies: &Policies) -> Vec<ShownRule> {
+/// Why a project rule is not in force: the user layer (a rule, a default, or the
+/// built-in default) decides more strictly where the rule matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ignored {
+    /// What the user layer decides there instead.
+    pub user_decision: Decision,
+    /// The user rule or default behind that decision.
+    pub user_rule: String,
+    /// The commands (`pack.command`) where it is ignored, when it is in force for
+    /// others; empty when it is ignored wherever it matches.
+    pub only_for: Vec<String>,
+}
+
+/// Whether a project rule loosens what the user layer decides for the commands it
+/// matches. `commands` are the known `(pack, command, effect)`; a rule that matches
+/// none of them is judged for every effect it could meet.
+fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Option<Ignored> {
+    let mut subjects: Vec<(String, String, Effect)> = commands
+        .iter()
+        .filter(|(pack, command, effect)| {
+            rule.matcher.matches(&Subject {
+                principal: Principal::Terminal,
+                pack,
+                command,
+                effect: *effect,
+            })
+        })
+        .map(|(pack, command, effect)| ((*pack).to_owned(), (*command).to_owned(), *effect))
+        .collect();
+    let known = !subjects.is_empty();
+    if !known {
+        subjects = match &rule.matcher {
+            Matcher::Command { pack, command } => EFFECTS
+                .iter()
+                .map(|effect| (pack.clone(), command.clone(), *effect))
+                .collect(),
+            Matcher::Pack(pack) => EFFECTS
+                .iter()
+                .map(|effect| (pack.clone(), String::new(), *effect))
+                .collect(),
+            Matcher::Effect(effect) => vec![(String::new(), String::new(), *effect)],
+        };
+    }
+    let mut first = None;
+    let mut looser = Vec::new();
+    for (pack, command, effect) in &subjects {
+        let subject = Subject {
+            principal: Principal::Terminal,
+            pack,
+            command,
+            effect: *effect,
+        };
+        let user = evaluate_user(&subject, user);
+        if rule.decision < user.decision {
+            first.get_or_insert(user);
+            looser.push(format!("{pack}.{command}"));
+        }
+    }
+    let user = first?;
+    let only_for = if looser.len() == subjects.len() || !known {
+        Vec::new()
+    } else {
+        looser
+    };
+    Some(Ignored {
+        user_decision: user.decision,
+        user_rule: user.rule.to_string(),
+        only_for,
+    })
+}
+
+/// The effective policy, every entry with its source, for `policy show`; project
+/// rules that try to loosen are marked [`Ignored`], judged for the known
+/// `(pack, command, effect)` in `commands`.
+pub fn show(policies: &Policies, commands: &[(&str, &str, Effect)]) -> Vec<ShownRule> {
     let mut shown = Vec::new();
     for effect in EFFECTS {
         let mut entry = ShownRule {
@@ -529,6 +616,7 @@ pub fn show(policies: &Policies) -> Vec<ShownRule> {
             decision: builtin_default(effect),
             scope: Scope::Builtin,
             file: None,
+            ignored: None,
         };
         if let Layer::Parsed { path, file } = &policies.user
             && let Some(decision) = file.defaults[effect_slot(effect)]
@@ -561,6 +649,9 @@ pub fn show(policies: &Policies) -> Vec<ShownRule> {
                     decision: rule.decision,
                     scope,
                     file: Some(path.clone()),
+                    ignored: (scope == Scope::Project)
+                        .then(|| ignored(rule, &policies.user, commands))
+                        .flatten(),
                 });
             }
         }

@@ -266,7 +266,7 @@ fn show_lists_sources() {
         user: user(r#"{"defaults":{"write":"allow"},"rules":[{"match":"git.push","decision":"deny"}]}"#),
         project: project(r#"{"defaults":{"write":"deny","read":"allow"}}"#),
     };
-    let shown: Vec<(String, Decision, Scope)> = show(&policies)
+    let shown: Vec<(String, Decision, Scope)> = show(&policies, &[])
         .into_iter()
         .map(|rule| (rule.matcher, rule.decision, rule.scope))
         .collect();
@@ -285,10 +285,140 @@ fn show_lists_sources() {
     );
 }
 
+/// A project rule looser than what the user layer decides is marked ignored: in full
+/// where it matches only such commands, per command where it matches some.
+#[test]
+fn show_marks_project_rules_that_try_to_loosen() {
+    let policies = Policies {
+        user: user(r#"{"rules":[{"match":"git.*","decision":"allow"}]}"#),
+        project: project(
+            r#"{"rules":[{"match":"*.write","decision":"allow"},{"match":"git.push","decision":"deny"},
+                {"match":"sqlite.*","decision":"confirm"},{"match":"jq.*","decision":"allow"}]}"#,
+        ),
+    };
+    let commands = [
+        ("git", "commit", Effect::Write),
+        ("git", "push", Effect::Write),
+        ("sqlite", "query", Effect::Read),
+        ("sqlite", "exec", Effect::Write),
+    ];
+    let shown: Vec<(String, Option<Ignored>)> = show(&policies, &commands)
+        .into_iter()
+        .filter(|rule| rule.scope == Scope::Project)
+        .map(|rule| (rule.matcher, rule.ignored))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            // Looser than the built-in `confirm` for sqlite.exec; git's writes the
+            // user already allows, so there it changes nothing but loosens nothing.
+            (
+                "*.write".to_owned(),
+                Some(Ignored {
+                    user_decision: Decision::Confirm,
+                    user_rule: "built-in default `defaults.write`".to_owned(),
+                    only_for: vec!["sqlite.exec".to_owned()],
+                })
+            ),
+            ("git.push".to_owned(), None),
+            // Tightens sqlite.query (read: allow), and equals sqlite.exec's.
+            ("sqlite.*".to_owned(), None),
+            // A pack no command is known for: judged for every effect.
+            (
+                "jq.*".to_owned(),
+                Some(Ignored {
+                    user_decision: Decision::Confirm,
+                    user_rule: "built-in default `defaults.write`".to_owned(),
+                    only_for: Vec::new(),
+                })
+            ),
+        ]
+    );
+}
+
 #[test]
 fn round_trips_to_json() {
     let text =
         r#"{"defaults":{"read":"allow","write":"confirm"},"rules":[{"match":"git.*","decision":"deny"}]}"#;
     let file = PolicyFile::parse(text).unwrap();
     assert_eq!(PolicyFile::parse(&file.to_json().to_string()).unwrap(), file);
+}
+
+mod laws {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn decision() -> impl Strategy<Value = Decision> {
+        prop_oneof![
+            Just(Decision::Allow),
+            Just(Decision::Confirm),
+            Just(Decision::ConfirmHuman),
+            Just(Decision::Deny),
+        ]
+    }
+
+    fn effect() -> impl Strategy<Value = Effect> {
+        prop_oneof![Just(Effect::Read), Just(Effect::Write), Just(Effect::Destructive)]
+    }
+
+    fn matcher() -> impl Strategy<Value = Matcher> {
+        let pack = prop_oneof![Just("a"), Just("b")].prop_map(str::to_owned);
+        let command = prop_oneof![Just("x"), Just("y")].prop_map(str::to_owned);
+        prop_oneof![
+            (pack.clone(), command).prop_map(|(pack, command)| Matcher::Command { pack, command }),
+            pack.prop_map(Matcher::Pack),
+            effect().prop_map(Matcher::Effect),
+        ]
+    }
+
+    fn file() -> impl Strategy<Value = PolicyFile> {
+        (
+            [
+                proptest::option::of(decision()),
+                proptest::option::of(decision()),
+                proptest::option::of(decision()),
+            ],
+            proptest::collection::vec(
+                (matcher(), decision()).prop_map(|(matcher, decision)| Rule { matcher, decision }),
+                0..6,
+            ),
+        )
+            .prop_map(|(defaults, rules)| PolicyFile { defaults, rules })
+    }
+
+    fn layer(path: &'static str) -> impl Strategy<Value = Layer> {
+        prop_oneof![
+            1 => Just(Layer::Absent),
+            1 => Just(Layer::Unparsable { path: PathBuf::from(path), error: "bad".to_owned() }),
+            6 => file().prop_map(move |file| Layer::Parsed { path: PathBuf::from(path), file }),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the two files say, the project's can only make a call stricter
+        /// than the user's policy alone would.
+        #[test]
+        fn a_project_policy_only_tightens(
+            user in layer("/h/policy.json"),
+            project in layer("/p/.hcp/policy.json"),
+            pack in prop_oneof![Just("a"), Just("b"), Just("c")],
+            command in prop_oneof![Just("x"), Just("y"), Just("z")],
+            effect in effect(),
+            agent in any::<bool>(),
+        ) {
+            let subject = Subject {
+                principal: if agent { Principal::Agent } else { Principal::Terminal },
+                pack,
+                command,
+                effect,
+            };
+            let alone = evaluate(&subject, &Policies { user: user.clone(), project: Layer::Absent });
+            let both = evaluate(&subject, &Policies { user, project });
+            prop_assert!(
+                both.decision >= alone.decision,
+                "{:?} with the project, {:?} without", both, alone
+            );
+        }
+    }
 }

@@ -2,9 +2,8 @@
 //! found as it is and in any JSON string encoding of it (each character itself, as
 //! `\uXXXX` in either case, or as its short escape, mixed at will), in output and in
 //! the strings of parsed JSON data. Where a capture was cut at its limit, a tail that
-//! could be the start of a bound value is cut too ([`Redactor::safe_end`]). The
-//! redactor can also stream: a secret may straddle two chunks, so it holds back an
-//! unfinished line (up to a bound) until the next chunk or the end.
+//! could be the start of a bound value is cut too ([`Redactor::safe_end`]). It runs
+//! over a whole capture, so a value the CLI wrote in pieces is found whole.
 
 use std::sync::OnceLock;
 
@@ -15,9 +14,6 @@ use crate::binding::Secret;
 /// Values shorter than this are not redacted (see docs/bindings.md): redacting `abc` everywhere
 /// would wreck output and protect nothing.
 pub const MIN_SECRET_LEN: usize = 4;
-/// An unfinished line longer than this is processed anyway, keeping only the tail
-/// that could still be the start of a secret.
-const MAX_HOLD: usize = 64 * 1024;
 
 /// The lazy DFA cache of each token shape.
 const DFA_CACHE: usize = 256 * 1024;
@@ -234,8 +230,6 @@ impl Bound {
 pub struct Redactor {
     /// Longest first, so a secret containing another wins.
     secrets: Vec<Bound>,
-    longest: usize,
-    pending: Vec<u8>,
 }
 
 impl Redactor {
@@ -252,12 +246,7 @@ impl Redactor {
             .collect();
         list.sort_by_key(|bound| std::cmp::Reverse(bound.value.len()));
         list.dedup_by(|a, b| a.value == b.value);
-        let longest = list.first().map_or(0, |bound| bound.value.len());
-        Self {
-            secrets: list,
-            longest,
-            pending: Vec::new(),
-        }
+        Self { secrets: list }
     }
 
     /// Where to end a capture that was cut at its limit: before a tail that could be
@@ -343,39 +332,6 @@ impl Redactor {
         out
     }
 
-    /// Takes the next chunk; returns what can be released, redacted.
-    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
-        self.pending.extend_from_slice(chunk);
-        // Release whole lines, but hold an open private key block back whole.
-        let mut cut = self
-            .pending
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |newline| newline + 1);
-        if let Some(begin) = rfind(&self.pending[..cut], b"-----BEGIN ") {
-            let block = &self.pending[begin..cut];
-            if find(block, b"PRIVATE KEY-----").is_some() && find(block, b"-----END ").is_none() {
-                cut = begin;
-            }
-        }
-        if cut == 0 && self.pending.len() > MAX_HOLD {
-            // A very long unfinished line: release all but what could still be the
-            // start of a secret.
-            cut = self.pending.len() - self.longest.max(256).min(self.pending.len());
-        }
-        let rest = self.pending.split_off(cut);
-        let out = self.redact_all(&self.pending);
-        self.pending = rest;
-        out
-    }
-
-    /// The end of the stream: releases what was held back.
-    pub fn finish(&mut self) -> Vec<u8> {
-        let out = self.redact_all(&self.pending);
-        self.pending.clear();
-        out
-    }
-
     /// Hides every bound value in a text that is not output (an error message).
     pub fn redact_str(&self, text: &str) -> String {
         String::from_utf8_lossy(&self.redact_all(text.as_bytes())).into_owned()
@@ -384,10 +340,6 @@ impl Redactor {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memmem::find(haystack, needle)
-}
-
-fn rfind(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::rfind(haystack, needle)
 }
 
 fn replace_all(text: &[u8], value: &[u8], replacement: &[u8]) -> Vec<u8> {
@@ -413,52 +365,10 @@ mod tests {
         ])
     }
 
-    fn stream(redactor: &mut Redactor, chunks: &[&[u8]]) -> String {
-        let mut out = Vec::new();
-        for chunk in chunks {
-            out.extend(redactor.push(chunk));
-        }
-        out.extend(redactor.finish());
-        String::from_utf8(out).unwrap()
-    }
-
     #[test]
     fn redacts_bound_values_but_not_short_ones() {
         let text = redactor().redact_str("key=s3cr3t-value abc");
         assert_eq!(text, "key=[REDACTED:API_KEY] abc");
-    }
-
-    #[test]
-    fn a_secret_split_across_chunks_is_caught() {
-        let mut r = redactor();
-        assert_eq!(
-            stream(&mut r, &[b"token=s3cr", b"3t-val", b"ue\nnext\n"]),
-            "token=[REDACTED:API_KEY]\nnext\n"
-        );
-        let mut r = redactor();
-        assert_eq!(
-            stream(&mut r, &[b"no newline s3c", b"r3t-value"]),
-            "no newline [REDACTED:API_KEY]"
-        );
-    }
-
-    #[test]
-    fn complete_lines_are_released_at_once() {
-        let mut r = redactor();
-        assert_eq!(r.push(b"one\ntwo"), b"one\n");
-        assert_eq!(r.finish(), b"two");
-    }
-
-    #[test]
-    fn long_unfinished_lines_are_bounded() {
-        let mut r = redactor();
-        let released = r.push(&vec![b'x'; MAX_HOLD + 1000]);
-        assert!(
-            released.len() >= MAX_HOLD,
-            "held back too much: {}",
-            released.len()
-        );
-        assert!(r.pending.len() <= 256);
     }
 
     #[test]
@@ -667,15 +577,10 @@ mod tests {
     }
 
     #[test]
-    fn private_key_blocks_span_chunks_and_lines() {
-        let mut r = Redactor::new(&[]);
-        let out = stream(
-            &mut r,
-            &[
-                b"before\n-----BEGIN RSA PRIVATE KEY-----\nMIIE",
-                b"abc\ndef\n-----END RSA PRIVATE KEY-----\nafter\n",
-            ],
+    fn private_key_blocks_span_lines() {
+        let out = Redactor::new(&[]).redact_all(
+            b"before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\ndef\n-----END RSA PRIVATE KEY-----\nafter\n",
         );
-        assert_eq!(out, "before\n[REDACTED:private-key]\nafter\n");
+        assert_eq!(out, b"before\n[REDACTED:private-key]\nafter\n");
     }
 }

@@ -42,6 +42,22 @@ const PREFIX_FACTOR: f64 = 0.5;
 /// Bonus when the whole query is exactly a pack's id.
 const EXACT_ID_BONUS: f64 = 20.0;
 
+/// A match scoring under this share of the best one is hidden: a pack that only
+/// mentions a word in its skill text does not pad a list led by packs named for it.
+pub const RELATIVE_FLOOR: f64 = 0.25;
+/// A match scoring under this is hidden whatever the best: a lone prefix hit in a
+/// skill text (0.5) says nothing about what a pack does.
+pub const MIN_SCORE: f64 = 1.0;
+
+/// The matches worth showing, and how many weaker ones the floor hid.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranked {
+    pub hits: Vec<Hit>,
+    /// Matches under the relevance floor ([`RELATIVE_FLOOR`], [`MIN_SCORE`]), not in
+    /// `hits`.
+    pub below_floor: usize,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
     /// Index into the packs the index was built from.
@@ -137,14 +153,49 @@ impl SearchIndex {
         }
     }
 
-    /// Packs matching `query`, best first, at most `limit`. An empty query lists
-    /// every pack in id order.
+    /// Packs matching `query`, best first, at most `limit`, every match however
+    /// weak. An empty query lists every pack in id order.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let mut hits = self.scored(query);
+        hits.truncate(limit);
+        hits
+    }
+
+    /// [`Self::search`] without the matches under the relevance floor, counted
+    /// instead. An empty query lists every pack (none is below a floor).
+    pub fn rank(&self, query: &str, limit: usize) -> Ranked {
+        let mut hits = self.scored(query);
+        // The best match's own score, without the bonus for naming a pack exactly:
+        // `search git` should not hide every other pack that is about git.
+        let exact = self.ids.binary_search(&query.trim().to_lowercase()).ok();
+        let best = hits
+            .iter()
+            .map(|hit| {
+                if Some(hit.index) == exact {
+                    hit.score - EXACT_ID_BONUS
+                } else {
+                    hit.score
+                }
+            })
+            .fold(0.0, f64::max);
+        let floor = (best * RELATIVE_FLOOR).max(MIN_SCORE);
+        let kept = if words(query).next().is_none() {
+            hits.len()
+        } else {
+            hits.partition_point(|hit| hit.score >= floor)
+        };
+        let below_floor = hits.len() - kept;
+        hits.truncate(kept.min(limit));
+        Ranked { hits, below_floor }
+    }
+
+    /// Every match, best first.
+    fn scored(&self, query: &str) -> Vec<Hit> {
         let mut terms: Vec<String> = words(query).collect();
         terms.sort();
         terms.dedup();
         if terms.is_empty() {
-            return (0..self.ids.len().min(limit))
+            return (0..self.ids.len())
                 .map(|index| Hit { index, score: 0.0 })
                 .collect();
         }
@@ -198,7 +249,6 @@ impl SearchIndex {
             .map(|(index, score)| Hit { index, score: *score })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
-        hits.truncate(limit);
         hits
     }
 }
@@ -312,6 +362,32 @@ mod tests {
         assert!(ranked(&fixture(), "zebra").is_empty());
         let index = SearchIndex::build(&fixture());
         assert_eq!(index.search("a", 2).len(), 2);
+    }
+
+    /// A pack that only mentions the word in its skill text does not pad a list
+    /// led by packs named for it; it is counted as hidden instead.
+    #[test]
+    fn weak_matches_fall_below_the_floor() {
+        let index = SearchIndex::build(&fixture());
+        let ranked = index.rank("journey", 10);
+        let ids: Vec<&str> = ranked.hits.iter().map(|hit| fixture_id(hit.index)).collect();
+        assert_eq!(ids, ["journey", "ride", "trainline"]);
+        assert_eq!(ranked.below_floor, 1, "atlas mentions it only in its skill text");
+        // `search` keeps every match.
+        assert_eq!(index.search("journey", 10).len(), 4);
+        // When every match is weak, the best of them still shows...
+        let only = index.rank("once", 10);
+        assert_eq!((only.hits.len(), only.below_floor), (1, 0));
+        // ...unless it is a lone prefix hit in a skill text.
+        let prefix = index.rank("onc", 10);
+        assert_eq!((prefix.hits.len(), prefix.below_floor), (0, 1));
+        // An empty query lists every pack; the limit still applies.
+        let all = index.rank("", 2);
+        assert_eq!((all.hits.len(), all.below_floor), (2, 0));
+    }
+
+    fn fixture_id(index: usize) -> &'static str {
+        ["atlas", "journey", "ride", "trainline", "walker"][index]
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The argv template language (see docs/packs.md): `{name}` and `{name?}` placeholders inside
 //! one argv element, `{{` and `}}` for literal braces. Parsing only; the manifest
-//! validator checks what the placeholders name, and exec renders them.
+//! validator checks what the placeholders name and where they stand (an option's value
+//! in the element after it, for one), and exec renders them.
 
 use std::fmt;
 
@@ -83,6 +84,30 @@ impl Element {
             Piece::Param { name, optional } => Some((name.as_str(), *optional)),
             Piece::Literal(_) => None,
         })
+    }
+
+    /// `Some((name, optional))` when the element is one value placeholder and
+    /// nothing else: `{url}`, `{out?}`.
+    pub fn lone_param(&self) -> Option<(&str, bool)> {
+        match self.pieces.as_slice() {
+            [Piece::Param { name, optional }] => Some((name.as_str(), *optional)),
+            _ => None,
+        }
+    }
+
+    /// True when the element is fixed text that a CLI reads as an option which may
+    /// take the next argument as its value (`--url`, `-H`): a dash, then letters,
+    /// digits, `-`, `_` or `.` only (no `=`: `--a=b` has its value already), and
+    /// neither `-` nor `--`.
+    pub fn is_option_literal(&self) -> bool {
+        matches!(self.pieces.as_slice(), [Piece::Literal(text)]
+            if text.starts_with('-') && text != "-" && text != "--" && text.bytes().all(option_byte))
+    }
+
+    /// True when a value placeholder opens the element, so the value's first
+    /// character is the argument's first character.
+    pub fn starts_with_value(&self) -> bool {
+        matches!(self.pieces.first(), Some(Piece::Param { .. }))
     }
 
     /// The literal text before the first placeholder.
@@ -197,6 +222,20 @@ mod tests {
             vec![Piece::Literal("{x}-".into()), param("y", false)]
         );
         assert_eq!(element.to_string(), "{{x}}-{y}");
+    }
+
+    #[test]
+    fn option_literals_and_lone_values() {
+        for yes in ["--url", "-H", "-readonly", "--max-count"] {
+            assert!(Element::parse(yes).unwrap().is_option_literal(), "{yes}");
+        }
+        for no in ["-", "--", "url", "--url={u}", "{u}", "--a=b", "-a b"] {
+            assert!(!Element::parse(no).unwrap().is_option_literal(), "{no}");
+        }
+        assert_eq!(Element::parse("{u}").unwrap().lone_param(), Some(("u", false)));
+        assert_eq!(Element::parse("x{u}").unwrap().lone_param(), None);
+        assert!(Element::parse("{u}.txt").unwrap().starts_with_value());
+        assert!(!Element::parse("x{u}").unwrap().starts_with_value());
     }
 
     #[test]

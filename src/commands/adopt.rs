@@ -35,6 +35,33 @@ pub struct Request<'a> {
     pub yes: bool,
 }
 
+impl Request<'_> {
+    /// This very call as a command line for `next`: every flag the caller gave
+    /// (`--scope user` above all: without it the project file is the one written),
+    /// with `--write` and `--yes` as asked, quoted for a shell.
+    fn command_line(&self, write: bool, yes: bool) -> String {
+        let mut words = vec!["adopt", self.host];
+        if let Some(scope) = self.scope {
+            words.extend(["--scope", scope]);
+        }
+        if let Some(url) = self.url {
+            words.extend(["--url", url]);
+        }
+        for (on, flag) in [
+            (self.native, "--native"),
+            (self.remove, "--remove"),
+            (write, "--write"),
+            (self.force, "--force"),
+            (yes, "--yes"),
+        ] {
+            if on {
+                words.push(flag);
+            }
+        }
+        format!("hcpx {}", shell_words::join(words))
+    }
+}
+
 fn find_host(id: &str) -> Result<Host, Failure> {
     let mut hosts = adopt::hosts();
     let known: Vec<String> = hosts.keys().cloned().collect();
@@ -109,12 +136,7 @@ fn read(path: &Path) -> Result<(String, bool), Failure> {
     }
     std::fs::read_to_string(path)
         .map(|text| (text, true))
-        .map_err(|error| {
-            Failure::new(
-                Reason::InvalidArguments,
-                format!("{} cannot be read: {error}", path.display()),
-            )
-        })
+        .map_err(|error| Failure::io(format_args!("{} cannot be read", path.display()), error))
 }
 
 /// `NAME.bak` next to the file as the host reads it.
@@ -129,6 +151,19 @@ fn backup_path(path: &Path) -> PathBuf {
 fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
     let why = match error {
         AdoptError::Foreign { key, entry } => return foreign_failure(path, request, &key, &entry),
+        AdoptError::ForeignFile => {
+            return Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "{} is there and hcpx did not write it; nothing was written. Replace it \
+                     with --force (it is kept as {}, and --remove puts it back), or move it",
+                    path.display(),
+                    backup_path(path).display()
+                ),
+            )
+            .data(json!({ "path": path }))
+            .next(forced(request));
+        }
         AdoptError::Unparsable(why) | AdoptError::Shape(why) => why,
         other => {
             return Failure::new(Reason::InvalidArguments, other.to_string());
@@ -142,9 +177,9 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
         ),
     )
     .next(format!(
-        "fix {} by hand, then run hcpx adopt {} again",
+        "fix {} by hand, then run {} again",
         path.display(),
-        request.host
+        request.command_line(request.write, false)
     ))
 }
 
@@ -163,15 +198,16 @@ fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found)
     )
     .details(details)
     .data(json!({ "path": path, "key": key, "entry": entry.text }))
-    .next(format!(
-        "hcpx adopt {}{}{} --write --force",
-        request.host,
-        if request.native { " --native" } else { "" },
-        request
-            .scope
-            .map(|scope| format!(" --scope {scope}"))
-            .unwrap_or_default(),
-    ))
+    .next(forced(request))
+}
+
+/// The same adopt, forced, written, with every other flag the caller gave.
+fn forced(request: &Request<'_>) -> String {
+    Request {
+        force: true,
+        ..*request
+    }
+    .command_line(true, false)
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
@@ -282,8 +318,12 @@ fn mcp_change(
                     ),
                 )
                 .next(format!(
-                    "hcpx adopt {} --write   (it starts hcpx itself)",
-                    host.host
+                    "{}   (it starts hcpx itself)",
+                    Request {
+                        url: None,
+                        ..*request
+                    }
+                    .command_line(true, false)
                 ))
             })?
         }
@@ -342,12 +382,29 @@ fn native_changes(
         let path = dir.join("hcpx").join("SKILL.md");
         let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
         let (old, existed) = read(&target)?;
-        let new = (!remove).then(|| HCPX_SKILL.to_owned());
+        let backup = std::fs::read_to_string(backup_path(&path)).ok();
+        let planned = adopt::plan_file(
+            record,
+            &target.display().to_string(),
+            existed.then_some(old.as_str()),
+            backup.as_deref(),
+            HCPX_SKILL,
+            remove,
+            request.force,
+        )
+        .map_err(|error| edit_failure(&path, request, error))?;
+        if planned.kept_foreign {
+            warnings.push(format!(
+                "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
+                path.display()
+            ));
+        }
+        *record = planned.record;
         changes.push(Change {
             path,
             target,
             old,
-            new,
+            new: planned.new,
             existed,
         });
     }
@@ -386,8 +443,10 @@ fn native_changes(
 /// Reads the record and every file, and plans the run.
 fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
     let recorded = Record::load(&ctx.home).map_err(|error| {
-        Failure::new(Reason::InvalidArguments, error.to_string())
-            .next(format!("fix or move it, then run hcpx adopt {} again", host.host))
+        Failure::new(Reason::Io, error.to_string()).next(format!(
+            "fix or move it, then run {} again",
+            request.command_line(request.write, false)
+        ))
     })?;
     let mut record = recorded.clone();
     let mut warnings = Vec::new();
@@ -405,7 +464,7 @@ fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Resul
 }
 
 fn state_failure(error: impl std::fmt::Display) -> Failure {
-    Failure::new(Reason::InvalidArguments, error.to_string())
+    Failure::new(Reason::Io, error.to_string())
 }
 
 pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
@@ -416,7 +475,19 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     }
     let host = find_host(request.host)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
-    let planned = plan(ctx, &host, scope, request)?;
+    let mut planned = plan(ctx, &host, scope, request)?;
+    if !request.write {
+        // What --write would refuse, said before anyone asks for it.
+        for change in &planned.changes {
+            if change.changed() && change.existed && adopt::read_only(&change.target) {
+                planned.warnings.push(format!(
+                    "{} is read-only: --write leaves it as it is until it is writable (chmod u+w {})",
+                    change.target.display(),
+                    change.target.display()
+                ));
+            }
+        }
+    }
     let changed: Vec<&Change> = planned.changes.iter().filter(|change| change.changed()).collect();
     let diffs: Vec<String> = changed
         .iter()
@@ -444,20 +515,14 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         "warnings": planned.warnings,
     });
     if !request.write {
-        let flags = format!(
-            "{}{}{}",
-            if request.native { " --native" } else { "" },
-            if request.remove { " --remove" } else { "" },
-            if request.force { " --force" } else { "" }
-        );
         let text = if changed.is_empty() {
             format!("{}: nothing to change\n", host.name)
         } else {
             format!(
-                "{}:\n{}next: hcpx adopt {}{flags} --write\n",
+                "{}:\n{}next: {}\n",
                 host.name,
                 diffs.concat(),
-                host.host
+                request.command_line(true, false)
             )
         };
         return Ok(Reply {
@@ -473,8 +538,8 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     let asked = Asked {
         what: format!("Change {} file(s) for {}?", changed.len(), host.name),
         yes: request.yes,
-        retry: format!("hcpx adopt {} --write --yes", host.host),
-        by_hand: format!("hcpx adopt {} --write", host.host),
+        retry: request.command_line(true, true),
+        by_hand: request.command_line(true, false),
     };
     confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
@@ -494,7 +559,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
             Reason::InvalidArguments,
             "a file changed while hcpx was asking; nothing was written",
         )
-        .next(format!("hcpx adopt {} --write", host.host)));
+        .next(request.command_line(true, false)));
     }
     for change in &changed {
         if change.existed && adopt::read_only(&change.target) {
@@ -518,7 +583,7 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
     for change in &changed {
         let failure = |error: String| {
             Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!("cannot write {}: {error}", change.path.display()),
             )
         };
@@ -549,9 +614,9 @@ pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Resul
         lines.push_str(&format!("  {}\n", change.path.display()));
     }
     let decision = if request.remove {
-        "adopt-removed"
+        crate::audit::Decision::AdoptRemoved
     } else {
-        "adopted"
+        crate::audit::Decision::Adopted
     };
     let audit_warning = super::record(
         ctx,

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::{find_pack, load_catalog, refuse_agents, to_json};
 use crate::Reply;
+use crate::audit::Decision;
 use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
@@ -12,11 +13,7 @@ use crate::install;
 use crate::state;
 
 fn state_failure(error: &impl std::fmt::Display) -> Failure {
-    Failure::new(
-        Reason::InvalidArguments,
-        format!("the binding store cannot be changed: {error}"),
-    )
-    .next("hcpx doctor")
+    Failure::io("the binding store cannot be changed", error).next("hcpx doctor")
 }
 
 /// Loads, changes and writes the store under the lock. An unparsable store is
@@ -93,7 +90,7 @@ pub fn bind(
             })?;
             let value = input
                 .read_secret(&format!("Value for {pack_id} {key} (not shown): "))
-                .map_err(|error| Failure::new(Reason::InvalidArguments, error))?;
+                .map_err(|error| Failure::io("the value cannot be read", error))?;
             if value.is_empty() {
                 return Err(
                     Failure::new(Reason::InvalidArguments, "the value is empty; nothing was bound")
@@ -117,7 +114,14 @@ pub fn bind(
         );
         true
     })?;
-    let warning = super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now());
+    let warning = super::record(
+        ctx,
+        argv,
+        pack_id,
+        "bind",
+        Decision::Bind,
+        std::time::Instant::now(),
+    );
     Ok(Reply {
         text: format!("bound {pack_id} {key} {how}\n"),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
@@ -169,7 +173,14 @@ fn keep(
     };
     let changed = before.as_ref() != Some(&identity);
     let warning = if changed {
-        super::record(ctx, argv, pack_id, "bind", "bind", std::time::Instant::now())
+        super::record(
+            ctx,
+            argv,
+            pack_id,
+            "bind",
+            Decision::Bind,
+            std::time::Instant::now(),
+        )
     } else {
         String::new()
     };
@@ -209,7 +220,14 @@ pub fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Resul
         removed
     })?;
     let warning = if removed {
-        super::record(ctx, argv, pack_id, "unbind", "unbind", std::time::Instant::now())
+        super::record(
+            ctx,
+            argv,
+            pack_id,
+            "unbind",
+            Decision::Unbind,
+            std::time::Instant::now(),
+        )
     } else {
         String::new()
     };

@@ -44,7 +44,16 @@ impl Request {
     /// This very call as a command line, with or without `--yes`: what `next`
     /// suggests, with the caller's own values, quoted for a shell.
     fn command_line(&self, yes: bool) -> String {
-        let mut words = vec!["hcpx", "exec", self.pack.as_str(), self.command.as_str()];
+        self.corrected(&self.command, &self.params, yes, false)
+    }
+
+    /// This call with another command or other parameters (a misspelling put
+    /// right), every flag the caller gave kept.
+    fn corrected(&self, command: &str, params: &[String], yes: bool, dry_run: bool) -> String {
+        let mut words = vec!["hcpx", "exec", self.pack.as_str(), command];
+        if dry_run {
+            words.push("--dry-run");
+        }
         if yes {
             words.push("--yes");
         }
@@ -52,9 +61,9 @@ impl Request {
         if let Some(ms) = &timeout {
             words.extend(["--timeout-ms", ms.as_str()]);
         }
-        if !self.params.is_empty() {
+        if !params.is_empty() {
             words.push("--");
-            words.extend(self.params.iter().map(String::as_str));
+            words.extend(params.iter().map(String::as_str));
         }
         shell_words::join(words)
     }
@@ -139,31 +148,76 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
     let pack = find_pack(catalog, &request.pack)?;
     let Some(command) = pack.manifest.command(&request.command) else {
         let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
-        return Err(Failure::new(
-            Reason::UnknownCommand,
-            format!("the pack has no such command; its commands: {}", names.join(", ")),
-        )
-        .next(format!("hcpx skill {}", request.pack))
-        .data(json!({ "commands": names })));
+        let closest = crate::suggest::closest(&request.command, names.iter().copied());
+        let (message, next) = match closest.first() {
+            Some(best) => (
+                format!(
+                    "the pack has no such command; closest: {best}; its commands: {}",
+                    names.join(", ")
+                ),
+                request.corrected(best, &request.params, request.yes, request.dry_run),
+            ),
+            None => (
+                format!("the pack has no such command; its commands: {}", names.join(", ")),
+                format!("hcpx skill {}", request.pack),
+            ),
+        };
+        return Err(Failure::new(Reason::UnknownCommand, message)
+            .next(next)
+            .data(json!({ "commands": names, "suggestions": closest })));
     };
     let values = invocation::parse(command, &request.params, &ctx.cwd)
-        .map_err(|error| invocation_failure(&error, &request.pack, &request.command))?;
+        .map_err(|error| invocation_failure(&error, request))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
-    args.extend(invocation::render(command, &values, options));
+    args.extend(
+        invocation::render(command, &values, options).map_err(|error| invocation_failure(&error, request))?,
+    );
     Ok(Target { pack, command, args })
 }
 
-fn invocation_failure(error: &InvocationError, pack: &str, command: &str) -> Failure {
+/// The most characters of a caller's key a refusal's details show.
+const MAX_KEY_SHOWN: usize = 64;
+
+fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
     let reason = match error {
         InvocationError::NotAssignment { .. } => Reason::InvalidArguments,
         InvocationError::Unknown { .. } => Reason::UnknownParam,
         InvocationError::Missing { .. } => Reason::MissingParam,
         InvocationError::Repeated { .. } | InvocationError::Invalid { .. } => Reason::InvalidParam,
     };
-    let mut failure = Failure::new(reason, error.to_string()).next(format!("hcpx skill {pack}"));
-    if let InvocationError::Unknown { known } = error {
-        failure = failure.data(json!({ "known": known, "command": command }));
+    let mut failure = Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.pack));
+    if let InvocationError::Unknown { key, closest, known } = error {
+        // The caller's key, named for a person (escaped and bounded: it is their
+        // text, never the message's), and the call with the closest key instead.
+        let mut shown: String = key
+            .chars()
+            .take(MAX_KEY_SHOWN)
+            .map(crate::output::printable)
+            .collect();
+        if key.chars().count() > MAX_KEY_SHOWN {
+            shown.push('…');
+        }
+        let details = vec![match closest {
+            Some(best) => format!("unknown key: `{shown}`; did you mean `{best}`?"),
+            None => format!("unknown key: `{shown}`"),
+        }];
+        if let Some(best) = closest {
+            let prefix = format!("{key}=");
+            let params: Vec<String> = request
+                .params
+                .iter()
+                .map(|word| match word.strip_prefix(&prefix) {
+                    Some(value) => format!("{best}={value}"),
+                    None => word.clone(),
+                })
+                .collect();
+            failure =
+                failure.next(request.corrected(&request.command, &params, request.yes, request.dry_run));
+        }
+        failure = failure.details(details).data(json!({
+            "key": key, "closest": closest, "known": known, "command": request.command,
+        }));
     }
     failure
 }
@@ -339,15 +393,11 @@ async fn decide(
         by_hand: redact_text(&request.command_line(false), &bindings.found),
     };
     if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
-        audit.decision = Some(match failure.reason {
-            Reason::DeniedByPolicy => "denied",
-            Reason::Declined => "declined",
-            _ => "needs_confirmation",
-        });
+        audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));
         return Err(failure);
     }
     // From here on, a call that does not run was refused.
-    audit.decision = Some("refused");
+    audit.decision = Some(crate::audit::Decision::Refused);
     Ok(plan)
 }
 
@@ -743,7 +793,7 @@ struct Audit<'a> {
     request: &'a Request,
     started: Instant,
     /// `None` until the policy step has decided: nothing is recorded.
-    decision: Option<&'static str>,
+    decision: Option<crate::audit::Decision>,
     exit_code: Option<i32>,
     output_bytes: u64,
     redactor: Redactor,
@@ -763,7 +813,7 @@ impl<'a> Audit<'a> {
     }
 
     fn ran(&mut self, finished: &Finished) {
-        self.decision = Some("ran");
+        self.decision = Some(crate::audit::Decision::Ran);
         self.exit_code = Some(finished.exit_code);
         self.output_bytes = finished.stdout_total + finished.stderr_total;
     }

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
+use crate::audit::Decision;
 use crate::availability::resolve_program;
 use crate::binding::{Identity, Store};
 use crate::catalog::builtin_files;
@@ -33,7 +34,7 @@ fn failure(error: InstallError) -> Failure {
         .details(problems.iter().map(ToString::to_string).collect())
         .data(json!({ "problems": problems })),
         InstallError::Bound { bound, limit } => Failure::new(
-            Reason::InvalidArguments,
+            Reason::TooLarge,
             format!(
                 "{error}; nothing was installed",
                 error = InstallError::Bound { bound, limit }
@@ -44,7 +45,10 @@ fn failure(error: InstallError) -> Failure {
             Reason::InvalidArguments,
             format!("{message}; nothing was installed"),
         ),
-        other => Failure::new(Reason::InvalidArguments, other.to_string()),
+        InstallError::State(error) => Failure::io("the packs folder", error),
+        InstallError::Io { what, source } => Failure::io(what, source),
+        #[cfg(test)]
+        crash @ InstallError::Crash(_) => Failure::new(Reason::Failed, crash.to_string()),
     }
 }
 
@@ -71,17 +75,14 @@ async fn permitted(
     let asked = Asked {
         what: format!("{command} {target}?"),
         yes,
-        retry: format!("hcpx {command} {target} --yes"),
-        by_hand: format!("hcpx {command} {target}"),
+        // Quoted: a folder's path may hold spaces or shell characters.
+        retry: format!("hcpx {command} {} --yes", shell_words::quote(target)),
+        by_hand: format!("hcpx {command} {}", shell_words::quote(target)),
     };
     confirm(ctx, &asked, &evaluation, &plan)
         .await
         .inspect_err(|refusal| {
-            let decision = match refusal.reason {
-                Reason::DeniedByPolicy => "denied",
-                Reason::Declined => "declined",
-                _ => "needs_confirmation",
-            };
+            let decision = Decision::of_unconfirmed(refusal.reason);
             let _ = super::record(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
 }
@@ -192,8 +193,8 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
                 "npm pack produced no tarball; nothing was installed",
             )
         })?;
-    let tarball = std::fs::File::open(&tarball)
-        .map_err(|error| Failure::new(Reason::InvalidArguments, error.to_string()))?;
+    let tarball =
+        std::fs::File::open(&tarball).map_err(|error| Failure::io("the tarball npm made", error))?;
     let files = install::read_tarball(tarball).map_err(failure)?;
     let version = packed[0]["version"].as_str().unwrap_or_default();
     let name = packed[0]["name"].as_str().unwrap_or_default();
@@ -280,7 +281,11 @@ pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) ->
         argv,
         super::policy::PSEUDO_PACK,
         "install",
-        if changed { "installed" } else { "unchanged" },
+        if changed {
+            Decision::Installed
+        } else {
+            Decision::Unchanged
+        },
         started,
     );
     let replaced = match &outcome {
@@ -366,7 +371,7 @@ pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> R
         argv,
         super::policy::PSEUDO_PACK,
         "uninstall",
-        "uninstalled",
+        Decision::Uninstalled,
         started,
     );
     let builtin = builtin_files(id).is_some();

@@ -4,6 +4,7 @@
 pub mod adopt;
 pub mod availability;
 pub mod bind;
+pub mod completions;
 pub mod doctor;
 pub mod exec;
 pub mod install;
@@ -46,24 +47,33 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
 /// The packs matching `query`, best first, and the broken installed packs: from
 /// the server's cached catalog, or from the packs index, which reads only the
 /// results' files.
-pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize) -> crate::index::Found {
+/// `all` keeps the matches under the relevance floor.
+pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
     match &ctx.catalog_cache {
         Some(_) => {
             let loaded = load_catalog(ctx);
-            let hits = loaded
-                .index()
-                .search(query, limit)
+            let ranked = if all {
+                crate::search::Ranked {
+                    hits: loaded.index().search(query, limit),
+                    below_floor: 0,
+                }
+            } else {
+                loaded.index().rank(query, limit)
+            };
+            let hits = ranked
+                .hits
                 .iter()
                 .filter_map(|hit| Some((loaded.catalog.packs.get(hit.index)?.clone(), hit.score)))
                 .collect();
             crate::index::Found {
                 hits,
+                below_floor: ranked.below_floor,
                 broken: loaded.catalog.broken.clone(),
             }
         }
         None => {
             recover_installs(ctx);
-            crate::index::search(&ctx.home, ctx.self_exe.as_deref(), query, limit)
+            crate::index::search(&ctx.home, ctx.self_exe.as_deref(), query, limit, all)
         }
     }
 }
@@ -160,7 +170,7 @@ pub(crate) fn record(
     argv: &[String],
     pack: &str,
     command: &str,
-    decision: &str,
+    decision: crate::audit::Decision,
     started: std::time::Instant,
 ) -> String {
     let entry = crate::audit::Entry {
@@ -252,6 +262,12 @@ pub(crate) async fn confirm(
                 };
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
+                    // The person who just said no reads this at their terminal: no
+                    // advice meant for an agent. An agent whose host's user declined
+                    // learns not to ask again.
+                    Answer::No | Answer::Cancelled if ctx.principal == crate::Principal::Terminal => {
+                        Err(Failure::new(Reason::Declined, "you answered no; nothing ran").data(plan.clone()))
+                    }
                     Answer::No | Answer::Cancelled => {
                         Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
                             .next("ask the person what to do instead; do not retry the same command")

@@ -12,7 +12,7 @@ pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -
     let stored = ctx.outputs.as_ref().and_then(|store| store.get(id)).ok_or_else(|| {
         Failure::new(
             Reason::UnknownOutput,
-            "no kept output by that id: outputs live in the MCP server that produced them, for at least 10 minutes",
+            "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)",
         )
         .next("run the command again")
     })?;
@@ -21,12 +21,8 @@ pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -
     } else {
         &stored.stdout
     };
-    let start = ceil_boundary(text, offset);
-    // A page takes at most 2 MiB as JSON, whatever the limit: paging is how big
-    // output is read, and a message must stay under 9.5 MiB.
-    let end = floor_boundary(text, start.saturating_add(limit));
-    let end = crate::mcp::fit::page_end(text, start, end - start.min(end), crate::mcp::fit::MAX_PAGE);
-    let page = &text[start..end.max(start)];
+    let (start, end) = page_bounds(text, offset, limit);
+    let page = &text[start..end];
     let next = (end < text.len()).then_some(end);
     Ok(Reply {
         text: page.to_owned(),
@@ -41,4 +37,51 @@ pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -
         })),
         ..Reply::default()
     })
+}
+
+/// The page of `text` asked for by `offset` and `limit`, on char boundaries (an
+/// offset inside a character starts after it). A page takes at most 2 MiB as JSON,
+/// whatever the limit: paging is how big output is read, and a message must stay
+/// under 9.5 MiB. A page below the end is never empty, even when `limit` is smaller
+/// than the character there, so following `nextOffset` always reaches the end.
+fn page_bounds(text: &str, offset: usize, limit: usize) -> (usize, usize) {
+    let start = ceil_boundary(text, offset);
+    let end = floor_boundary(text, start.saturating_add(limit)).max(start);
+    let end = crate::mcp::fit::page_end(text, start, end - start, crate::mcp::fit::MAX_PAGE);
+    if end == start && start < text.len() {
+        return (start, ceil_boundary(text, start + 1));
+    }
+    (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Following `nextOffset` from any offset, with any limit, reads the rest of
+        /// the text exactly, one non-empty page at a time.
+        #[test]
+        fn paging_reads_the_rest_exactly(
+            text in "\\PC{0,80}",
+            offset in 0_usize..400,
+            limit in 0_usize..12,
+        ) {
+            let mut at = offset;
+            let mut read = String::new();
+            let first = ceil_boundary(&text, offset);
+            loop {
+                let (start, end) = page_bounds(&text, at, limit);
+                read.push_str(&text[start..end]);
+                if end >= text.len() {
+                    break;
+                }
+                prop_assert!(end > start, "an empty page at {start}");
+                at = end;
+            }
+            prop_assert_eq!(read.as_str(), &text[first..]);
+        }
+    }
 }

@@ -175,12 +175,7 @@ pub fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
         .next("hcpx pack new my-tool"));
     }
     let dir = ctx.cwd.join(id);
-    let io = |error: std::io::Error| {
-        Failure::new(
-            Reason::InvalidArguments,
-            format!("cannot write the pack: {error}"),
-        )
-    };
+    let io = |error: std::io::Error| Failure::new(Reason::Io, format!("cannot write the pack: {error}"));
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {

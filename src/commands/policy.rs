@@ -29,7 +29,25 @@ fn layer_json(layer: &Layer) -> serde_json::Value {
 
 pub fn show(ctx: &Context) -> Result<Reply, Failure> {
     let policies = load_policies(ctx);
-    let rules = policy::show(&policies);
+    // Every known command, so a project rule that loosens is judged where it matches.
+    let loaded = load_catalog(ctx);
+    let commands: Vec<(&str, &str, Effect)> = loaded
+        .catalog
+        .packs
+        .iter()
+        .flat_map(|pack| {
+            pack.manifest
+                .commands
+                .iter()
+                .map(|command| (pack.manifest.id.as_str(), command.name.as_str(), command.effect))
+        })
+        .chain(
+            PSEUDO_COMMANDS
+                .iter()
+                .map(|(name, effect)| (PSEUDO_PACK, *name, *effect)),
+        )
+        .collect();
+    let rules = policy::show(&policies, &commands);
     let user_path = ctx.user_policy_path();
     Ok(Reply {
         data: Some(json!({
@@ -118,7 +136,87 @@ pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, 
     })
 }
 
-pub fn set(ctx: &Context, matcher: &str, decision: &str, argv: &[String]) -> Result<Reply, Failure> {
+/// A rule that names a pack or command no known pack has: refused with the closest
+/// known names, since a typo (`git.comit`) would be a rule that never matches.
+fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Option<Failure> {
+    let (pack_id, command_name) = match matcher {
+        Matcher::Command { pack, command } => (pack.as_str(), Some(command.as_str())),
+        Matcher::Pack(pack) => (pack.as_str(), None),
+        Matcher::Effect(_) => return None,
+    };
+    let loaded = load_catalog(ctx);
+    let catalog = &loaded.catalog;
+    let commands: Vec<&str> = if pack_id == PSEUDO_PACK {
+        PSEUDO_COMMANDS.iter().map(|(name, _)| *name).collect()
+    } else {
+        match catalog.get(pack_id) {
+            Ok(pack) => pack.manifest.commands.iter().map(|c| c.name.as_str()).collect(),
+            Err(_) => {
+                let ids: Vec<&str> = crate::suggest::closest(
+                    pack_id,
+                    catalog.packs.iter().map(|pack| pack.manifest.id.as_str()),
+                );
+                let with = |id: &str| match command_name {
+                    Some(command) => format!("{id}.{command}"),
+                    None => format!("{id}.*"),
+                };
+                let (message, next) = match ids.first() {
+                    Some(best) => (
+                        format!("no pack by that name; did you mean {}?", with(best)),
+                        format!(
+                            "hcpx policy set {} {}",
+                            shell_words::quote(&with(best)),
+                            decision.as_str()
+                        ),
+                    ),
+                    None => ("no pack by that name".to_owned(), "hcpx search".to_owned()),
+                };
+                return Some(
+                    Failure::new(Reason::UnknownPack, message)
+                        .details(vec![
+                            "a rule for a pack not installed yet: add --force".to_owned(),
+                        ])
+                        .next(next)
+                        .data(json!({ "suggestions": ids })),
+                );
+            }
+        }
+    };
+    let command = command_name?;
+    if commands.contains(&command) {
+        return None;
+    }
+    let closest = crate::suggest::closest(command, commands.iter().copied());
+    let (message, next) = match closest.first() {
+        Some(best) => (
+            format!("{pack_id} has no such command; did you mean {pack_id}.{best}?"),
+            format!("hcpx policy set {pack_id}.{best} {}", decision.as_str()),
+        ),
+        None => (
+            format!(
+                "{pack_id} has no such command; its commands: {}",
+                commands.join(", ")
+            ),
+            format!("hcpx skill {pack_id}"),
+        ),
+    };
+    Some(
+        Failure::new(Reason::UnknownCommand, message)
+            .details(vec![
+                "a rule for a command a later version adds: add --force".to_owned(),
+            ])
+            .next(next)
+            .data(json!({ "commands": commands, "suggestions": closest })),
+    )
+}
+
+pub fn set(
+    ctx: &Context,
+    matcher: &str,
+    decision: &str,
+    force: bool,
+    argv: &[String],
+) -> Result<Reply, Failure> {
     refuse_agents(ctx)?;
     let matcher = Matcher::parse(matcher).map_err(|_| {
         Failure::new(
@@ -134,41 +232,125 @@ pub fn set(ctx: &Context, matcher: &str, decision: &str, argv: &[String]) -> Res
         )
         .next("hcpx policy set git.commit deny")
     })?;
-    let path = ctx.user_policy_path();
-    let failure = |error: String| Failure::new(Reason::InvalidArguments, error).next("hcpx policy show");
-    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| failure(error.to_string()))?;
-    let mut file = match policy::load_layer(Some(path.clone())) {
-        Layer::Absent => PolicyFile::default(),
-        Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => {
-            return Err(failure(format!(
-                "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
-            )));
-        }
-    };
-    let text = matcher.to_string();
-    match file
-        .rules
-        .iter_mut()
-        .find(|rule| rule.matcher.to_string() == text)
-    {
-        Some(rule) => rule.decision = decision,
-        None => file.rules.push(Rule { matcher, decision }),
+    if !force && let Some(failure) = unknown_target(ctx, &matcher, decision) {
+        return Err(failure);
     }
-    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
-    bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600).map_err(|error| failure(error.to_string()))?;
+    let text = matcher.to_string();
+    let path = edit_user_policy(ctx, |file| {
+        match file
+            .rules
+            .iter_mut()
+            .find(|rule| rule.matcher.to_string() == text)
+        {
+            Some(rule) => rule.decision = decision,
+            None => file.rules.push(Rule { matcher, decision }),
+        }
+        Ok(())
+    })?
+    .1;
     let warnings = super::record(
         ctx,
         argv,
         PSEUDO_PACK,
         "policy-set",
-        "policy-set",
+        crate::audit::Decision::PolicySet,
         std::time::Instant::now(),
     );
     Ok(Reply {
         text: format!("{text}: {} (in {})\n", decision.as_str(), path.display()),
         data: Some(json!({ "match": text, "decision": decision, "file": path })),
+        warnings,
+        run: None,
+    })
+}
+
+/// Changes the user's policy under the state lock: loads it (an unparsable one is
+/// never overwritten), lets `change` edit it, and writes it back unless `change`
+/// refused. Returns what `change` returned and the file's path.
+fn edit_user_policy<T>(
+    ctx: &Context,
+    change: impl FnOnce(&mut PolicyFile) -> Result<T, Failure>,
+) -> Result<(T, std::path::PathBuf), Failure> {
+    let path = ctx.user_policy_path();
+    let _lock = state::Lock::acquire(&ctx.home)
+        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
+    let mut file = match policy::load_layer(Some(path.clone())) {
+        Layer::Absent => PolicyFile::default(),
+        Layer::Parsed { file, .. } => file,
+        Layer::Unparsable { error, .. } => {
+            return Err(Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
+                ),
+            )
+            .next("hcpx policy show"));
+        }
+    };
+    let changed = change(&mut file)?;
+    let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
+    bytes.push(b'\n');
+    state::write_atomic(&path, &bytes, 0o600)
+        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
+    Ok((changed, path))
+}
+
+/// `hcpx policy unset MATCH`: takes the rule out of the user's policy; refused,
+/// with the rules there are, when the user's policy has no such rule.
+pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Failure> {
+    refuse_agents(ctx)?;
+    let matcher = Matcher::parse(matcher).map_err(|_| {
+        Failure::new(
+            Reason::InvalidArguments,
+            "MATCH is pack.command, pack.* or *.effect, as `hcpx policy show` lists it",
+        )
+        .next("hcpx policy show")
+    })?;
+    let text = matcher.to_string();
+    let (removed, path) = edit_user_policy(ctx, |file| {
+        let Some(index) = file
+            .rules
+            .iter()
+            .position(|rule| rule.matcher.to_string() == text)
+        else {
+            let rules: Vec<String> = file.rules.iter().map(|rule| rule.matcher.to_string()).collect();
+            let closest: Vec<String> = crate::suggest::closest(&text, rules.iter().map(String::as_str))
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let message = match (rules.is_empty(), closest.first()) {
+                (true, _) => "the user policy has no rules".to_owned(),
+                (false, Some(best)) => format!("the user policy has no such rule; did you mean {best}?"),
+                (false, None) => format!(
+                    "the user policy has no such rule; its rules: {}",
+                    rules.join(", ")
+                ),
+            };
+            let next = match closest.first() {
+                Some(best) => format!("hcpx policy unset {}", shell_words::quote(best)),
+                None => "hcpx policy show".to_owned(),
+            };
+            return Err(Failure::new(Reason::InvalidArguments, message)
+                .next(next)
+                .data(json!({ "rules": rules, "suggestions": closest, "file": ctx.user_policy_path() })));
+        };
+        Ok(file.rules.remove(index))
+    })?;
+    let warnings = super::record(
+        ctx,
+        argv,
+        PSEUDO_PACK,
+        "policy-unset",
+        crate::audit::Decision::PolicyUnset,
+        std::time::Instant::now(),
+    );
+    Ok(Reply {
+        text: format!(
+            "{text}: removed (was {}, in {})\n",
+            removed.decision.as_str(),
+            path.display()
+        ),
+        data: Some(json!({ "match": text, "removed": removed.decision, "file": path })),
         warnings,
         run: None,
     })

@@ -8,9 +8,10 @@ use crate::context::Context;
 use crate::error::Failure;
 use crate::output::{self, SearchResult};
 
-pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failure> {
+/// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
+pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
     let query = query.join(" ");
-    let found = search_catalog(ctx, &query, limit);
+    let found = search_catalog(ctx, &query, limit, all);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.sandbox.machine();
@@ -39,10 +40,13 @@ pub fn run(ctx: &Context, query: &[String], limit: usize) -> Result<Reply, Failu
             }
         })
         .collect();
-    let text = output::search_text(&query, &results);
+    let text = output::search_text(&query, &results, found.below_floor);
     let warnings = output::broken_text(&found.broken);
     Ok(Reply {
-        data: Some(json!({ "query": query, "results": to_json(&results), "broken": to_json(&found.broken) })),
+        data: Some(
+            json!({ "query": query, "results": to_json(&results), "belowFloor": found.below_floor,
+                    "broken": to_json(&found.broken) }),
+        ),
         text,
         warnings,
         run: None,

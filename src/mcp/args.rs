@@ -221,4 +221,30 @@ mod tests {
         let big = "a".repeat(MAX_ARGS_BYTES + 1);
         assert_eq!(split(&big).unwrap_err().reason, Reason::TooLarge);
     }
+
+    proptest::proptest! {
+        /// Any text with a metacharacter of any class anywhere is refused as such,
+        /// and the refusal never repeats the text.
+        #[test]
+        fn every_metacharacter_class_is_refused_anywhere(
+            before in "[a-z =\"'-]{0,20}",
+            meta in proptest::sample::select(vec!['|', '&', ';', '<', '>', '(', ')', '$', '`', '\n', '\r', '\0']),
+            after in "[a-z =\"'-]{0,20}",
+        ) {
+            let text = format!("{before}{meta}{after}");
+            let failure = split(&text).unwrap_err();
+            proptest::prop_assert_eq!(failure.reason, Reason::Metacharacter);
+            proptest::prop_assert!(before.len() < 4 || !failure.message.contains(&before));
+        }
+
+        /// Whatever is accepted holds no metacharacter in any word.
+        #[test]
+        fn accepted_words_hold_no_metacharacter(text in "\\PC{0,40}") {
+            if let Ok(words) = split(&text) {
+                for word in words {
+                    proptest::prop_assert!(word.chars().all(|c| class(c).is_none()), "{:?}", word);
+                }
+            }
+        }
+    }
 }

@@ -8,7 +8,7 @@ use clap::CommandFactory as _;
 use crate::cli::Cli;
 
 /// Commands an MCP caller cannot use (see docs/mcp.md).
-const REFUSED: [&str; 4] = ["mcp", "bind", "unbind", "policy set"];
+const REFUSED: [&str; 5] = ["mcp", "bind", "unbind", "policy set", "policy unset"];
 
 fn usage(command: &clap::Command, path: &str) -> String {
     let mut words = vec![path.to_owned()];
@@ -67,7 +67,7 @@ pub(super) fn markdown(read_only: bool) -> String {
          ## A first session\n\n\
          1. `{\"argv\": [\"search\", \"plan a journey\"]}`: packs that fit, with whether each is ready.\n\
          2. `{\"argv\": [\"skill\", \"transit\"]}`: the pack's guide and every command's parameters.\n\
-         3. `{\"argv\": [\"exec\", \"transit\", \"plan\", \"--\", \"from=Westgate\", \"to=North Park\"]}`: run it.\n\n\
+         3. `{\"argv\": [\"exec\", \"transit\", \"plan\", \"--\", \"from=Westgate\", \"to=North Park\", \"at=08:00\"]}`: run it (`at` makes the answer the same at any hour).\n\n\
          ## Rules\n\n\
          - Parameters are `KEY=VALUE` words after the command, one per word; repeat a key for a list. A `--` \
          before them is optional, and needed when a word starts with `-`.\n\
@@ -115,13 +115,17 @@ mod tests {
             help.contains("`bind PACK KEY [--from-env VAR] [--keep]`: Store a credential"),
             "{help}"
         );
-        assert!(help.contains("`search [QUERY...] [--limit LIMIT]`"), "{help}");
-        assert!(help.contains("`policy set MATCH DECISION`"), "{help}");
+        assert!(
+            help.contains("`search [QUERY...] [--limit LIMIT] [--all]`"),
+            "{help}"
+        );
+        assert!(help.contains("`policy set MATCH DECISION [--force]`"), "{help}");
+        assert!(help.contains("`policy unset MATCH`"), "{help}");
         assert!(
             help.lines()
                 .filter(|line| line.contains("**Refused over MCP.**"))
                 .count()
-                == 4,
+                == 5,
             "{help}"
         );
     }

@@ -86,11 +86,11 @@ fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
 fn text_for(envelope: &Envelope, human: &str) -> String {
     let mut text = String::new();
     if let Some(error) = &envelope.error {
-        text.push_str(&format!("error ({}): {}\n", error.reason, error.message));
+        text.push_str(&format!("error ({}): {}\n", error.reason.as_str(), error.message));
         if let Some(next) = &envelope.next {
             text.push_str(&format!("next: {next}\n"));
         }
-        if error.reason == "needs_confirmation"
+        if error.reason == crate::error::Reason::NeedsConfirmation
             && let Some(plan) = &envelope.data
         {
             if let Some(summary) = plan["summary"].as_str() {

@@ -550,13 +550,39 @@ mod tests {
 
     #[tokio::test]
     async fn timeout_kills_the_group() {
+        // The grandchild shares the child's group but not its fate: only a signal to
+        // the whole group ends it.
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("grandchild");
         let started = Instant::now();
-        let done = go("sleep 30 & sleep 30", 200, MAX_OUTPUT).await;
+        let script = format!(
+            "sleep 30 >/dev/null 2>&1 & echo $! > '{}'; sleep 30",
+            pid_file.display()
+        );
+        let done = go(&script, 200, MAX_OUTPUT).await;
         assert_eq!(done.ending, Ending::TimedOut);
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{:?}",
             started.elapsed()
+        );
+        let grandchild = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", grandchild.trim());
+        // Gone, or a zombie nobody reaps yet: either way it no longer runs.
+        let running = || {
+            std::fs::read_to_string(&stat)
+                .ok()
+                .and_then(|text| text.rsplit(") ").next().map(|rest| !rest.starts_with('Z')))
+                .unwrap_or(false)
+        };
+        let until = Instant::now() + Duration::from_secs(2);
+        while running() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !running(),
+            "the grandchild {} outlived the call",
+            grandchild.trim()
         );
     }
 

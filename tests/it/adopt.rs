@@ -564,6 +564,15 @@ fn a_read_only_host_file_is_refused() {
     let path = env.write("work/.cursor/mcp.json", original);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let shown = path.display().to_string();
+    // The dry run says so before anyone asks for --write.
+    let (code, envelope) = env.json(&["adopt", "cursor"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"]["warnings"],
+        json!([format!(
+            "{shown} is read-only: --write leaves it as it is until it is writable (chmod u+w {shown})"
+        )])
+    );
     let refusal = json!({
         "code": 2,
         "reason": "invalid_arguments",
@@ -715,4 +724,67 @@ fn url_entries_for_the_hosts_that_take_them() {
         assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"), "{url}");
     }
     assert!(!env.work().join(".cursor").exists(), "nothing was written");
+}
+
+/// `--native` writes the hcpx skill as a whole file: a person's file at that path is
+/// refused, kept as `SKILL.md.bak` when forced and given back byte for byte by
+/// `--remove`; a skill a person edited after adopt wrote it stays on `--remove`.
+#[test]
+fn a_skill_file_adopt_did_not_write_is_refused_kept_and_restored() {
+    let env = TestEnv::new();
+    let mine = "---\nname: hcpx\ndescription: my own notes\n---\n\nDo not lose me.\n";
+    let path = env.write("work/.claude/skills/hcpx/SKILL.md", mine);
+    let shown = path.display().to_string();
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2,
+            "reason": "invalid_arguments",
+            "message": format!("{shown} is there and hcpx did not write it; nothing was written. Replace it with --force (it is kept as {shown}.bak, and --remove puts it back), or move it"),
+        })
+    );
+    assert_eq!(envelope["data"], json!({ "path": shown }));
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx adopt claude-code --native --write --force")
+    );
+    assert_eq!(read(&path), mine);
+    assert!(
+        !env.root.path().join("work/CLAUDE.md").exists(),
+        "nothing else written"
+    );
+    // Forced: replaced, the person's file kept as the backup.
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes", "--force"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(read(&path).starts_with("---\nname: hcpx\ndescription: "));
+    assert_ne!(read(&path), mine);
+    assert_eq!(read(&bak(&path)), mine);
+    // A second run is adopt's own file: nothing to force.
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["changed"], json!(false));
+    // --remove gives the person's bytes back.
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--remove", "--write", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(read(&path), mine);
+
+    // Adopt's skill, then edited by a person: --remove leaves it and says so.
+    let env = TestEnv::new();
+    let (code, _) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
+    assert_eq!(code, 0);
+    let path = env.root.path().join("work/.claude/skills/hcpx/SKILL.md");
+    let edited = format!("{}\nMy addition.\n", read(&path));
+    std::fs::write(&path, &edited).unwrap();
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--remove", "--write", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(read(&path), edited);
+    assert_eq!(
+        envelope["data"]["warnings"],
+        json!([format!(
+            "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
+            path.display()
+        )])
+    );
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::common::{TestEnv, require};
 
-fn have(program: &str) -> bool {
+pub(crate) fn have(program: &str) -> bool {
     require(
         ["/usr/bin", "/usr/local/bin", "/bin"]
             .iter()

@@ -6,6 +6,9 @@ use crate::common::{TestEnv, stable};
 
 #[test]
 fn search_journey_ranks_transit_first() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
     let env = TestEnv::new();
     let (code, envelope) = env.json(&["search", "journey"]);
     assert_eq!(code, 0);
@@ -16,6 +19,9 @@ fn search_journey_ranks_transit_first() {
 
 #[test]
 fn search_journey_human() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
     let env = TestEnv::new();
     insta::assert_snapshot!("search_journey", env.run(&["search", "journey"]).to_string());
 }
@@ -153,6 +159,9 @@ fn unknown_pack_suggests_the_closest() {
 
 #[test]
 fn availability_transit_is_ready() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
     let env = TestEnv::new();
     let (code, envelope) = env.json(&["availability", "transit"]);
     assert_eq!(code, 0);

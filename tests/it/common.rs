@@ -243,6 +243,77 @@ pub(crate) fn require(available: bool, what: &str) -> bool {
     false
 }
 
+/// Runs `command` as the only child of a python3 parent, and returns its stdout and
+/// the peak resident memory in KiB of it and every process it started, as the kernel
+/// kept it for the reaped children (`ru_maxrss`): no sampling can miss the peak.
+/// `None` (said loudly, and a failure in CI) when python3 is missing.
+pub(crate) fn run_measuring_peak(command: &Command) -> Option<(Vec<u8>, u64)> {
+    if !require(
+        Command::new("python3").arg("-V").output().is_ok(),
+        "python3 (reads the peak memory of hcpx)",
+    ) {
+        return None;
+    }
+    let mut measured = Command::new("python3");
+    measured
+        .args([
+            "-c",
+            "import resource, subprocess, sys\n\
+             done = subprocess.run(sys.argv[1:], capture_output=True)\n\
+             sys.stderr.buffer.write(done.stdout)\n\
+             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n",
+        ])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear();
+    if let Some(dir) = command.get_current_dir() {
+        measured.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            measured.env(key, value);
+        }
+    }
+    let output = measured.output().unwrap();
+    let peak = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+    Some((output.stderr, peak))
+}
+
+/// Whether this machine enforces every sandbox layer a pack needs by default
+/// (Landlock with scopes, seccomp, and the rest), as `hcpx doctor` reports them. Tests
+/// whose expected output says a pack is ready, or shows a layer as on, need it; on a
+/// machine without them they say so and skip, and fail in CI.
+pub(crate) fn require_kernel_layers() -> bool {
+    static ENFORCED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let enforced = ENFORCED.get_or_init(|| {
+        let output = Command::new(BIN)
+            .args(["doctor", "--json"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HCP_HOME", std::env::temp_dir().join("hcpx-it-doctor"))
+            .output()
+            .map_err(|error| error.to_string())?;
+        let envelope: serde_json::Value =
+            serde_json::from_slice(&output.stdout).map_err(|error| error.to_string())?;
+        let missing: Vec<String> = envelope["data"]["sandbox"]["layers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|layer| layer["needed"] == true && layer["enforced"] != true)
+            .map(|layer| layer["layer"].as_str().unwrap_or("?").to_owned())
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing.join(", "))
+        }
+    });
+    match enforced {
+        Ok(()) => true,
+        Err(missing) => require(false, &format!("the kernel sandbox layers (missing: {missing})")),
+    }
+}
+
 /// Whether the tests run as root.
 pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {

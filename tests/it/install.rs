@@ -292,40 +292,20 @@ fn fake_npm(env: &TestEnv, tarball: &Path) -> String {
 /// peak memory (read by a parent that only waits for it) stays under 64 MiB.
 #[test]
 fn amplification_tarball_is_refused_within_bounded_memory() {
-    if !crate::common::require(
-        std::process::Command::new("python3").arg("-V").output().is_ok(),
-        "python3 (reads the peak memory of hcpx)",
-    ) {
-        return;
-    }
     let mut env = TestEnv::new();
     let tarball = env.root.path().join("bomb.tgz");
     bomb_tarball(&tarball, 24);
     assert!(std::fs::metadata(&tarball).unwrap().len() < 1024 * 1024);
     env.path = fake_npm(&env, &tarball);
     let hcpx = env.command(&["--json", "install", "npm:bomb", "--yes"]);
-    let mut measured = std::process::Command::new("python3");
-    measured
-        .args([
-            "-c",
-            "import resource, subprocess, sys\n\
-             done = subprocess.run(sys.argv[1:], capture_output=True)\n\
-             sys.stderr.buffer.write(done.stdout)\n\
-             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n",
-        ])
-        .arg(hcpx.get_program())
-        .args(hcpx.get_args())
-        .current_dir(env.work())
-        .env_clear();
-    for (key, value) in hcpx.get_envs() {
-        measured.env(key, value.unwrap());
-    }
-    let output = measured.output().unwrap();
-    let envelope: Value = serde_json::from_slice(&output.stderr).unwrap();
+    let Some((stdout, peak_kib)) = crate::common::run_measuring_peak(&hcpx) else {
+        return;
+    };
+    let envelope: Value = serde_json::from_slice(&stdout).unwrap();
     assert_eq!(
         envelope["error"],
         json!({
-            "code": 2, "reason": "invalid_arguments",
+            "code": 2, "reason": "too_large",
             "message": "the package unpacks to more than 64 MiB, the most an install reads; nothing was installed",
         }),
         "{envelope}"
@@ -334,7 +314,6 @@ fn amplification_tarball_is_refused_within_bounded_memory() {
         envelope["data"],
         json!({ "bound": "unpackedBytes", "limit": 64 * 1024 * 1024 })
     );
-    let peak_kib: u64 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
     assert!(peak_kib < 64 * 1024, "peak memory {peak_kib} KiB");
     assert!(!env.home().join("packs/probe").exists());
 }

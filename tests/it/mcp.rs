@@ -513,6 +513,9 @@ async fn cancellation_kills_the_running_child() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resources_catalog_help_skills_and_template() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
     let env = TestEnv::new();
     let client = connect(&env, Client::default(), false).await;
     let resources = client.list_all_resources().await.unwrap();
@@ -1088,6 +1091,22 @@ async fn hints_are_tool_calls_an_agent_can_make() {
         text(&result),
         "error (invalid_arguments): unrecognized subcommand 'skil'; a similar subcommand exists: 'skill'\n\
          next: {\"argv\":[\"skill\",\"transit\"]}\n"
+    );
+    // A misspelt pack command or key: the call with the closest one.
+    let result = call(&client, json!({ "argv": ["exec", "git", "lgo", "--", "n=3"] })).await;
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(r#"{"argv":["exec","git","log","--","n=3"]}"#)
+    );
+    let result = call(
+        &client,
+        json!({ "argv": ["exec", "transit", "plan", "frm=Westgate", "to=Harbour"] }),
+    )
+    .await;
+    assert_eq!(envelope(&result)["data"]["key"], json!("frm"));
+    assert_eq!(
+        envelope(&result)["next"],
+        json!(r#"{"argv":["exec","transit","plan","--","from=Westgate","to=Harbour"]}"#)
     );
     // Needs confirmation: the same call with `confirm: true`, values and all.
     let result = call(

@@ -29,7 +29,7 @@ fn broken_pack_lists_every_problem() {
       version: must be a semantic version such as 1.2.0
       sandbox.timeoutMs: must be an integer from 1 to 600000
       commands.go.effect: must be read, write or destructive
-      commands.go.argv[1]: "to" must be fused to an option (--to={to}), placed after a "--" element, or declared "positional": true
+      commands.go.argv[1]: "to" must follow its option as the next element ("--to", "{to}"), be placed after a "--" element, or be declared "positional": true
       commands.go.argv[2]: unknown parameter "frm"
       SKILL.md: front matter `name` is "broken", but the pack id is "Broken"
       bin[0]: ./missing is not in the pack
@@ -213,4 +213,146 @@ fn the_manifests_in_docs_packs_md_pass_check() {
         blocks[0], written,
         "docs/packs.md shows another manifest than pack new writes"
     );
+}
+
+/// The fenced blocks of one `## ` section of docs/packs.md, as (language, text).
+fn doc_section_blocks(heading: &str) -> Vec<(String, String)> {
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/packs.md"))
+        .unwrap();
+    let start = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("docs/packs.md has no {heading:?}"));
+    let section = &doc[start + heading.len()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let mut blocks = Vec::new();
+    let mut rest = section;
+    while let Some(open) = rest.find("```") {
+        let after = &rest[open + 3..];
+        let (lang, body) = after.split_once('\n').unwrap();
+        let end = body.find("```").unwrap();
+        blocks.push((lang.to_owned(), body[..end].to_owned()));
+        rest = &body[end + 3..];
+    }
+    blocks
+}
+
+/// The "third example" of docs/packs.md, step by step as a person follows it: the
+/// manifest and the CLI are taken from the page, and every console line is run
+/// and its output compared, so the page cannot drift. Then what the page says
+/// about it: the exact argv the CLI received with the flag on and off, the
+/// separated option, and the token only in its environment.
+#[test]
+fn the_third_example_in_docs_packs_md_runs_as_written() {
+    let env = TestEnv::new();
+    let blocks = doc_section_blocks("## A third example: a flag, a separate option value and a token");
+    let [(_, new), (_, manifest), (_, script), (_, steps)] = blocks
+        .iter()
+        .filter(|(lang, _)| ["console", "json", "sh"].contains(&lang.as_str()))
+        .cloned()
+        .collect::<Vec<_>>()
+        .try_into()
+        .unwrap_or_else(|blocks: Vec<_>| panic!("expected console, json, sh, console: {blocks:?}"));
+    let token = "tk-0123456789abcdef";
+
+    // Runs one `$ ` line of the page and compares its output with the page's.
+    let step = |line: &str, expected: &str| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let output = match words.as_slice() {
+            ["printf", "%s", _, "|", "hcpx", args @ ..] => {
+                use std::io::Write as _;
+                let mut child = env
+                    .command(args)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                child.stdin.take().unwrap().write_all(token.as_bytes()).unwrap();
+                let output = child.wait_with_output().unwrap();
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            }
+            ["hcpx", args @ ..] => {
+                let output = env.run(args);
+                format!("{}{}", output.stdout, output.stderr)
+            }
+            _ => panic!("a step the test does not know: {line}"),
+        };
+        let work = env.work().display().to_string();
+        assert_eq!(
+            output.replace(&work, "/home/me"),
+            expected,
+            "`{line}` does not print what docs/packs.md shows"
+        );
+    };
+    let run_steps = |block: &str| {
+        let mut lines = block.lines().peekable();
+        while let Some(line) = lines.next() {
+            let line = line
+                .strip_prefix("$ ")
+                .unwrap_or_else(|| panic!("not a command: {line}"));
+            let mut expected = String::new();
+            while let Some(out) = lines.next_if(|next| !next.starts_with("$ ")) {
+                expected.push_str(out);
+                expected.push('\n');
+            }
+            step(line, &expected);
+        }
+    };
+
+    run_steps(&new);
+    std::fs::write(env.work().join("tickets/hcp.json"), &manifest).unwrap();
+    // Overwriting keeps the mode `pack new` gave the script.
+    std::fs::write(env.work().join("tickets/tickets"), &script).unwrap();
+    // Before the bind, the page's exec lines are refused: the token is required.
+    let (code, envelope) = env.json(&["exec", "tickets", "list", "--", "project=web"]);
+    assert_ne!(code, 0);
+    assert_eq!(envelope["spawned"], json!(false), "{envelope}");
+    run_steps(&steps);
+
+    // The exact argv, flag on and off, and the token only in the environment.
+    let child = |words: &[&str]| {
+        let mut args = vec!["exec", "tickets", "list", "--"];
+        args.extend_from_slice(words);
+        let (code, envelope) = env.json(&args);
+        assert_eq!(code, 0, "{envelope}");
+        assert!(!envelope.to_string().contains(token), "{envelope}");
+        let child: Vec<String> = serde_json::from_value(envelope["child"].clone()).unwrap();
+        assert!(child[0].ends_with("/tickets"), "{child:?}");
+        (
+            child[1..].to_vec(),
+            envelope["stdout"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (argv, stdout) = child(&["project=web", "label=bug", "closed=true", "since=2026-11-01"]);
+    assert_eq!(
+        argv,
+        [
+            "list",
+            "--project",
+            "web",
+            "--label",
+            "bug",
+            "--since",
+            "2026-11-01",
+            "--all"
+        ]
+    );
+    assert!(stdout.ends_with("token: [REDACTED:TICKETS_TOKEN]\n"), "{stdout}");
+    let (argv, _) = child(&["project=web", "closed=false"]);
+    assert_eq!(argv, ["list", "--project", "web"]);
+    let (_, dry) = env.json(&["exec", "tickets", "list", "--dry-run", "--", "project=web"]);
+    assert_eq!(
+        dry["data"]["env"],
+        json!(["HOME", "PATH", "TICKETS_TOKEN", "TMPDIR"]),
+        "{dry}"
+    );
+    // The value reached the CLI itself (the redaction matched it) and nowhere else:
+    // not in the audit log either.
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    assert!(audit.contains("\"pack\":\"tickets\""), "{audit}");
+    assert!(!audit.contains(token));
 }

@@ -207,3 +207,23 @@ fn user_policy_that_is_a_folder_or_fifo_denies() {
         );
     }
 }
+
+/// A state folder that cannot be written is an `io_error` naming what failed, not a
+/// usage error that would send a caller to change its arguments.
+#[test]
+fn an_unwritable_home_is_an_io_error() {
+    let env = TestEnv::new();
+    let file = env.root.path().join("not-a-folder");
+    std::fs::write(&file, "x").unwrap();
+    let env = env.env("HCP_HOME", file.to_str().unwrap());
+    let (code, envelope) = env.json(&["policy", "set", "git.commit", "deny"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("io_error"), "{envelope}");
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the state lock: "),
+        "{envelope}"
+    );
+}

@@ -522,7 +522,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
     let envelope = &outcome.envelope;
     assert!(!envelope.spawned);
     let error = envelope.error.as_ref().unwrap();
-    assert_eq!(error.reason, "not_runnable");
+    assert_eq!(error.reason, hcpx::error::Reason::NotRunnable);
     assert_eq!(
         error.message,
         "this machine cannot enforce what the pack needs: descriptors, containment, privileges, filesystem, process-isolation, network, syscall-filter"
