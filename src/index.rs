@@ -2,7 +2,8 @@
 //! pack's id and origin, the installed packs that are broken, and the search index,
 //! so that a CLI run ranks a query or names the closest ids without parsing every
 //! installed manifest. It is a cache and never an authority: a pack it names is
-//! read from its own files before it is shown, and exec and `skill` never read it.
+//! read from its own files before it is shown, and `exec` and `skill` read it only
+//! to name the closest ids to one that is not there.
 //!
 //! Freshness: the index records a [`Key`] read *before* the packs were scanned (the
 //! binary, the built-in packs, the generation token install bumps after every
@@ -12,7 +13,8 @@
 //! are so recent that a second change could fall in the same clock tick is not
 //! written down ([`RACY`]). A pack edited in place (no key part changes) is caught
 //! when it is a result: its files' stamps differ from the recorded ones, and the
-//! index is rebuilt before anything is shown.
+//! index is rebuilt before anything is shown; a broken pack's stamps are checked
+//! on every load, so one fixed in place is found at once.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -51,8 +53,6 @@ pub enum IndexError {
     },
     #[error("{path} is not an index of the packs as they are: {why}")]
     Unusable { path: PathBuf, why: &'static str },
-    #[error(transparent)]
-    State(#[from] state::StateError),
 }
 
 /// What identifies one file or folder: which inode it is and when it last changed.
