@@ -127,6 +127,9 @@ pub struct Catalog {
     /// Sorted by id, one per id.
     pub packs: Vec<Pack>,
     pub broken: Vec<BrokenPack>,
+    /// Ids of packs there are but that were not loaded (see [`Catalog::known`]):
+    /// only for naming the closest ones to an unknown id.
+    pub others: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -261,6 +264,47 @@ fn parse_builtin(dir: &'static Dir<'static>) -> Option<Result<Pack, BrokenPack>>
     })
 }
 
+/// The built-in pack with this id, from memory once parsed.
+pub(crate) fn builtin(id: &str) -> Option<Pack> {
+    match BUILTINS.get() {
+        Some((packs, _)) => packs.iter().find(|pack| pack.id() == id).cloned(),
+        None => BUILTIN_DIR
+            .get_dir(id)
+            .and_then(parse_builtin)
+            .and_then(Result::ok),
+    }
+}
+
+/// A digest of every built-in pack's files, computed once per process: an index
+/// made by a binary with other built-ins is not this one's.
+pub(crate) fn builtins_digest() -> u64 {
+    static DIGEST: OnceLock<u64> = OnceLock::new();
+    *DIGEST.get_or_init(|| {
+        let mut files: Vec<&include_dir::File<'_>> = Vec::new();
+        let mut dirs = vec![&BUILTIN_DIR];
+        while let Some(dir) = dirs.pop() {
+            files.extend(dir.files());
+            dirs.extend(dir.dirs());
+        }
+        files.sort_by_key(|file| file.path());
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for file in files {
+            let name = file.path().to_string_lossy();
+            for bytes in [
+                name.as_bytes(),
+                &[0],
+                &(file.contents().len() as u64).to_le_bytes(),
+                file.contents(),
+            ] {
+                hash = bytes.iter().fold(hash, |hash, b| {
+                    (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+                });
+            }
+        }
+        hash
+    })
+}
+
 /// Every built-in pack, parsed once per process.
 fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
     BUILTINS.get_or_init(|| {
@@ -302,6 +346,7 @@ impl Catalog {
         let mut catalog = Self {
             packs: builtin.clone(),
             broken: builtin_broken.clone(),
+            others: Vec::new(),
         };
         let Ok(entries) = std::fs::read_dir(packs_dir) else {
             return catalog;
@@ -345,29 +390,55 @@ impl Catalog {
 
     /// Only the pack with this id, the installed one first: what exec needs, without
     /// parsing every other manifest. An id found nowhere loads the whole catalog, so
-    /// the refusal can name the closest ids.
+    /// the refusal can name the closest ids (see [`Catalog::find_one`] for a lookup
+    /// that leaves that to the caller).
     pub fn load_one(packs_dir: &Path, id: &str) -> Self {
-        if crate::template::is_pack_id(id) {
-            let dir = packs_dir.join(id);
-            if dir.is_dir() {
-                return match load_dir(&dir) {
-                    Ok((manifest, skill)) if manifest.id == id => Self::from_packs(vec![Pack {
+        Self::find_one(packs_dir, id).unwrap_or_else(|| Self::load(packs_dir))
+    }
+
+    /// The pack with this id read from its files now (an installed one first, then a
+    /// built-in), as [`Catalog::load`] would find it: an installed folder that does
+    /// not load is listed as broken, beside the built-in of that id if there is one.
+    /// `None` when no pack has this id.
+    pub fn find_one(packs_dir: &Path, id: &str) -> Option<Self> {
+        if !crate::template::is_pack_id(id) {
+            return None;
+        }
+        let dir = packs_dir.join(id);
+        if dir.is_dir() {
+            let problems = match load_dir(&dir) {
+                Ok((manifest, skill)) if manifest.id == id => {
+                    return Some(Self::from_packs(vec![Pack {
                         manifest,
                         skill,
                         origin: Origin::Installed { dir },
-                    }]),
-                    _ => Self::load(packs_dir),
-                };
-            }
-            let builtin = match BUILTINS.get() {
-                Some((packs, _)) => packs.iter().find(|pack| pack.id() == id).cloned().map(Ok),
-                None => BUILTIN_DIR.get_dir(id).and_then(parse_builtin),
+                    }]));
+                }
+                Ok((manifest, _)) => vec![Problem {
+                    path: "id".to_owned(),
+                    message: format!("is \"{}\", but the folder is named after another id", manifest.id),
+                }],
+                Err(problems) => problems,
             };
-            if let Some(Ok(pack)) = builtin {
-                return Self::from_packs(vec![pack]);
-            }
+            let mut catalog = Self::from_packs(builtin(id).into_iter().collect());
+            catalog.broken.push(BrokenPack {
+                id: id.to_owned(),
+                dir,
+                problems,
+            });
+            return Some(catalog);
         }
-        Self::load(packs_dir)
+        builtin(id).map(|pack| Self::from_packs(vec![pack]))
+    }
+
+    /// No pack loaded, only the ids there are (for the closest ones to an unknown
+    /// id) and the broken installed packs.
+    pub fn known(others: Vec<String>, broken: Vec<BrokenPack>) -> Self {
+        Self {
+            packs: Vec::new(),
+            broken,
+            others,
+        }
     }
 
     /// A catalog of exactly these packs (tests and benchmarks).
@@ -377,6 +448,7 @@ impl Catalog {
         Self {
             packs,
             broken: Vec::new(),
+            others: Vec::new(),
         }
     }
 
@@ -408,8 +480,9 @@ impl Catalog {
         let mut scored: Vec<(f64, &str)> = self
             .packs
             .iter()
-            .map(|pack| {
-                let other = pack.id();
+            .map(Pack::id)
+            .chain(self.others.iter().map(String::as_str))
+            .map(|other| {
                 let mut score = strsim::jaro_winkler(id, other);
                 if other.contains(id) || id.contains(other) {
                     score = score.max(0.85);
@@ -494,7 +567,21 @@ impl CatalogCache {
         {
             return Catalog::from_packs(vec![pack.clone()]);
         }
-        let catalog = Catalog::load_one(packs_dir, id);
+        // A long-lived server parses the built-ins once, not per call.
+        let _ = builtins();
+        let Some(catalog) = Catalog::find_one(packs_dir, id) else {
+            // An unknown id: the ids there are, for the closest ones.
+            let indexed = self.get(packs_dir);
+            return Catalog::known(
+                indexed
+                    .catalog
+                    .packs
+                    .iter()
+                    .map(|pack| pack.id().to_owned())
+                    .collect(),
+                indexed.catalog.broken.clone(),
+            );
+        };
         if let (Some(stamp), [pack]) = (stamp, catalog.packs.as_slice())
             && matches!(pack.origin, Origin::Installed { .. })
             && pack.id() == id

@@ -18,6 +18,9 @@ use crate::catalog::{MANIFEST_FILE, Origin, Pack, SKILL_FILE, parse_pack};
 use crate::manifest::{Manifest, Problem};
 use crate::state;
 
+/// Where installed packs are recorded, in `$HCP_HOME`.
+pub const LOCK_FILE: &str = "packs.lock.json";
+
 /// Largest file a pack may carry.
 pub const MAX_FILE: u64 = 16 * 1024 * 1024;
 
@@ -516,6 +519,7 @@ fn recover(home: &Path) -> Result<(), InstallError> {
             });
         }
     };
+    let journaled = journal.is_some();
     match journal {
         // No journal: the change never touched the installed pack.
         None => {}
@@ -544,6 +548,10 @@ fn recover(home: &Path) -> Result<(), InstallError> {
         }
         // Not moved yet: nothing changed.
         Some(Journal::Remove { .. }) => {}
+    }
+    if journaled {
+        // Whatever was finished or rolled back, the packs index is redone.
+        crate::index::bump_generation(home)?;
     }
     finish(&packs)?;
     // Staging and set-aside folders of older versions of hcpx.
@@ -717,6 +725,8 @@ pub fn place(
     lock.version = 1;
     let previous = lock.packs.insert(manifest.id.clone(), entry);
     lock.save(&lock_path)?;
+    // Before the journal goes: a crash in between leaves recovery to bump it.
+    crate::index::bump_generation(home)?;
     crash("locked")?;
     finish(&packs)?;
     Ok(Outcome::Installed { previous })
@@ -807,6 +817,9 @@ pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
     let locked = lock.packs.remove(id).is_some();
     if locked {
         lock.save(&lock_path)?;
+    }
+    if existed || locked {
+        crate::index::bump_generation(home)?;
     }
     crash("locked")?;
     finish(&packs)?;

@@ -17,6 +17,7 @@ pub mod commands;
 pub mod context;
 pub mod dispatch;
 pub mod error;
+pub mod index;
 pub mod install;
 pub mod invocation;
 pub mod manifest;

@@ -66,7 +66,7 @@ pub struct Hit {
 }
 
 /// The packs a word occurs in, each with its field bits.
-type Postings = Vec<(u32, u8)>;
+pub(crate) type Postings = Vec<(u32, u8)>;
 
 #[derive(Debug, Default)]
 pub struct SearchIndex {
@@ -250,6 +250,19 @@ impl SearchIndex {
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
         hits
+    }
+}
+
+/// The index as its parts and back, for the on-disk index of installed packs
+/// (`crate::index`), which stores exactly what [`SearchIndex::build`] made, so a
+/// query ranks the same from either.
+impl SearchIndex {
+    pub(crate) fn parts(&self) -> (&[(Box<str>, Postings)], &[String]) {
+        (&self.words, &self.ids)
+    }
+
+    pub(crate) fn from_parts(words: Vec<(Box<str>, Postings)>, ids: Vec<String>) -> Self {
+        Self { words, ids }
     }
 }
 

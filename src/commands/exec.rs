@@ -84,11 +84,7 @@ pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
 }
 
 async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
-    super::recover_installs(ctx);
-    let catalog = match &ctx.catalog_cache {
-        Some(cache) => cache.one(&ctx.packs_dir(), &request.pack),
-        None => Catalog::load_one(&ctx.packs_dir(), &request.pack),
-    };
+    let catalog = super::load_one(ctx, &request.pack);
     let target = validate(&catalog, ctx, request)?;
     let mut bindings = read_bindings(ctx, target.pack);
     let plan = decide(ctx, request, &target, &bindings, audit).await?;

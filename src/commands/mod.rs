@@ -30,6 +30,54 @@ pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::catalog::Inde
     }
 }
 
+/// One pack by id, read from its files now (what `skill` and `exec` need): through
+/// the server's cache, or from its folder or the built-ins. An id found nowhere
+/// gets the ids there are from the packs index, for the closest ones, instead of
+/// every installed manifest being parsed.
+pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
+    recover_installs(ctx);
+    let packs_dir = ctx.packs_dir();
+    match &ctx.catalog_cache {
+        Some(cache) => cache.one(&packs_dir, id),
+        None => Catalog::find_one(&packs_dir, id)
+            .unwrap_or_else(|| crate::index::known(&ctx.home, ctx.self_exe.as_deref())),
+    }
+}
+
+/// The packs matching `query`, best first, and the broken installed packs: from
+/// the server's cached catalog, or from the packs index, which reads only the
+/// results' files.
+/// `all` keeps the matches under the relevance floor.
+pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
+    match &ctx.catalog_cache {
+        Some(_) => {
+            let loaded = load_catalog(ctx);
+            let ranked = if all {
+                crate::search::Ranked {
+                    hits: loaded.index().search(query, limit),
+                    below_floor: 0,
+                }
+            } else {
+                loaded.index().rank(query, limit)
+            };
+            let hits = ranked
+                .hits
+                .iter()
+                .filter_map(|hit| Some((loaded.catalog.packs.get(hit.index)?.clone(), hit.score)))
+                .collect();
+            crate::index::Found {
+                hits,
+                below_floor: ranked.below_floor,
+                broken: loaded.catalog.broken.clone(),
+            }
+        }
+        None => {
+            recover_installs(ctx);
+            crate::index::search(&ctx.home, ctx.self_exe.as_deref(), query, limit, all)
+        }
+    }
+}
+
 /// Finishes or rolls back an install or uninstall a crash interrupted, before the
 /// packs folder is read. One `stat` when there is none; a failure is logged and
 /// the call goes on (a pack whose lock entry disagrees with its files gets none of

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{flags, load_bindings, load_catalog, load_policies, to_json};
+use super::{flags, load_bindings, load_policies, search_catalog, to_json};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
@@ -10,25 +10,15 @@ use crate::output::{self, SearchResult};
 
 /// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
 pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
     let query = query.join(" ");
-    let ranked = if all {
-        crate::search::Ranked {
-            hits: loaded.index().search(&query, limit),
-            below_floor: 0,
-        }
-    } else {
-        loaded.index().rank(&query, limit)
-    };
-    let hits = &ranked.hits;
+    let found = search_catalog(ctx, &query, limit, all);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.sandbox.machine();
-    let results: Vec<SearchResult> = hits
+    let results: Vec<SearchResult> = found
+        .hits
         .iter()
-        .map(|hit| {
-            let pack = &catalog.packs[hit.index];
+        .map(|(pack, score)| {
             let report = flags(ctx, pack, &policies, &bindings, machine);
             SearchResult {
                 id: pack.manifest.id.clone(),
@@ -41,7 +31,7 @@ pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<R
                     .iter()
                     .map(|command| command.name.clone())
                     .collect(),
-                score: (hit.score * 100.0).round() / 100.0,
+                score: (score * 100.0).round() / 100.0,
                 installed: report.installed,
                 runnable: report.runnable,
                 bound: report.bound,
@@ -50,12 +40,12 @@ pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<R
             }
         })
         .collect();
-    let text = output::search_text(&query, &results, ranked.below_floor);
-    let warnings = output::broken_text(&catalog.broken);
+    let text = output::search_text(&query, &results, found.below_floor);
+    let warnings = output::broken_text(&found.broken);
     Ok(Reply {
         data: Some(
-            json!({ "query": query, "results": to_json(&results), "belowFloor": ranked.below_floor,
-                    "broken": to_json(&catalog.broken) }),
+            json!({ "query": query, "results": to_json(&results), "belowFloor": found.below_floor,
+                    "broken": to_json(&found.broken) }),
         ),
         text,
         warnings,

@@ -2,16 +2,15 @@
 
 use serde_json::json;
 
-use super::{find_pack, load_catalog};
+use super::{find_pack, load_one};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
 use crate::output;
 
 pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
-    let pack = find_pack(catalog, id)?;
+    let catalog = load_one(ctx, id);
+    let pack = find_pack(&catalog, id)?;
     let reference = output::skill_reference(pack);
     Ok(Reply {
         data: Some(json!({

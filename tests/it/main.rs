@@ -19,6 +19,7 @@ mod cli;
 mod confine;
 mod exec;
 mod http;
+mod index;
 mod install;
 mod mcp;
 mod npm;
