@@ -13,7 +13,7 @@ use crate::state::{self, StateError};
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     pub ts: String,
     pub principal: Principal,
     pub argv: &'a [String],
@@ -28,7 +28,7 @@ pub struct Entry<'a> {
 /// What happened to a request, as its audit line says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Decision {
+pub(crate) enum Decision {
     /// The pack's CLI ran (whatever its exit code).
     Ran,
     /// A `deny` rule refused it.
@@ -54,7 +54,7 @@ pub enum Decision {
 
 impl Decision {
     /// How a confirmation that did not go through is recorded.
-    pub fn of_unconfirmed(reason: crate::error::Reason) -> Self {
+    pub(crate) fn of_unconfirmed(reason: crate::error::Reason) -> Self {
         match reason {
             crate::error::Reason::DeniedByPolicy => Self::Denied,
             crate::error::Reason::Declined => Self::Declined,
@@ -64,11 +64,11 @@ impl Decision {
 }
 
 /// Now, as RFC 3339 UTC with milliseconds.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-pub fn append(home: &Path, entry: &Entry<'_>) -> Result<(), StateError> {
+pub(crate) fn append(home: &Path, entry: &Entry<'_>) -> Result<(), StateError> {
     let line = serde_json::to_string(entry).unwrap_or_default();
     state::append_line(home, &home.join("audit.log"), &line)
 }

@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use crate::binding::{Identity, Resolved, Store};
 use crate::catalog::{Origin, Pack, check_bin_file};
-use crate::context::{Principal, env_vars};
+use crate::context::env_vars;
 use crate::policy::{self, Policies};
 use crate::sandbox::{self, Machine, Mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Flag {
+pub(crate) enum Flag {
     Installed,
     Runnable,
     Bound,
@@ -24,14 +24,14 @@ pub enum Flag {
 
 /// Why one flag is false, and what fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub flag: Flag,
     pub reason: String,
     pub fix: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Availability {
+pub(crate) struct Availability {
     pub installed: bool,
     pub runnable: bool,
     pub bound: bool,
@@ -41,7 +41,7 @@ pub struct Availability {
 }
 
 /// Finds an executable `name` on a `PATH` value.
-pub fn resolve_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn resolve_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
     std::env::split_paths(path_var?)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(name))
@@ -73,7 +73,7 @@ fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
 }
 
 /// Why the pack's CLI cannot run here, or `None` when it can.
-pub fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
+pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
     let bin = pack.manifest.bin.first()?;
     if let Some(file) = pack.manifest.bin_file() {
         let head: Vec<u8> = match &pack.origin {
@@ -119,8 +119,7 @@ fn reinstall(pack: &Pack) -> String {
 }
 
 /// What the caller's machine and settings are, for the flags.
-pub struct Here<'a> {
-    pub principal: Principal,
+pub(crate) struct Here<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub policies: &'a Policies,
     pub bindings: Result<&'a Store, &'a str>,
@@ -130,9 +129,9 @@ pub struct Here<'a> {
     pub mode: Mode,
 }
 
-/// The four flags for one pack and one principal.
-pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
-    let (principal, env, policies, bindings) = (here.principal, here.env, here.policies, here.bindings);
+/// The four flags for one pack (the policy is the same for both principals).
+pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
+    let (env, policies, bindings) = (here.env, here.policies, here.bindings);
     let mut problems = Vec::new();
     if let Some((reason, fix)) = cli_problem(pack, env) {
         problems.push(Problem {
@@ -203,7 +202,7 @@ pub fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         .commands
         .iter()
         .map(|command| (command.name.as_str(), command.effect));
-    if let Err(evaluation) = policy::permits_any(principal, id, commands, policies) {
+    if let Err(evaluation) = policy::permits_any(id, commands, policies) {
         problems.push(Problem {
             flag: Flag::Permitted,
             reason: format!("every command is denied by {}", evaluation.rule),
@@ -249,7 +248,6 @@ mod tests {
         };
         let store = Store::default();
         let here = Here {
-            principal: Principal::Agent,
             env: &env,
             policies: &policies,
             bindings: Ok(&store),

@@ -38,7 +38,7 @@ impl fmt::Debug for Secret {
 /// How one key is bound.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub enum Bound {
+pub(crate) enum Bound {
     Value(Secret),
     FromEnv(String),
 }
@@ -70,7 +70,7 @@ impl fmt::Display for Identity {
 
 /// One stored binding: how the key is bound, and the pack it was bound for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Binding {
+pub(crate) struct Binding {
     #[serde(flatten)]
     pub bound: Bound,
     /// Absent in stores written before bindings recorded their pack; such a
@@ -81,7 +81,7 @@ pub struct Binding {
 
 /// What a key resolves to for the pack installed now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resolved {
+pub(crate) enum Resolved {
     Set(Secret),
     /// Not bound, or bound to an environment variable that is empty or unset.
     Unset,
@@ -93,15 +93,8 @@ pub enum Resolved {
 }
 
 impl Resolved {
-    pub fn secret(self) -> Option<Secret> {
-        match self {
-            Self::Set(secret) => Some(secret),
-            Self::Unset | Self::HeldBack { .. } => None,
-        }
-    }
-
     /// Why a held-back key is held back, for `pack` now installed as `current`.
-    pub fn held_back_reason(
+    pub(crate) fn held_back_reason(
         bound_for: Option<&Identity>,
         pack: &str,
         key: &str,
@@ -125,13 +118,13 @@ impl Resolved {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Store {
+pub(crate) struct Store {
     pub version: u32,
     pub packs: BTreeMap<String, BTreeMap<String, Binding>>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum BindingError {
+pub(crate) enum BindingError {
     #[error("{path} cannot be parsed ({reason}); fix or remove it, then bind again")]
     Unparsable { path: PathBuf, reason: String },
     #[error("{path} cannot be read: {source}")]
@@ -145,7 +138,7 @@ pub enum BindingError {
 impl Store {
     /// Reads the store; a missing file is an empty store. A file that cannot be
     /// parsed is an error, never silently replaced.
-    pub fn load(path: &Path) -> Result<Self, BindingError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, BindingError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
@@ -163,18 +156,18 @@ impl Store {
         })
     }
 
-    pub fn get(&self, pack: &str, key: &str) -> Option<&Binding> {
+    pub(crate) fn get(&self, pack: &str, key: &str) -> Option<&Binding> {
         self.packs.get(pack)?.get(key)
     }
 
     /// Whether the pack has any stored binding (so its identity is worth computing).
-    pub fn has_any(&self, pack: &str) -> bool {
+    pub(crate) fn has_any(&self, pack: &str) -> bool {
         self.packs.get(pack).is_some_and(|keys| !keys.is_empty())
     }
 
     /// What a key resolves to now, for the pack installed as `current`: its value
     /// only when it was bound for that very pack.
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         pack: &str,
         key: &str,
@@ -200,7 +193,7 @@ impl Store {
 
     /// Moves the pack's bindings that were given to `from` over to `to`: a person's
     /// update of a pack from the same place. Returns the keys moved.
-    pub fn carry_over(&mut self, pack: &str, from: &Identity, to: &Identity) -> Vec<String> {
+    pub(crate) fn carry_over(&mut self, pack: &str, from: &Identity, to: &Identity) -> Vec<String> {
         let Some(keys) = self.packs.get_mut(pack) else {
             return Vec::new();
         };

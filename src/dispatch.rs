@@ -7,7 +7,7 @@ use crate::commands;
 use crate::context::Context;
 use crate::error::Failure;
 
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     command: Command,
     json: bool,
     argv: &[String],

@@ -12,7 +12,7 @@ use crate::manifest::{Command, Param, ScalarType, Slot};
 use crate::template::Piece;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvocationError {
+pub(crate) enum InvocationError {
     #[error("word {index} after -- is not KEY=VALUE")]
     NotAssignment { index: usize },
     /// `key` is the caller's word, kept for details and `data`: the message itself
@@ -32,10 +32,10 @@ pub enum InvocationError {
 }
 
 /// The caller's values by parameter name (several for an array).
-pub type Values = BTreeMap<String, Vec<String>>;
+pub(crate) type Values = BTreeMap<String, Vec<String>>;
 
 /// Parses and checks the `KEY=VALUE` words, then fills defaults.
-pub fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, InvocationError> {
+pub(crate) fn parse(command: &Command, words: &[String], cwd: &Path) -> Result<Values, InvocationError> {
     let mut values = Values::new();
     for (index, word) in words.iter().enumerate() {
         let Some((key, value)) = word.split_once('=') else {
@@ -109,7 +109,7 @@ fn check(param: &Param, value: &str, cwd: &Path) -> Result<(), InvocationError> 
 
 /// The on-disk half of the `path` rule: the deepest existing ancestor of the path,
 /// with every link resolved, must still be inside the working directory.
-pub fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
+pub(crate) fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
     crate::manifest::check_relative_path(value)?;
     let root = cwd
         .canonicalize()
@@ -148,7 +148,7 @@ pub fn check_path_on_disk(value: &str, cwd: &Path) -> Result<(), String> {
 ///
 /// Fails closed: a value that would open an argument before the template's `--`
 /// and starts with `-` is refused here, whatever the caller's checks did.
-pub fn render(
+pub(crate) fn render(
     command: &Command,
     values: &Values,
     options: &[String],
@@ -258,7 +258,7 @@ fn render_element(
 }
 
 /// Absolute, lexically normalised form of a relative path under `cwd`.
-pub fn absolute_under(cwd: &Path, relative: &str) -> PathBuf {
+pub(crate) fn absolute_under(cwd: &Path, relative: &str) -> PathBuf {
     let mut path = cwd.to_path_buf();
     for component in Path::new(relative).components() {
         match component {

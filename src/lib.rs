@@ -6,40 +6,48 @@
 //! terminal binary and the MCP server run the very same tree.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
+#![warn(unreachable_pub)]
 
+// The crate's surface: `pub` modules are what the binary (cli, context, error, mcp),
+// the integration tests and benches (catalog, index, install, sandbox, search) and the
+// fuzz targets (adopt, manifest, template, mcp::args, install) use; every other module
+// is the crate's own, and `unreachable_pub` keeps their items from claiming more.
 pub mod adopt;
-pub mod audit;
-pub mod availability;
-pub mod binding;
+pub(crate) mod audit;
+pub(crate) mod availability;
+pub(crate) mod binding;
 pub mod catalog;
 pub mod cli;
-pub mod commands;
+pub(crate) mod commands;
 pub mod context;
-pub mod dispatch;
+pub(crate) mod dispatch;
 pub mod error;
 pub mod index;
 pub mod install;
-pub mod invocation;
+pub(crate) mod invocation;
 pub mod manifest;
 pub mod mcp;
-pub mod output;
-pub mod outputs;
-pub mod policy;
-pub mod redact;
-pub mod runtime;
+pub(crate) mod output;
+pub(crate) mod outputs;
+pub(crate) mod policy;
+pub(crate) mod redact;
+pub(crate) mod runtime;
 pub mod sandbox;
 pub mod search;
-pub mod skill;
-pub mod state;
-pub mod suggest;
+pub(crate) mod skill;
+pub(crate) mod state;
+pub(crate) mod suggest;
 pub mod template;
-pub mod terminal;
+pub(crate) mod terminal;
 
 use std::time::Instant;
 
 pub use crate::context::{Context, Principal};
+// What the binary needs from modules that are otherwise the crate's own.
 use crate::error::{Failure, Reason};
 pub use crate::output::Envelope;
+pub use crate::runtime::Progress;
+pub use crate::terminal::Terminal;
 
 /// Where rendered output goes: the process's streams, a buffer in tests, nothing
 /// under MCP (which reads the envelope).

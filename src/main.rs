@@ -148,7 +148,7 @@ fn main() -> ExitCode {
         Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
     };
     // Only a person at a terminal is asked to confirm: never an agent's shell.
-    let terminal = Arc::new(hcpx::terminal::Terminal);
+    let terminal = Arc::new(hcpx::Terminal);
     let human: Option<Arc<dyn Human>> = (ctx.principal == hcpx::Principal::Terminal && interactive)
         .then(|| terminal.clone() as Arc<dyn Human>);
     let mut ctx = ctx.with_people(human, Some(terminal as Arc<dyn SecretInput>));
@@ -157,7 +157,7 @@ fn main() -> ExitCode {
     let progress_shown = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if interactive && ctx.principal == hcpx::Principal::Terminal {
         let shown = progress_shown.clone();
-        ctx.progress = Some(Arc::new(move |progress: hcpx::runtime::Progress| {
+        ctx.progress = Some(Arc::new(move |progress: hcpx::Progress| {
             shown.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = write!(
                 std::io::stderr(),

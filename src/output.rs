@@ -128,7 +128,7 @@ impl Envelope {
 }
 
 /// Renders a failure for a person: `error:` line, details, a `next:` hint.
-pub fn failure_text(failure: &Failure) -> String {
+pub(crate) fn failure_text(failure: &Failure) -> String {
     let mut text = format!("error: {}\n", failure.message);
     for line in &failure.details {
         let _ = writeln!(text, "  {line}");
@@ -140,7 +140,7 @@ pub fn failure_text(failure: &Failure) -> String {
 }
 
 /// The `--dry-run` plan as a person reads it.
-pub struct PlanText<'a> {
+pub(crate) struct PlanText<'a> {
     pub decision: &'a str,
     pub rule: String,
     pub child: &'a [String],
@@ -152,7 +152,7 @@ pub struct PlanText<'a> {
 /// Renders the plan: the decision and the rule behind it, the exact child argv
 /// (quoted as a shell would need it), the working directory, the names of the
 /// environment variables, and every sandbox layer with whether it is on here.
-pub fn plan_text(plan: &PlanText<'_>) -> String {
+pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
     let child: Vec<std::borrow::Cow<'_, str>> =
         plan.child.iter().map(|arg| shell_words::quote(arg)).collect();
     let mut text = format!(
@@ -176,7 +176,7 @@ pub fn plan_text(plan: &PlanText<'_>) -> String {
 
 /// One search result as shown.
 #[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
+pub(crate) struct SearchResult {
     pub id: String,
     pub version: String,
     pub description: String,
@@ -191,7 +191,7 @@ pub struct SearchResult {
 }
 
 /// `below_floor`: weaker matches hidden, said on a line of their own.
-pub fn search_text(query: &str, results: &[SearchResult], below_floor: usize) -> String {
+pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: usize) -> String {
     let mut text = String::new();
     let (matches, them) = if below_floor == 1 {
         ("match", "it")
@@ -247,7 +247,7 @@ pub fn search_text(query: &str, results: &[SearchResult], below_floor: usize) ->
 }
 
 /// One warning line per broken installed pack.
-pub fn broken_text(broken: &[BrokenPack]) -> String {
+pub(crate) fn broken_text(broken: &[BrokenPack]) -> String {
     let mut text = String::new();
     for pack in broken {
         let _ = writeln!(
@@ -261,7 +261,7 @@ pub fn broken_text(broken: &[BrokenPack]) -> String {
     text
 }
 
-pub fn availability_text(id: &str, availability: &Availability) -> String {
+pub(crate) fn availability_text(id: &str, availability: &Availability) -> String {
     let mut text = String::new();
     let mark = |flag: bool| if flag { "yes" } else { "NO " };
     let _ = writeln!(
@@ -293,7 +293,7 @@ fn cell(text: &str) -> String {
 }
 
 /// The generated command reference that follows a pack's SKILL.md.
-pub fn skill_reference(pack: &Pack) -> String {
+pub(crate) fn skill_reference(pack: &Pack) -> String {
     let manifest = &pack.manifest;
     let id = &manifest.id;
     let mut text = String::new();
@@ -393,7 +393,7 @@ fn pattern_cell(param: &crate::manifest::Param) -> String {
 }
 
 /// `hcpx skill`: the author's SKILL.md, marked as theirs, then the reference.
-pub fn skill_text(pack: &Pack, reference: &str) -> String {
+pub(crate) fn skill_text(pack: &Pack, reference: &str) -> String {
     format!(
         "<!-- SKILL.md of pack `{}` {} ({}): the pack author's words -->\n{}\n\n{reference}",
         pack.manifest.id,
@@ -404,7 +404,7 @@ pub fn skill_text(pack: &Pack, reference: &str) -> String {
 }
 
 /// `hcpx policy show`.
-pub fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Path) -> String {
+pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Path) -> String {
     let mut text = String::new();
     let describe = |layer: &Layer, fallback: &str| match layer {
         Layer::Absent => format!("none ({fallback})"),

@@ -10,9 +10,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The most all kept captures may hold.
-pub const BUDGET: usize = 64 * 1024 * 1024;
+pub(crate) const BUDGET: usize = 64 * 1024 * 1024;
 /// Captures are dropped after this long even when the budget has room.
-pub const FORGET: Duration = Duration::from_secs(60 * 60);
+pub(crate) const FORGET: Duration = Duration::from_secs(60 * 60);
 
 #[derive(Debug, Clone)]
 pub struct Stored {
@@ -94,7 +94,7 @@ fn expired(entry: &Stored, now: Instant) -> bool {
 }
 
 /// The largest index `<= at` that is a char boundary of `text`.
-pub fn floor_boundary(text: &str, at: usize) -> usize {
+pub(crate) fn floor_boundary(text: &str, at: usize) -> usize {
     let mut at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
@@ -103,7 +103,7 @@ pub fn floor_boundary(text: &str, at: usize) -> usize {
 }
 
 /// The smallest index `>= at` that is a char boundary of `text`.
-pub fn ceil_boundary(text: &str, at: usize) -> usize {
+pub(crate) fn ceil_boundary(text: &str, at: usize) -> usize {
     let mut at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at += 1;
@@ -114,7 +114,7 @@ pub fn ceil_boundary(text: &str, at: usize) -> usize {
 /// A view of at most about `limit` bytes: the head and the tail of `text` around one
 /// line saying how many bytes were left out. Returns the view and the bytes shown,
 /// or `None` when the text fits.
-pub fn view(text: &str, limit: usize, output_id: &str) -> Option<(String, usize)> {
+pub(crate) fn view(text: &str, limit: usize, output_id: &str) -> Option<(String, usize)> {
     if text.len() <= limit {
         return None;
     }

@@ -17,7 +17,7 @@ use crate::template::{is_name, is_pack_id};
 /// From weakest to strictest; `Ord` follows, so combining is `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Decision {
+pub(crate) enum Decision {
     Allow,
     Confirm,
     ConfirmHuman,
@@ -25,7 +25,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Allow => "allow",
             Self::Confirm => "confirm",
@@ -34,7 +34,7 @@ impl Decision {
         }
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "allow" => Self::Allow,
             "confirm" => Self::Confirm,
@@ -46,7 +46,7 @@ impl Decision {
 }
 
 /// The built-in defaults (see README.md).
-pub fn builtin_default(effect: Effect) -> Decision {
+pub(crate) fn builtin_default(effect: Effect) -> Decision {
     match effect {
         Effect::Read => Decision::Allow,
         Effect::Write => Decision::Confirm,
@@ -56,7 +56,7 @@ pub fn builtin_default(effect: Effect) -> Decision {
 
 /// What a rule's `match` names, from most to least specific.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Matcher {
+pub(crate) enum Matcher {
     Command { pack: String, command: String },
     Pack(String),
     Effect(Effect),
@@ -65,7 +65,7 @@ pub enum Matcher {
 impl Matcher {
     /// `pack.command`, `pack.*` or `*.effect`. Pack ids may hold dots; command names
     /// never do, so the split is at the last dot.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let Some((pack, rest)) = text.rsplit_once('.') else {
             return Err(format!(
                 "match \"{text}\" must be pack.command, pack.* or *.effect"
@@ -115,14 +115,14 @@ impl fmt::Display for Matcher {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub matcher: Matcher,
     pub decision: Decision,
 }
 
 /// A parsed policy file. `defaults` holds only what the file says.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PolicyFile {
+pub(crate) struct PolicyFile {
     pub defaults: [Option<Decision>; 3],
     pub rules: Vec<Rule>,
 }
@@ -140,7 +140,7 @@ const EFFECTS: [Effect; 3] = [Effect::Read, Effect::Write, Effect::Destructive];
 impl PolicyFile {
     /// Parses a policy file strictly: any unknown field or value is an error, since a
     /// rule that is silently ignored could leave something open.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let value: Value = serde_json::from_str(text).map_err(|error| format!("not valid JSON: {error}"))?;
         let Value::Object(root) = value else {
             return Err("must be a JSON object".to_owned());
@@ -175,7 +175,7 @@ impl PolicyFile {
     }
 
     /// Serializes back to the format (see README.md).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut defaults = serde_json::Map::new();
         for effect in EFFECTS {
             if let Some(decision) = self.defaults[effect_slot(effect)] {
@@ -222,7 +222,7 @@ fn parse_rule(value: &Value) -> Result<Rule, String> {
 /// Which file a layer came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+pub(crate) enum Scope {
     Builtin,
     User,
     Project,
@@ -230,24 +230,15 @@ pub enum Scope {
 
 /// One policy file as found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Layer {
+pub(crate) enum Layer {
     Absent,
     Parsed { path: PathBuf, file: PolicyFile },
     Unparsable { path: PathBuf, error: String },
 }
 
-impl Layer {
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            Self::Absent => None,
-            Self::Parsed { path, .. } | Self::Unparsable { path, .. } => Some(path),
-        }
-    }
-}
-
 /// The user's and the project's policy, as loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policies {
+pub(crate) struct Policies {
     pub user: Layer,
     pub project: Layer,
 }
@@ -259,7 +250,7 @@ const MAX_POLICY: u64 = 1024 * 1024;
 /// goes wrong is [`Layer::Unparsable`], which denies: a dangling link, a folder, a
 /// FIFO or a device (opened without blocking, so a FIFO cannot hang the call), a
 /// file that cannot be read or is too large.
-pub fn load_layer(path: Option<PathBuf>) -> Layer {
+pub(crate) fn load_layer(path: Option<PathBuf>) -> Layer {
     let Some(path) = path else { return Layer::Absent };
     match read_policy(&path) {
         Ok(None) => Layer::Absent,
@@ -315,7 +306,7 @@ fn read_policy(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(text))
 }
 
-pub fn load(user: PathBuf, project: Option<PathBuf>) -> Policies {
+pub(crate) fn load(user: PathBuf, project: Option<PathBuf>) -> Policies {
     Policies {
         user: load_layer(Some(user)),
         project: load_layer(project),
@@ -324,8 +315,7 @@ pub fn load(user: PathBuf, project: Option<PathBuf>) -> Policies {
 
 /// What is being decided.
 #[derive(Debug, Clone, Copy)]
-pub struct Subject<'a> {
-    pub principal: Principal,
+pub(crate) struct Subject<'a> {
     pub pack: &'a str,
     pub command: &'a str,
     pub effect: Effect,
@@ -333,7 +323,7 @@ pub struct Subject<'a> {
 
 /// The rule behind a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuleRef {
+pub(crate) struct RuleRef {
     pub scope: Scope,
     /// `git.*`, `defaults.write`, or `unparsable`.
     #[serde(rename = "match")]
@@ -362,7 +352,7 @@ impl fmt::Display for RuleRef {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Evaluation {
+pub(crate) struct Evaluation {
     pub decision: Decision,
     pub rule: RuleRef,
 }
@@ -439,7 +429,7 @@ fn evaluate_user(subject: &Subject<'_>, user: &Layer) -> Evaluation {
 
 /// The decision for running one pack command. The same for both principals: what
 /// differs is who may satisfy `confirm` and `confirm-human`, which exec enforces.
-pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
+pub(crate) fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
     let user = evaluate_user(subject, &policies.user);
     if user.rule.error.is_some() {
         return user;
@@ -457,10 +447,10 @@ pub fn evaluate(subject: &Subject<'_>, policies: &Policies) -> Evaluation {
 }
 
 /// The rule's `match` for what a read-only server denies.
-pub const READ_ONLY: &str = "read-only";
+pub(crate) const READ_ONLY: &str = "read-only";
 
 /// `hcpx mcp --read-only`: every command that is not a read is denied.
-pub fn read_only(effect: Effect) -> Option<Evaluation> {
+pub(crate) fn read_only(effect: Effect) -> Option<Evaluation> {
     (effect != Effect::Read).then(|| Evaluation {
         decision: Decision::Deny,
         rule: RuleRef {
@@ -475,7 +465,7 @@ pub fn read_only(effect: Effect) -> Option<Evaluation> {
 
 /// The access commands (`policy set`, `bind`, `unbind`): a person at a terminal may;
 /// an agent never widens its own access, whatever any file says.
-pub fn access(principal: Principal) -> Evaluation {
+pub(crate) fn access(principal: Principal) -> Evaluation {
     let decision = match principal {
         Principal::Terminal => Decision::Allow,
         Principal::Agent => Decision::Deny,
@@ -492,10 +482,9 @@ pub fn access(principal: Principal) -> Evaluation {
     }
 }
 
-/// Whether this principal may run at least one of these commands (the `permitted`
+/// Whether at least one of these commands may run (the `permitted`
 /// availability flag): anything short of `deny` can be run, after confirmation.
-pub fn permits_any<'a>(
-    principal: Principal,
+pub(crate) fn permits_any<'a>(
     pack: &str,
     commands: impl IntoIterator<Item = (&'a str, Effect)>,
     policies: &Policies,
@@ -504,7 +493,6 @@ pub fn permits_any<'a>(
     for (command, effect) in commands {
         let evaluation = evaluate(
             &Subject {
-                principal,
                 pack,
                 command,
                 effect,
@@ -521,7 +509,7 @@ pub fn permits_any<'a>(
 
 /// One line of `policy show`: a default or rule and where it came from.
 #[derive(Debug, Clone, Serialize)]
-pub struct ShownRule {
+pub(crate) struct ShownRule {
     #[serde(rename = "match")]
     pub matcher: String,
     pub decision: Decision,
@@ -537,7 +525,7 @@ pub struct ShownRule {
 /// built-in default) decides more strictly where the rule matches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Ignored {
+pub(crate) struct Ignored {
     /// What the user layer decides there instead.
     pub user_decision: Decision,
     /// The user rule or default behind that decision.
@@ -555,7 +543,6 @@ fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Opti
         .iter()
         .filter(|(pack, command, effect)| {
             rule.matcher.matches(&Subject {
-                principal: Principal::Terminal,
                 pack,
                 command,
                 effect: *effect,
@@ -581,7 +568,6 @@ fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Opti
     let mut looser = Vec::new();
     for (pack, command, effect) in &subjects {
         let subject = Subject {
-            principal: Principal::Terminal,
             pack,
             command,
             effect: *effect,
@@ -608,7 +594,7 @@ fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Opti
 /// The effective policy, every entry with its source, for `policy show`; project
 /// rules that try to loosen are marked [`Ignored`], judged for the known
 /// `(pack, command, effect)` in `commands`.
-pub fn show(policies: &Policies, commands: &[(&str, &str, Effect)]) -> Vec<ShownRule> {
+pub(crate) fn show(policies: &Policies, commands: &[(&str, &str, Effect)]) -> Vec<ShownRule> {
     let mut shown = Vec::new();
     for effect in EFFECTS {
         let mut entry = ShownRule {

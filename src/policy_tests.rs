@@ -20,7 +20,6 @@ fn project(text: &str) -> Layer {
 fn decide(pack: &str, command: &str, effect: Effect, user: Layer, project: Layer) -> Evaluation {
     evaluate(
         &Subject {
-            principal: Principal::Agent,
             pack,
             command,
             effect,
@@ -255,8 +254,8 @@ fn permitted_when_any_command_is_not_denied() {
         project: Layer::Absent,
     };
     let commands = [("status", Effect::Read), ("log", Effect::Read)];
-    assert!(permits_any(Principal::Agent, "git", commands, &policies).is_ok());
-    let err = permits_any(Principal::Agent, "git", [("log", Effect::Read)], &policies).unwrap_err();
+    assert!(permits_any("git", commands, &policies).is_ok());
+    let err = permits_any("git", [("log", Effect::Read)], &policies).unwrap_err();
     assert_eq!(err.rule.matcher, "git.*");
 }
 
@@ -405,10 +404,8 @@ mod laws {
             pack in prop_oneof![Just("a"), Just("b"), Just("c")],
             command in prop_oneof![Just("x"), Just("y"), Just("z")],
             effect in effect(),
-            agent in any::<bool>(),
         ) {
             let subject = Subject {
-                principal: if agent { Principal::Agent } else { Principal::Terminal },
                 pack,
                 command,
                 effect,

@@ -13,7 +13,7 @@ use crate::binding::Secret;
 
 /// Values shorter than this are not redacted (see docs/bindings.md): redacting `abc` everywhere
 /// would wreck output and protect nothing.
-pub const MIN_SECRET_LEN: usize = 4;
+pub(crate) const MIN_SECRET_LEN: usize = 4;
 
 /// The lazy DFA cache of each token shape.
 const DFA_CACHE: usize = 256 * 1024;
@@ -227,13 +227,13 @@ impl Bound {
 }
 
 #[derive(Debug, Clone)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     /// Longest first, so a secret containing another wins.
     secrets: Vec<Bound>,
 }
 
 impl Redactor {
-    pub fn new(secrets: &[(String, Secret)]) -> Self {
+    pub(crate) fn new(secrets: &[(String, Secret)]) -> Self {
         let mut list: Vec<Bound> = secrets
             .iter()
             .filter(|(_, secret)| secret.expose().len() >= MIN_SECRET_LEN)
@@ -253,7 +253,7 @@ impl Redactor {
     /// the first bytes of a bound value, in any encoding, so that no part of one is
     /// ever shown. A few bytes of ordinary output may go with it; the capture was cut
     /// there anyway.
-    pub fn safe_end(&self, text: &[u8]) -> usize {
+    pub(crate) fn safe_end(&self, text: &[u8]) -> usize {
         // Twelve bytes is the longest a character can be written: a surrogate pair.
         let window = self
             .secrets
@@ -274,7 +274,7 @@ impl Redactor {
 
     /// Hides bound values and token shapes in every string of parsed JSON data,
     /// object keys included.
-    pub fn redact_value(&self, value: &mut serde_json::Value) {
+    pub(crate) fn redact_value(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         match value {
             Value::String(text) => {
@@ -296,13 +296,13 @@ impl Redactor {
     }
 
     /// Redacts one complete piece of text (no holdback).
-    pub fn redact_all(&self, text: &[u8]) -> Vec<u8> {
+    pub(crate) fn redact_all(&self, text: &[u8]) -> Vec<u8> {
         self.redact_owned(text.to_vec())
     }
 
     /// Redacts in place of the input: nothing is copied when nothing matches, so a
     /// large clean capture costs no second buffer.
-    pub fn redact_owned(&self, mut out: Vec<u8>) -> Vec<u8> {
+    pub(crate) fn redact_owned(&self, mut out: Vec<u8>) -> Vec<u8> {
         for bound in &self.secrets {
             if find(&out, &bound.value).is_some() {
                 out = replace_all(&out, &bound.value, &bound.replacement);
@@ -333,7 +333,7 @@ impl Redactor {
     }
 
     /// Hides every bound value in a text that is not output (an error message).
-    pub fn redact_str(&self, text: &str) -> String {
+    pub(crate) fn redact_str(&self, text: &str) -> String {
         String::from_utf8_lossy(&self.redact_all(text.as_bytes())).into_owned()
     }
 }

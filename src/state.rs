@@ -30,7 +30,7 @@ pub enum StateError {
 }
 
 /// Creates `$HCP_HOME` (mode 0700) if it does not exist yet.
-pub fn ensure_home(home: &Path) -> Result<(), StateError> {
+pub(crate) fn ensure_home(home: &Path) -> Result<(), StateError> {
     if home.is_dir() {
         return Ok(());
     }
@@ -48,13 +48,13 @@ pub fn ensure_home(home: &Path) -> Result<(), StateError> {
 }
 
 /// An exclusive advisory lock on `$HCP_HOME/.lock`, released on drop.
-pub struct Lock {
+pub(crate) struct Lock {
     _file: File,
 }
 
 impl Lock {
     /// The lock for the state files (policy, bindings, packs).
-    pub fn acquire(home: &Path) -> Result<Self, StateError> {
+    pub(crate) fn acquire(home: &Path) -> Result<Self, StateError> {
         Self::named(home, ".lock")
     }
 
@@ -82,7 +82,7 @@ impl Lock {
 
 /// Replaces `path` with `contents` atomically, with the given Unix mode. The caller
 /// holds the [`Lock`] when it read the old contents to compute the new ones.
-pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), StateError> {
+pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), StateError> {
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
@@ -118,7 +118,7 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), State
 
 /// Appends one line with a single `write` on an `O_APPEND` file (mode 0600) under
 /// the lock, so concurrent writers never interleave inside a line.
-pub fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), StateError> {
+pub(crate) fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), StateError> {
     let _lock = Lock::named(home, ".append.lock")?;
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),

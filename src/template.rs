@@ -123,11 +123,6 @@ impl Element {
         matches!(self.pieces.as_slice(), [Piece::Literal(text)] if text == "--")
     }
 
-    /// True when the element holds no placeholder.
-    pub fn is_literal(&self) -> bool {
-        self.params().next().is_none()
-    }
-
     /// Whether a caller value fused after this element's prefix can never be read
     /// as an option of its own: `--name=` (a long option with its `=`) or `-X`
     /// (a short option that takes a value).

@@ -84,7 +84,13 @@ fn holds(manifest: &Manifest) {
                 command
                     .argv
                     .iter()
-                    .any(|element| element.params().any(|(name, _)| name == param.name)),
+                    .any(|slot| match slot {
+                        manifest::Slot::Element(element) => {
+                            element.params().any(|(name, _)| name == param.name)
+                        }
+                        manifest::Slot::Separated { param: name, .. }
+                        | manifest::Slot::Flag { param: name, .. } => *name == param.name,
+                    }),
                 "{} unused",
                 param.name
             );

@@ -22,7 +22,7 @@ use crate::error::{Failure, Reason};
 use crate::state;
 
 /// What to do.
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub host: &'a str,
     pub write: bool,
     pub remove: bool,
@@ -76,7 +76,7 @@ fn find_host(id: &str) -> Result<Host, Failure> {
 }
 
 /// The command a host should start: `hcpx` when PATH finds it, else this binary.
-pub fn launcher(ctx: &Context) -> String {
+pub(crate) fn launcher(ctx: &Context) -> String {
     if resolve_program("hcpx", ctx.var(env_vars::PATH)).is_some() {
         return "hcpx".to_owned();
     }
@@ -86,7 +86,7 @@ pub fn launcher(ctx: &Context) -> String {
 }
 
 /// The hcpx skill that `--native` installs for a shell agent.
-pub const HCPX_SKILL: &str = include_str!("../hcpx_skill.md");
+pub(crate) const HCPX_SKILL: &str = include_str!("../hcpx_skill.md");
 
 /// The block `--native` puts in a host's instructions file.
 const INSTRUCTIONS: &str = "## Command-line tools: use hcpx\n\n\
@@ -467,7 +467,7 @@ fn state_failure(error: impl std::fmt::Display) -> Failure {
     Failure::new(Reason::Io, error.to_string())
 }
 
-pub async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
+pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
     // Writing a host's configuration can take HCP_AGENT=1 out of it: an agent would
     // change how it is recognised.
     if request.write || request.remove || request.native {

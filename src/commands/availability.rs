@@ -15,7 +15,7 @@ struct Report<'a> {
     flags: &'a Availability,
 }
 
-pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
+pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     // A broken install is a pack that is there but not installed properly: report

@@ -37,7 +37,7 @@ fn is_env_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-pub fn bind(
+pub(crate) fn bind(
     ctx: &Context,
     pack_id: &str,
     key: &str,
@@ -132,7 +132,7 @@ pub fn bind(
 
 /// How `bind` gets what it stores.
 #[derive(Debug, Clone, Copy)]
-pub enum How<'a> {
+pub(crate) enum How<'a> {
     /// A value read from the terminal or stdin.
     Value,
     /// The name of an environment variable.
@@ -202,7 +202,7 @@ fn keep(
     })
 }
 
-pub fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
+pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
     refuse_agents(ctx)?;
     let removed = update(ctx, |store| {
         let removed = store
@@ -280,7 +280,7 @@ impl Row {
     }
 }
 
-pub fn list(ctx: &Context) -> Result<Reply, Failure> {
+pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     let store = Store::load(&ctx.bindings_path()).map_err(|error| {

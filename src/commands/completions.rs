@@ -10,7 +10,7 @@ use crate::cli::{Cli, CompletionShell};
 use crate::error::{Failure, Reason};
 
 /// The completion script for `shell`, on stdout for a person to save or `source`.
-pub fn completions(shell: CompletionShell) -> Reply {
+pub(crate) fn completions(shell: CompletionShell) -> Reply {
     let mut command = Cli::command();
     let mut script = Vec::new();
     let generator = match shell {
@@ -31,7 +31,7 @@ pub fn completions(shell: CompletionShell) -> Reply {
 
 /// The man page (roff) of hcpx, or of one of its commands (`hcpx man policy set`
 /// is the page `hcpx-policy-set`).
-pub fn man(path: &[String]) -> Result<Reply, Failure> {
+pub(crate) fn man(path: &[String]) -> Result<Reply, Failure> {
     let mut command = Cli::command();
     command.build();
     let mut name = "hcpx".to_owned();

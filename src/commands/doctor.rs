@@ -29,7 +29,7 @@ fn layer_status(layer: &Layer) -> (String, serde_json::Value) {
     }
 }
 
-pub fn run(ctx: &Context) -> Result<Reply, Failure> {
+pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     let builtin = catalog

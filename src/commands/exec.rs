@@ -28,7 +28,7 @@ use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
 
 /// One exec request, as parsed.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(crate) struct Request {
     pub pack: String,
     pub command: String,
     pub dry_run: bool,
@@ -77,7 +77,7 @@ impl Request {
     }
 }
 
-pub async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
+pub(crate) async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
     let mut audit = Audit::new(ctx, &request);
     let result = steps(ctx, &request, &mut audit).await;
     audit.finish(result)
@@ -366,7 +366,6 @@ async fn decide(
 ) -> Result<Plan, Failure> {
     let policies = load_policies(ctx);
     let subject = Subject {
-        principal: ctx.principal,
         pack: &target.pack.manifest.id,
         command: &target.command.name,
         effect: target.command.effect,

@@ -243,7 +243,12 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
     Ok((files, format!("npm:{name}@{version}")))
 }
 
-pub async fn install(ctx: &Context, source: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
+pub(crate) async fn install(
+    ctx: &Context,
+    source: &str,
+    yes: bool,
+    argv: &[String],
+) -> Result<Reply, Failure> {
     let started = std::time::Instant::now();
     permitted(ctx, "install", source, yes, argv).await?;
     let (files, recorded) = if let Some(spec) = source.strip_prefix("npm:") {
@@ -395,7 +400,7 @@ fn follow_bindings(
     Ok((kept, held_back))
 }
 
-pub async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
+pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
     let started = std::time::Instant::now();
     if !crate::template::is_pack_id(id) {
         return Err(Failure::new(Reason::InvalidArguments, not_a_pack_id(id)));

@@ -1,18 +1,18 @@
 //! One thin handler per command. Each takes the resolved [`Context`], calls the
 //! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
 
-pub mod adopt;
-pub mod availability;
-pub mod bind;
-pub mod completions;
-pub mod doctor;
-pub mod exec;
-pub mod install;
-pub mod output;
-pub mod pack;
-pub mod policy;
-pub mod search;
-pub mod skill;
+pub(crate) mod adopt;
+pub(crate) mod availability;
+pub(crate) mod bind;
+pub(crate) mod completions;
+pub(crate) mod doctor;
+pub(crate) mod exec;
+pub(crate) mod install;
+pub(crate) mod output;
+pub(crate) mod pack;
+pub(crate) mod policy;
+pub(crate) mod search;
+pub(crate) mod skill;
 
 use crate::binding::Store;
 use crate::catalog::{Catalog, CatalogError, Pack};
@@ -148,7 +148,6 @@ pub(crate) fn flags(
     crate::availability::check(
         pack,
         &crate::availability::Here {
-            principal: ctx.principal,
             env: &ctx.env,
             policies,
             bindings: bindings.as_ref().map_err(String::as_str),
@@ -202,7 +201,6 @@ pub(crate) fn pseudo_evaluation(ctx: &Context, command: &str) -> crate::policy::
         Some(denied) => denied,
         None => crate::policy::evaluate(
             &crate::policy::Subject {
-                principal: ctx.principal,
                 pack: policy::PSEUDO_PACK,
                 command,
                 effect: Effect::Write,

@@ -8,7 +8,13 @@ use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::outputs::{ceil_boundary, floor_boundary};
 
-pub fn run(ctx: &Context, id: &str, stream: &str, offset: usize, limit: usize) -> Result<Reply, Failure> {
+pub(crate) fn run(
+    ctx: &Context,
+    id: &str,
+    stream: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<Reply, Failure> {
     let stored = ctx.outputs.as_ref().and_then(|store| store.get(id)).ok_or_else(|| {
         Failure::new(
             Reason::UnknownOutput,

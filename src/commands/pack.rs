@@ -10,7 +10,7 @@ use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::template::is_pack_id;
 
-pub fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
+pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
     let dir = ctx.cwd.join(dir);
     if !dir.is_dir() {
         return Err(
@@ -166,7 +166,7 @@ esac
     )
 }
 
-pub fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
+pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     if !is_pack_id(id) {
         return Err(Failure::new(
             Reason::InvalidArguments,

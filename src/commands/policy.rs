@@ -12,8 +12,8 @@ use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
 use crate::state;
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (see README.md).
-pub const PSEUDO_PACK: &str = "hcp";
-pub const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
+pub(crate) const PSEUDO_PACK: &str = "hcp";
+pub(crate) const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
     ("install", Effect::Write),
     ("uninstall", Effect::Write),
     ("adopt", Effect::Write),
@@ -27,7 +27,7 @@ fn layer_json(layer: &Layer) -> serde_json::Value {
     }
 }
 
-pub fn show(ctx: &Context) -> Result<Reply, Failure> {
+pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
     let policies = load_policies(ctx);
     // Every known command, so a project rule that loosens is judged where it matches.
     let loaded = load_catalog(ctx);
@@ -62,7 +62,7 @@ pub fn show(ctx: &Context) -> Result<Reply, Failure> {
 }
 
 /// What a decision means for this caller, in one line.
-pub fn meaning(decision: Decision, principal: crate::Principal) -> &'static str {
+pub(crate) fn meaning(decision: Decision, principal: crate::Principal) -> &'static str {
     match (decision, principal) {
         (Decision::Allow, _) => "runs without asking",
         (Decision::Confirm, crate::Principal::Terminal) => "asks y/N at the terminal, or takes --yes",
@@ -76,7 +76,7 @@ pub fn meaning(decision: Decision, principal: crate::Principal) -> &'static str 
     }
 }
 
-pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
+pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     let effect = if pack_id == PSEUDO_PACK {
@@ -108,7 +108,6 @@ pub fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, 
     };
     let policies = load_policies(ctx);
     let subject = Subject {
-        principal: ctx.principal,
         pack: pack_id,
         command: command_name,
         effect,
@@ -210,7 +209,7 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
     )
 }
 
-pub fn set(
+pub(crate) fn set(
     ctx: &Context,
     matcher: &str,
     decision: &str,
@@ -297,7 +296,7 @@ fn edit_user_policy<T>(
 
 /// `hcpx policy unset MATCH`: takes the rule out of the user's policy; refused,
 /// with the rules there are, when the user's policy has no such rule.
-pub fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Failure> {
+pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Failure> {
     refuse_agents(ctx)?;
     let matcher = Matcher::parse(matcher).map_err(|_| {
         Failure::new(

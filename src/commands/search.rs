@@ -9,7 +9,7 @@ use crate::error::Failure;
 use crate::output::{self, SearchResult};
 
 /// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
-pub fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
+pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
     let query = query.join(" ");
     let found = search_catalog(ctx, &query, limit, all);
     let policies = load_policies(ctx);

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::error::Failure;
 use crate::output;
 
-pub fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
+pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     let catalog = load_one(ctx, id);
     let pack = find_pack(&catalog, id)?;
     let reference = output::skill_reference(pack);

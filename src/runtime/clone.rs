@@ -210,7 +210,7 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
 /// (command lines included).
 /// Made once, by a short-lived helper; the namespace lives as long as `mount`.
 #[derive(Debug)]
-pub struct ProcNamespace {
+pub(crate) struct ProcNamespace {
     /// The namespace, for `setns`.
     pub mount: OwnedFd,
     /// Its `/proc`, for Landlock rules (it is not the `/proc` outside).
@@ -225,7 +225,7 @@ struct NamespaceOut {
 }
 
 /// Makes the [`ProcNamespace`]; needs CAP_SYS_ADMIN (root).
-pub fn proc_namespace() -> std::io::Result<ProcNamespace> {
+pub(crate) fn proc_namespace() -> std::io::Result<ProcNamespace> {
     let stack = Stack::new()?;
     let mut out = NamespaceOut {
         mount: -1,

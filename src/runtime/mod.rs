@@ -18,28 +18,28 @@ use crate::sandbox::{Control, Spawn};
 #[cfg(target_os = "linux")]
 mod clone;
 #[cfg(target_os = "linux")]
-pub use clone::{ProcNamespace, proc_namespace};
+pub(crate) use clone::{ProcNamespace, proc_namespace};
 
 /// Largest capture per call, both streams together (see docs/mcp.md).
-pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
+pub(crate) const MAX_OUTPUT: usize = 8 * 1024 * 1024;
 /// Between TERM and KILL (see docs/sandbox.md).
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output
 /// already written, short enough that a grandchild holding a pipe cannot hang us.
-pub const DRAIN: Duration = Duration::from_millis(300);
+pub(crate) const DRAIN: Duration = Duration::from_millis(300);
 /// How long to wait for a keeper to finish killing the call after it was told to:
 /// past this, the call reports the child killed rather than hang on a process the
 /// kernel cannot kill yet (one blocked in uninterruptible I/O).
-pub const KEEPER_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const KEEPER_GRACE: Duration = Duration::from_secs(5);
 /// A capture larger than this grows to its full room in one step.
 const GROW_AT_ONCE: usize = 1024 * 1024;
 /// How often a progress callback is called while the child runs.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// The shell convention for "killed by signal N": 128 + N.
-pub const SIGNAL_BASE: i32 = 128;
+pub(crate) const SIGNAL_BASE: i32 = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// The child exited by itself (or was killed by a signal nobody here sent).
     Exited,
     TimedOut,
@@ -49,7 +49,7 @@ pub enum Ending {
 }
 
 #[derive(Debug, Clone)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub ending: Ending,
     /// The exit code, or 128 + the signal that killed it.
     pub exit_code: i32,
@@ -58,11 +58,11 @@ pub struct Finished {
     /// Bytes the child wrote, kept or not.
     pub stdout_total: u64,
     pub stderr_total: u64,
-    pub duration: Duration,
 }
 
 impl Finished {
-    pub fn truncated(&self) -> bool {
+    #[cfg(test)]
+    fn truncated(&self) -> bool {
         self.stdout_total > self.stdout.len() as u64 || self.stderr_total > self.stderr.len() as u64
     }
 }
@@ -75,7 +75,7 @@ pub struct Progress {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
+pub(crate) enum RuntimeError {
     #[error("cannot start {program}: {source}")]
     Spawn {
         program: String,
@@ -388,7 +388,7 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
 }
 
 /// Runs a process to its end under the limits.
-pub async fn run(
+pub(crate) async fn run(
     spawn: Spawn,
     timeout: Duration,
     cap: usize,
@@ -472,7 +472,6 @@ pub async fn run(
         stderr: capture.stderr,
         stdout_total: capture.stdout_total,
         stderr_total: capture.stderr_total,
-        duration: started.elapsed(),
     })
 }
 
