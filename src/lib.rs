@@ -167,6 +167,9 @@ pub struct Executed {
     /// envelope): what a person would read on stdout and stderr.
     pub text: String,
     pub errors: String,
+    /// An install or uninstall changed or removed a pack: the packs there are, and
+    /// so the MCP server's list of skills, changed.
+    pub packs_changed: bool,
 }
 
 /// Runs one hcpx command line (the words after `hcpx`) and returns the envelope and
@@ -174,6 +177,13 @@ pub struct Executed {
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
     let parsed = parse(&argv);
+    let changes_packs = matches!(
+        &parsed,
+        Ok(cli::Cli {
+            command: cli::Command::Install { .. } | cli::Command::Uninstall { .. },
+            ..
+        })
+    );
     let result = match parsed {
         Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
@@ -212,11 +222,15 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
                 Some(run) => envelope.with_run(run),
                 None => envelope,
             };
+            let changed = envelope.data.as_ref().is_some_and(|data| {
+                data["changed"] == serde_json::json!(true) || data["removed"] == serde_json::json!(true)
+            });
             Executed {
                 envelope,
                 exit_code: error::EXIT_OK,
                 text: reply.text,
                 errors: reply.warnings,
+                packs_changed: changes_packs && changed,
             }
         }
         Err(failure) => {
@@ -227,6 +241,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
                 exit_code,
                 text: String::new(),
                 errors,
+                packs_changed: false,
             }
         }
     };

@@ -11,7 +11,6 @@ use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::CancellationToken;
 
 use super::{Server, fit, help};
-use crate::output::Envelope;
 
 impl Server {
     /// A resource's text and MIME type, or `None` when there is no such resource.
@@ -99,20 +98,6 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new("hcp://skill/{pack_id}", "skill").with_mime_type("text/markdown"),
         ResourceTemplate::new("hcp://output/{id}", "output").with_mime_type("text/plain"),
     ]
-}
-
-/// Whether the tool call `argv`, which ended in `envelope`, changed the skills there
-/// are: an install or uninstall that changed or removed a pack.
-pub(crate) fn changed_by(argv: &[String], envelope: &Envelope) -> bool {
-    let changes_packs = argv
-        .iter()
-        .find(|word| !word.starts_with('-'))
-        .is_some_and(|word| word == "install" || word == "uninstall");
-    let changed = envelope
-        .data
-        .as_ref()
-        .is_some_and(|data| data["changed"] == json!(true) || data["removed"] == json!(true));
-    changes_packs && envelope.ok && changed
 }
 
 /// Who hears that the list of resources changed (an install or uninstall through

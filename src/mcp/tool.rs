@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::{Server, args, hints, resources, view};
+use super::{Server, args, hints, view};
 use crate::context::Context;
 
 /// A schema as rmcp takes it (a literal that is not an object becomes an empty one).
@@ -172,7 +172,7 @@ impl Server {
         // Suggestions are written for a terminal; this caller acts through the tool.
         envelope.next = envelope.next.take().map(|next| hints::as_tool_call(&next));
         // An install or uninstall changed the skills there are: tell the client.
-        if resources::changed_by(&input.argv, &envelope) {
+        if executed.packs_changed {
             self.changes.announce().await;
         }
         view::render(envelope, &executed.text, &self.options, &self.outputs).into()
