@@ -556,6 +556,11 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
         .program
         .as_ref()
         .map_err(|error| program_failure(error, target.pack))?;
+    // The same answer availability gives: a CLI whose `#!` interpreter is missing,
+    // or whose file is not a runnable regular file, is refused here.
+    if let Some((problem, fix)) = crate::availability::cli_problem(target.pack, &ctx.env) {
+        return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
+    }
     let missing: Vec<&LayerReport> = sandbox::missing(&plan.layers);
     if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
         let names: Vec<&str> = missing.iter().map(|layer| layer.layer).collect();

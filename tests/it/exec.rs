@@ -728,3 +728,33 @@ fn needs_confirmation_suggests_the_same_command_with_yes() {
         json!("a person runs, at a terminal and without HCP_AGENT=1: hcpx exec probe wipe")
     );
 }
+
+/// exec and availability give one answer to "can this pack's CLI run": a CLI whose
+/// `#!` interpreter is not on this machine is refused before anything runs, with
+/// availability's reason and fix, in both.
+#[test]
+fn a_cli_whose_interpreter_is_missing_is_not_runnable_for_exec_as_for_availability() {
+    let env = TestEnv::new();
+    let dir = env.install_fixture("locked", "locked");
+    let cli = dir.join("locked");
+    let script = std::fs::read_to_string(&cli).unwrap();
+    let body = script.split_once('\n').map_or("", |(_, rest)| rest);
+    std::fs::write(&cli, format!("#!/nonexistent/interpreter\n{body}")).unwrap();
+    let env = env.env("MY_LOCK", "open-sesame");
+    assert_eq!(
+        env.run(&["bind", "locked", "LOCKED_KEY", "--from-env", "MY_LOCK"])
+            .code,
+        0
+    );
+    let (_, availability) = env.json(&["availability", "locked"]);
+    let problem = &availability["data"]["problems"][0];
+    assert_eq!(problem["flag"], json!("runnable"), "{availability}");
+    let (code, envelope) = env.json(&["exec", "locked", "open"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["spawned"], json!(false));
+    assert_eq!(
+        envelope["error"],
+        json!({ "code": 2, "reason": "not_runnable", "message": problem["reason"] })
+    );
+    assert_eq!(envelope["next"], problem["fix"]);
+}
