@@ -98,7 +98,7 @@ pub struct Context {
     /// The catalog and index a long-lived server keeps between calls.
     pub catalog_cache: Option<Arc<crate::catalog::CatalogCache>>,
     /// Where full captures are kept for `output ID` (the MCP server's store).
-    pub outputs: Option<Arc<crate::outputs::OutputStore>>,
+    pub outputs: Option<Arc<crate::captures::CaptureStore>>,
     /// What the sandbox keeps between calls (the probe, cached Landlock layers and
     /// seccomp programs); the MCP server shares one across its calls.
     pub sandbox: Arc<crate::sandbox::Cache>,

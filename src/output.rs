@@ -1,6 +1,7 @@
-//! The result envelope (see docs/mcp.md) and every human rendering. This is the one module
-//! that turns results into text; commands return typed replies and this module
-//! renders them, for people or as JSON.
+//! The result envelope (see docs/mcp.md) and the renderings for people that several
+//! commands share: failures, exec plans, policy rules and availability flags. A
+//! command's own short text is still built by its handler in `commands/`; gathering
+//! all of it here is open work.
 
 use std::fmt::Write as _;
 use std::path::Path;

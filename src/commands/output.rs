@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use crate::Reply;
+use crate::captures::{ceil_boundary, floor_boundary};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
-use crate::outputs::{ceil_boundary, floor_boundary};
 
 pub(crate) fn run(
     ctx: &Context,

@@ -30,8 +30,8 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
+use crate::captures::CaptureStore;
 use crate::context::{Context, env_vars};
-use crate::outputs::OutputStore;
 
 /// No serialized result is larger (see docs/mcp.md): some hosts and SDKs drop bigger ones.
 pub use fit::MAX_MESSAGE as MAX_RESULT;
@@ -69,7 +69,7 @@ pub struct Server {
     /// server's: when it fires (shutdown), every running call is cancelled.
     base: Context,
     options: Options,
-    outputs: Arc<OutputStore>,
+    outputs: Arc<CaptureStore>,
     changes: Arc<Changes>,
     /// The tool calls in flight, so that a shutdown can wait for their children.
     calls: tokio_util::task::TaskTracker,
@@ -82,7 +82,7 @@ impl Server {
     pub fn new(ctx: Context, options: Options) -> Self {
         let mut base = ctx.as_agent();
         base.read_only = options.read_only;
-        let outputs = Arc::new(OutputStore::default());
+        let outputs = Arc::new(CaptureStore::default());
         base.outputs = Some(outputs.clone());
         base.catalog_cache = Some(Arc::new(crate::catalog::CatalogCache::default()));
         Self {

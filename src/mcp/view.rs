@@ -1,15 +1,15 @@
 //! How one call's [`Envelope`] reaches a model as a `CallToolResult` (see docs/mcp.md):
 //! the view limits (a head and a tail of each stream, the whole capture kept
-//! pageable in the [`OutputStore`]), the text a model reads, and the message size
+//! pageable in the [`CaptureStore`]), the text a model reads, and the message size
 //! cap of [`super::fit`]. What the envelope says is the command tree's.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 use super::{Options, fit};
+use crate::captures::{CaptureStore, view};
 use crate::error::Failure;
 use crate::output::{Envelope, StreamTruncation, Truncation};
-use crate::outputs::{OutputStore, view};
 
 /// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
 pub const VIEW_STDOUT: usize = 32 * 1024;
@@ -22,7 +22,7 @@ pub(crate) fn render(
     mut envelope: Envelope,
     human: &str,
     options: &Options,
-    outputs: &OutputStore,
+    outputs: &CaptureStore,
 ) -> CallToolResult {
     apply_view(&mut envelope, options, outputs);
     let mut text = text_for(&envelope, human);
@@ -46,7 +46,7 @@ pub(crate) fn refusal(failure: Failure) -> CallToolResult {
 
 /// Applies the result view limits (see docs/mcp.md): a head and a tail of each stream, the
 /// whole capture kept in the store and its id in the envelope.
-fn apply_view(envelope: &mut Envelope, options: &Options, store: &OutputStore) {
+fn apply_view(envelope: &mut Envelope, options: &Options, store: &CaptureStore) {
     if envelope.stdout.len() <= options.view_bytes && envelope.stderr.len() <= VIEW_STDERR {
         return;
     }
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn view_limits_keep_the_whole_capture_pageable() {
-        let store = OutputStore::default();
+        let store = CaptureStore::default();
         let options = Options {
             read_only: false,
             view_bytes: 1024,

@@ -29,11 +29,11 @@ impl Stored {
 }
 
 #[derive(Debug, Default)]
-pub struct OutputStore {
+pub struct CaptureStore {
     entries: Mutex<(u64, VecDeque<Stored>)>,
 }
 
-impl OutputStore {
+impl CaptureStore {
     /// A fresh id for the next capture.
     pub fn new_id(&self) -> String {
         let Ok(mut guard) = self.entries.lock() else {
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn store_drops_oldest_past_the_budget() {
-        let store = OutputStore::default();
+        let store = CaptureStore::default();
         let big = "x".repeat(BUDGET / 2 + 1);
         let first = store.put(big.clone(), String::new());
         let second = store.put(big.clone(), String::new());
@@ -200,7 +200,7 @@ mod tests {
 
     #[test]
     fn store_forgets_a_capture_after_an_hour() {
-        let store = OutputStore::default();
+        let store = CaptureStore::default();
         let start = Instant::now();
         let id = store.new_id();
         store.insert_at(&id, "kept".to_owned(), String::new(), start);
