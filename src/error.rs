@@ -98,7 +98,7 @@ pub struct FailureBody {
     /// Structured detail for `data` (closest ids, known parameters, a dry-run plan).
     pub data: Option<serde_json::Value>,
     /// What the child did, when one was spawned before the failure.
-    pub run: Option<crate::output::RunInfo>,
+    pub run: Option<crate::child::RunInfo>,
 }
 
 impl Failure {
@@ -139,7 +139,7 @@ impl Failure {
     }
 
     #[must_use]
-    pub fn run(mut self, run: crate::output::RunInfo) -> Self {
+    pub fn run(mut self, run: crate::child::RunInfo) -> Self {
         self.0.run = Some(run);
         self
     }

@@ -18,6 +18,7 @@ pub(crate) mod availability;
 pub(crate) mod binding;
 pub(crate) mod captures;
 pub mod catalog;
+pub(crate) mod child;
 pub mod cli;
 pub(crate) mod commands;
 pub mod context;
@@ -90,7 +91,7 @@ pub struct Reply {
     /// envelope's `warnings` for JSON.
     pub warnings: String,
     /// What the pack's CLI did, when one ran.
-    pub run: Option<output::RunInfo>,
+    pub run: Option<child::RunInfo>,
 }
 
 /// Streams serialized JSON to a [`Sink`] in bounded chunks, cut only at UTF-8

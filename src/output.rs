@@ -9,6 +9,8 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::child::{RunInfo, Truncation};
+
 use crate::availability::Availability;
 use crate::catalog::{BrokenPack, Pack};
 use crate::error::Failure;
@@ -21,21 +23,6 @@ pub struct ErrorBody {
     pub code: u8,
     pub reason: crate::error::Reason,
     pub message: String,
-}
-
-/// Per stream: bytes shown and bytes in all.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StreamTruncation {
-    pub shown: u64,
-    pub total: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Truncation {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stdout: Option<StreamTruncation>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stderr: Option<StreamTruncation>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,16 +48,6 @@ pub struct Envelope {
     /// audit line not written); absent when nothing did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-}
-
-/// What a spawned child did, for the envelope.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunInfo {
-    pub child: Vec<String>,
-    pub exit_code: i32,
-    pub stdout: String,
-    pub stderr: String,
-    pub truncation: Option<Truncation>,
 }
 
 impl Envelope {

@@ -9,7 +9,8 @@
 
 use serde::Serialize;
 
-use crate::output::{Envelope, StreamTruncation, Truncation};
+use crate::child::{StreamTruncation, Truncation};
+use crate::output::Envelope;
 
 /// The largest serialized message (see docs/mcp.md): stdio clients drop bigger ones.
 pub const MAX_MESSAGE: usize = 9 * 1024 * 1024 + 512 * 1024;
