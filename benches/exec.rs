@@ -93,7 +93,7 @@ fn main() {
                 .with_temp_dir(std::env::temp_dir());
             ctx.sandbox = Arc::new(Cache::with_machine(machine));
             // As the MCP server runs it: one catalog cache across calls.
-            ctx.catalog_cache = Some(Arc::new(hcpx::catalog::CatalogCache::default()));
+            ctx.catalog_cache = Some(Arc::new(hcpx::cache::CatalogCache::default()));
             (label, ctx)
         })
         .collect();

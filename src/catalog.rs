@@ -306,7 +306,7 @@ pub(crate) fn builtins_digest() -> u64 {
 }
 
 /// Every built-in pack, parsed once per process.
-fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
+pub(crate) fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
     BUILTINS.get_or_init(|| {
         let mut packs = Vec::new();
         let mut broken = Vec::new();
@@ -500,129 +500,6 @@ impl Catalog {
     }
 }
 
-/// (path, modified, length) of each file that makes up the installed packs.
-type Fingerprint = Vec<(String, Option<std::time::SystemTime>, u64)>;
-
-/// What identifies the installed packs' state: every pack folder's name and the
-/// modification time and size of its two text files, plus the folder's own.
-fn fingerprint(packs_dir: &Path) -> Fingerprint {
-    let stamp =
-        |path: &Path| std::fs::metadata(path).map_or((None, 0), |meta| (meta.modified().ok(), meta.len()));
-    let mut seen = Vec::new();
-    let (modified, len) = stamp(packs_dir);
-    seen.push((String::new(), modified, len));
-    if let Ok(entries) = std::fs::read_dir(packs_dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            for file in [MANIFEST_FILE, SKILL_FILE] {
-                let (modified, len) = stamp(&entry.path().join(file));
-                seen.push((format!("{name}/{file}"), modified, len));
-            }
-        }
-    }
-    seen.sort();
-    seen
-}
-
-/// A catalog and its search index, built once and rebuilt only when the installed
-/// packs change: what a long-lived server holds between calls.
-#[derive(Debug)]
-pub struct Indexed {
-    pub catalog: Catalog,
-    index: OnceLock<crate::search::SearchIndex>,
-}
-
-/// What an installed pack's folder looked like when it was loaded: its two text
-/// files and the folder itself (a file added, removed or renamed changes it).
-type PackStamp = [(Option<std::time::SystemTime>, u64); 3];
-
-fn pack_stamp(dir: &Path) -> PackStamp {
-    let stamp =
-        |path: &Path| std::fs::metadata(path).map_or((None, 0), |meta| (meta.modified().ok(), meta.len()));
-    [
-        stamp(dir),
-        stamp(&dir.join(MANIFEST_FILE)),
-        stamp(&dir.join(SKILL_FILE)),
-    ]
-}
-
-#[derive(Debug, Default)]
-pub struct CatalogCache {
-    current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Indexed>)>>,
-    /// Installed packs loaded one at a time (what exec needs), by id.
-    single: std::sync::Mutex<std::collections::HashMap<String, (PackStamp, Pack)>>,
-}
-
-impl CatalogCache {
-    /// [`Catalog::load_one`], kept while the pack's files are unchanged: an exec
-    /// through a long-lived server parses its pack's manifest once.
-    pub fn one(&self, packs_dir: &Path, id: &str) -> Catalog {
-        let dir = packs_dir.join(id);
-        let installed = crate::template::is_pack_id(id) && dir.is_dir();
-        let stamp = installed.then(|| pack_stamp(&dir));
-        if let Some(stamp) = &stamp
-            && let Ok(single) = self.single.lock()
-            && let Some((seen, pack)) = single.get(id)
-            && seen == stamp
-        {
-            return Catalog::from_packs(vec![pack.clone()]);
-        }
-        // A long-lived server parses the built-ins once, not per call.
-        let _ = builtins();
-        let Some(catalog) = Catalog::find_one(packs_dir, id) else {
-            // An unknown id: the ids there are, for the closest ones.
-            let indexed = self.get(packs_dir);
-            return Catalog::known(
-                indexed
-                    .catalog
-                    .packs
-                    .iter()
-                    .map(|pack| pack.id().to_owned())
-                    .collect(),
-                indexed.catalog.broken.clone(),
-            );
-        };
-        if let (Some(stamp), [pack]) = (stamp, catalog.packs.as_slice())
-            && matches!(pack.origin, Origin::Installed { .. })
-            && pack.id() == id
-            && let Ok(mut single) = self.single.lock()
-        {
-            single.insert(id.to_owned(), (stamp, pack.clone()));
-        }
-        catalog
-    }
-
-    pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Indexed> {
-        let print = fingerprint(packs_dir);
-        if let Ok(guard) = self.current.lock()
-            && let Some((seen, indexed)) = guard.as_ref()
-            && *seen == print
-        {
-            return indexed.clone();
-        }
-        let indexed = std::sync::Arc::new(Indexed::build(packs_dir));
-        if let Ok(mut guard) = self.current.lock() {
-            *guard = Some((print, indexed.clone()));
-        }
-        indexed
-    }
-}
-
-impl Indexed {
-    pub fn build(packs_dir: &Path) -> Self {
-        Self {
-            catalog: Catalog::load(packs_dir),
-            index: OnceLock::new(),
-        }
-    }
-
-    /// The search index, built on first use.
-    pub fn index(&self) -> &crate::search::SearchIndex {
-        self.index
-            .get_or_init(|| crate::search::SearchIndex::build(&self.catalog.packs))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,68 +561,6 @@ mod tests {
         assert_eq!(digest(b""), "cbf29ce484222325");
         assert_eq!(digest(b"a"), "af63dc4c8601ec8c");
         assert_eq!(digest(b"foobar"), "85944171f73967e8");
-    }
-
-    #[test]
-    fn one_pack_is_cached_until_its_files_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = CatalogCache::default();
-        let pack = dir.path().join("weather");
-        std::fs::create_dir_all(&pack).unwrap();
-        let manifest = |description: &str| {
-            format!(
-                r#"{{"hcp":1,"id":"weather","version":"1.0.0","description":"{description}","bin":["w"],"commands":{{"now":{{"summary":"s","effect":"read","argv":[]}}}}}}"#
-            )
-        };
-        std::fs::write(pack.join(MANIFEST_FILE), manifest("first")).unwrap();
-        std::fs::write(pack.join(SKILL_FILE), "---\nname: weather\ndescription: d\n---\n").unwrap();
-        let description = |catalog: &Catalog| catalog.get("weather").unwrap().manifest.description.clone();
-        assert_eq!(description(&cache.one(dir.path(), "weather")), "first");
-        // Edited in place (a pack author at work): seen at once.
-        std::fs::write(pack.join(MANIFEST_FILE), manifest("second, longer")).unwrap();
-        assert_eq!(description(&cache.one(dir.path(), "weather")), "second, longer");
-        assert_eq!(description(&cache.one(dir.path(), "weather")), "second, longer");
-        // A built-in comes from the binary, not the cache.
-        assert!(matches!(
-            cache.one(dir.path(), "transit").get("transit").unwrap().origin,
-            Origin::Builtin { .. }
-        ));
-    }
-
-    #[test]
-    fn the_cache_sees_installs_and_edits() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = CatalogCache::default();
-        let first = cache.get(dir.path());
-        assert!(
-            std::sync::Arc::ptr_eq(&first, &cache.get(dir.path())),
-            "unchanged: the same index"
-        );
-        let pack = dir.path().join("weather");
-        std::fs::create_dir_all(&pack).unwrap();
-        std::fs::write(
-            pack.join(MANIFEST_FILE),
-            r#"{"hcp":1,"id":"weather","version":"1.0.0","description":"d","bin":["w"],"commands":{"now":{"summary":"s","effect":"read","argv":[]}}}"#,
-        )
-        .unwrap();
-        std::fs::write(pack.join(SKILL_FILE), "---\nname: weather\ndescription: d\n---\n").unwrap();
-        let second = cache.get(dir.path());
-        assert!(second.catalog.get("weather").is_ok());
-        std::fs::write(
-            pack.join(SKILL_FILE),
-            "---\nname: weather\ndescription: longer text\n---\n",
-        )
-        .unwrap();
-        assert_eq!(
-            cache
-                .get(dir.path())
-                .catalog
-                .get("weather")
-                .unwrap()
-                .skill
-                .description,
-            "longer text"
-        );
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub struct Context {
     /// This very binary, for host configurations when `hcpx` is not on PATH.
     pub self_exe: Option<PathBuf>,
     /// The catalog and index a long-lived server keeps between calls.
-    pub catalog_cache: Option<Arc<crate::catalog::CatalogCache>>,
+    pub catalog_cache: Option<Arc<crate::cache::CatalogCache>>,
     /// Where full captures are kept for `output ID` (the MCP server's store).
     pub outputs: Option<Arc<crate::captures::CaptureStore>>,
     /// What the sandbox keeps between calls (the probe, cached Landlock layers and

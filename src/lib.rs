@@ -16,6 +16,7 @@ pub mod adopt;
 pub(crate) mod audit;
 pub(crate) mod availability;
 pub(crate) mod binding;
+pub mod cache;
 pub(crate) mod captures;
 pub mod catalog;
 pub(crate) mod child;

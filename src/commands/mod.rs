@@ -22,11 +22,11 @@ use crate::policy::Policies;
 
 /// The catalog (and its search index, built on first use): the server's cached
 /// one, or loaded now.
-pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::catalog::Indexed> {
+pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::cache::Indexed> {
     recover_installs(ctx);
     match &ctx.catalog_cache {
         Some(cache) => cache.get(&ctx.packs_dir()),
-        None => std::sync::Arc::new(crate::catalog::Indexed::build(&ctx.packs_dir())),
+        None => std::sync::Arc::new(crate::cache::Indexed::build(&ctx.packs_dir())),
     }
 }
 

@@ -84,7 +84,7 @@ impl Server {
         base.read_only = options.read_only;
         let outputs = Arc::new(CaptureStore::default());
         base.outputs = Some(outputs.clone());
-        base.catalog_cache = Some(Arc::new(crate::catalog::CatalogCache::default()));
+        base.catalog_cache = Some(Arc::new(crate::cache::CatalogCache::default()));
         Self {
             base,
             options,
