@@ -151,7 +151,14 @@ fn interrupting_hcpx_ends_every_process_of_the_call() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(pids_of("sleep 4108"), Vec::<String>::new());
+    // The call's keeper, a process of its own, ends what is left once hcpx is gone;
+    // on a loaded machine it may take a moment after hcpx exits (seen under a
+    // parallel fuzz run), as for the MCP server below.
+    assert!(
+        wait_until(Duration::from_secs(2), || pids_of("sleep 4108").is_empty()),
+        "left behind: {:?}",
+        pids_of("sleep 4108")
+    );
 }
 
 /// Escape 1d: The same for `hcpx mcp`: the server killed, the call's processes go too.
