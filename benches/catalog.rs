@@ -25,13 +25,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{interleaved, ms};
-use serde_json::{Value, json};
+use common::{Lcg, Server, generate, interleaved, ms};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
 const PACKS: usize = 10_000;
@@ -40,57 +38,6 @@ const CLI_RUNS: usize = 60;
 /// Rounds of the MCP comparisons.
 const MCP_RUNS: usize = 1000;
 const QUERY: &str = "weather journey";
-const WORDS: [&str; 48] = [
-    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log",
-    "mail", "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml",
-    "yaml", "zip", "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal",
-    "key", "lint", "metric", "note", "order", "package", "queue", "report", "search", "task", "upload",
-    "vault", "weather",
-];
-
-/// A small deterministic generator, so every run benchmarks the same packs (the
-/// same as `benches/search.rs`).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        usize::try_from(self.0 >> 33).unwrap_or(0)
-    }
-
-    fn word(&mut self) -> &'static str {
-        WORDS[self.next() % WORDS.len()]
-    }
-
-    fn sentence(&mut self, n: usize) -> String {
-        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
-    }
-}
-
-fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
-    let id = format!("{}-{}-{index}", rng.word(), rng.word());
-    let keywords: Vec<String> = (0..4).map(|_| format!("\"{}\"", rng.word())).collect();
-    let manifest = format!(
-        r#"{{"hcp":1,"id":"{id}","version":"1.0.{}","description":"{}","keywords":[{}],"bin":["tool-{index}"],
-        "commands":{{"run":{{"summary":"{}","effect":"read","params":{{"q":{{"type":"string","pattern":"[a-z]+"}}}},
-        "argv":["run","--q={{q?}}"]}},"list":{{"summary":"{}","effect":"read","argv":["list"]}}}}}}"#,
-        index % 7,
-        rng.sentence(8),
-        keywords.join(","),
-        rng.sentence(6),
-        rng.sentence(6),
-    );
-    let skill = format!(
-        "---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n",
-        rng.sentence(12),
-        rng.sentence(150)
-    );
-    (id, manifest, skill)
-}
-
 /// Writes the generated packs and their lock entries straight into `home`, as
 /// install would leave them (without the per-pack journal and fsyncs).
 fn write_packs(home: &Path) {
@@ -175,82 +122,6 @@ fn settle(home: &Path) {
     }
 }
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(home: &Path, work: &Path) -> Self {
-        let mut child = Command::new(BIN)
-            .arg("mcp")
-            .current_dir(work)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HCP_HOME", home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Self {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        server.request("initialize", json!({
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" }
-        }));
-        writeln!(
-            server.stdin,
-            "{}",
-            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })
-        )
-        .unwrap();
-        server
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
-        )
-        .unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            self.stdout.read_line(&mut line).unwrap();
-            let value: Value = serde_json::from_str(&line).unwrap();
-            if value["id"] == json!(id) {
-                return value;
-            }
-        }
-    }
-
-    fn call(&mut self, argv: &[&str]) {
-        let reply = self.request(
-            "tools/call",
-            json!({ "name": "hcp", "arguments": { "argv": argv } }),
-        );
-        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn line(label: &str, (p50, p99): (Duration, Duration)) {
     println!("  {label:<52} {:>9.3} ms / {:>9.3} ms", ms(p50), ms(p99));
 }
@@ -328,14 +199,20 @@ fn main() {
         "the index stayed as written"
     );
 
-    let mut small_server = Server::start(&small, &work);
-    let mut large_server = Server::start(&large, &work);
+    let mut small_server = Server::start(&small, &work).0;
+    let mut large_server = Server::start(&large, &work).0;
     let mut mcp_results = Vec::new();
     for server in [&mut small_server, &mut large_server] {
         let cell = std::cell::RefCell::new(server);
-        let mut search = || cell.borrow_mut().call(&["search", "weather", "journey"]);
-        let mut skill = || cell.borrow_mut().call(&["skill", "transit"]);
-        let mut skill_installed = || cell.borrow_mut().call(&["skill", "hail"]);
+        let mut search = || {
+            cell.borrow_mut().call(&["search", "weather", "journey"]);
+        };
+        let mut skill = || {
+            cell.borrow_mut().call(&["skill", "transit"]);
+        };
+        let mut skill_installed = || {
+            cell.borrow_mut().call(&["skill", "hail"]);
+        };
         mcp_results.push(interleaved(
             MCP_RUNS,
             &mut [&mut search, &mut skill, &mut skill_installed],

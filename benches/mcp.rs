@@ -26,101 +26,15 @@ mod common;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use common::{copy_dir, interleaved, measure, ms, percentile};
+use common::{Server, copy_dir, interleaved, measure, ms, percentile};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hcpx");
 /// Rounds of the exec comparison (each runs both).
 const EXEC_RUNS: usize = 400;
-
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(home: &Path, work: &Path) -> (Self, Duration) {
-        Self::start_binary(Path::new(BIN), home, work)
-    }
-
-    fn start_binary(bin: &Path, home: &Path, work: &Path) -> (Self, Duration) {
-        let started = Instant::now();
-        let mut child = Command::new(bin)
-            .arg("mcp")
-            .current_dir(work)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HCP_HOME", home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Self {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        server.request("initialize", json!({
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" }
-        }));
-        let ready = started.elapsed();
-        writeln!(
-            server.stdin,
-            "{}",
-            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })
-        )
-        .unwrap();
-        (server, ready)
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
-        )
-        .unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            self.stdout.read_line(&mut line).unwrap();
-            let value: Value = serde_json::from_str(&line).unwrap();
-            if value["id"] == json!(id) {
-                return value;
-            }
-        }
-    }
-
-    fn call(&mut self, argv: &[&str]) -> Value {
-        let reply = self.request(
-            "tools/call",
-            json!({ "name": "hcp", "arguments": { "argv": argv } }),
-        );
-        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
-        reply
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        status
-            .lines()
-            .find(|line| line.starts_with("VmRSS:"))
-            .and_then(|line| line.split_whitespace().nth(1))
-            .and_then(|kib| kib.parse().ok())
-            .unwrap_or(0)
-    }
-}
 
 /// `hcpx mcp --http 127.0.0.1:0` and one session on one kept-alive connection,
 /// spoken by hand (HTTP/1.1; the answers come as chunked event streams).

@@ -18,61 +18,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{ms, percentile};
+use common::{Lcg, generate, ms, percentile};
 use hcpx::catalog::{Catalog, Origin, Pack, parse_pack};
 use hcpx::search::SearchIndex;
 
 const PACKS: usize = 10_000;
-const WORDS: [&str; 48] = [
-    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log",
-    "mail", "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml",
-    "yaml", "zip", "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal",
-    "key", "lint", "metric", "note", "order", "package", "queue", "report", "search", "task", "upload",
-    "vault", "weather",
-];
-
-/// A small deterministic generator, so every run benchmarks the same packs.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        usize::try_from(self.0 >> 33).unwrap_or(0)
-    }
-
-    fn word(&mut self) -> &'static str {
-        WORDS[self.next() % WORDS.len()]
-    }
-
-    fn sentence(&mut self, n: usize) -> String {
-        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
-    }
-}
-
-fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
-    let id = format!("{}-{}-{index}", rng.word(), rng.word());
-    let keywords: Vec<String> = (0..4).map(|_| format!("\"{}\"", rng.word())).collect();
-    let manifest = format!(
-        r#"{{"hcp":1,"id":"{id}","version":"1.0.{}","description":"{}","keywords":[{}],"bin":["tool-{index}"],
-        "commands":{{"run":{{"summary":"{}","effect":"read","params":{{"q":{{"type":"string","pattern":"[a-z]+"}}}},
-        "argv":["run","--q={{q?}}"]}},"list":{{"summary":"{}","effect":"read","argv":["list"]}}}}}}"#,
-        index % 7,
-        rng.sentence(8),
-        keywords.join(","),
-        rng.sentence(6),
-        rng.sentence(6),
-    );
-    let skill = format!(
-        "---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n",
-        rng.sentence(12),
-        rng.sentence(150)
-    );
-    (id, manifest, skill)
-}
-
 fn report(label: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p99 = percentile(samples, 0.99);

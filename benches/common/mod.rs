@@ -2,8 +2,12 @@
 
 #![allow(dead_code, reason = "each benchmark uses a part of it")]
 
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
 
 /// The `p` quantile (0.0 to 1.0) of the samples, which it sorts.
 pub(crate) fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -56,4 +60,149 @@ pub(crate) fn interleaved(runs: usize, variants: &mut [&mut dyn FnMut()]) -> Vec
         .iter_mut()
         .map(|samples| (percentile(samples, 0.5), percentile(samples, 0.99)))
         .collect()
+}
+
+/// Words the generated packs are made of.
+pub(crate) const WORDS: [&str; 48] = [
+    "alpha", "bravo", "cloud", "data", "engine", "file", "graph", "http", "image", "json", "kube", "log",
+    "mail", "network", "object", "pdf", "query", "route", "storage", "text", "user", "video", "web", "xml",
+    "yaml", "zip", "backup", "calendar", "deploy", "email", "format", "git", "hash", "index", "journal",
+    "key", "lint", "metric", "note", "order", "package", "queue", "report", "search", "task", "upload",
+    "vault", "weather",
+];
+
+/// A small deterministic generator, so every run benchmarks the same packs.
+pub(crate) struct Lcg(pub(crate) u64);
+
+impl Lcg {
+    pub(crate) fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        usize::try_from(self.0 >> 33).unwrap_or(0)
+    }
+
+    pub(crate) fn word(&mut self) -> &'static str {
+        WORDS[self.next() % WORDS.len()]
+    }
+
+    pub(crate) fn sentence(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+pub(crate) fn generate(index: usize, rng: &mut Lcg) -> (String, String, String) {
+    let id = format!("{}-{}-{index}", rng.word(), rng.word());
+    let keywords: Vec<String> = (0..4).map(|_| format!("\"{}\"", rng.word())).collect();
+    let manifest = format!(
+        r#"{{"hcp":1,"id":"{id}","version":"1.0.{}","description":"{}","keywords":[{}],"bin":["tool-{index}"],
+        "commands":{{"run":{{"summary":"{}","effect":"read","params":{{"q":{{"type":"string","pattern":"[a-z]+"}}}},
+        "argv":["run","--q={{q?}}"]}},"list":{{"summary":"{}","effect":"read","argv":["list"]}}}}}}"#,
+        index % 7,
+        rng.sentence(8),
+        keywords.join(","),
+        rng.sentence(6),
+        rng.sentence(6),
+    );
+    let skill = format!(
+        "---\nname: {id}\ndescription: {}\n---\n\n# {id}\n\n{}\n",
+        rng.sentence(12),
+        rng.sentence(150)
+    );
+    (id, manifest, skill)
+}
+
+/// `hcpx mcp` over stdio, spoken by hand: one request at a time, answers matched by id.
+pub(crate) struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    pub(crate) fn start(home: &Path, work: &Path) -> (Self, Duration) {
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_hcpx")), home, work)
+    }
+
+    pub(crate) fn start_binary(bin: &Path, home: &Path, work: &Path) -> (Self, Duration) {
+        let started = Instant::now();
+        let mut child = Command::new(bin)
+            .arg("mcp")
+            .current_dir(work)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HCP_HOME", home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        server.request("initialize", json!({
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" }
+        }));
+        let ready = started.elapsed();
+        writeln!(
+            server.stdin,
+            "{}",
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })
+        )
+        .unwrap();
+        (server, ready)
+    }
+
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+        )
+        .unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).unwrap();
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if value["id"] == json!(id) {
+                return value;
+            }
+        }
+    }
+
+    pub(crate) fn call(&mut self, argv: &[&str]) -> Value {
+        let reply = self.request(
+            "tools/call",
+            json!({ "name": "hcp", "arguments": { "argv": argv } }),
+        );
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+        reply
+    }
+
+    pub(crate) fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find(|line| line.starts_with("VmRSS:"))
+            .and_then(|line| line.split_whitespace().nth(1))
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
