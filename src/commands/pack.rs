@@ -100,9 +100,10 @@ fn manifest_template(id: &str, key: &str) -> String {
       "effect": "read",
       "params": {{
         "name": {{ "type": "string", "required": true, "maxLength": 100, "description": "who to greet" }},
-        "lang": {{ "type": "enum", "values": ["en", "fr"], "default": "en", "description": "the greeting's language" }}
+        "lang": {{ "type": "enum", "values": ["en", "fr"], "default": "en", "description": "the greeting's language" }},
+        "loud": {{ "type": "boolean", "default": false, "flag": "--loud", "description": "shout the greeting" }}
       }},
-      "argv": ["hello", "--name={{name}}", "--lang={{lang}}"],
+      "argv": ["hello", "--name", "{{name}}", "--lang", "{{lang}}", "{{loud}}"],
       "json": ["--json"]
     }}
   }}
@@ -116,7 +117,7 @@ fn skill_template(id: &str, key: &str) -> String {
         "---\nname: {id}\ndescription: Greets people by name. Use it when someone asks for a greeting. \
          (Replace this with what {id} does and when an agent should use it.)\n---\n\n# {id}\n\n\
          ## When to use\n\nDescribe the tasks this pack is for, and the ones it is not for.\n\n\
-         ## Commands\n\n- `hello`: greet someone, in English or French (`lang=fr`).\n  \
+         ## Commands\n\n- `hello`: greet someone, in English or French (`lang=fr`), shouting with `loud=true`.\n  \
          `hcpx exec {id} hello -- name=Ada`\n  \
          `hcpx exec {id} hello --json -- name=Ada lang=fr` returns `{{\"greeting\": ..., \"key\": \"set\" or \"unset\"}}`\n\n\
          ## Credentials\n\n`{key}` is optional: the pack runs without it. A person binds it with \
@@ -135,15 +136,19 @@ set -eu
 cmd=${{1:-}}
 [ $# -gt 0 ] && shift
 json=0
+loud=0
 name=
 lang=en
-for arg in "$@"; do
-  case $arg in
+# Options as hcpx passes them: each value in the argument after its option.
+while [ $# -gt 0 ]; do
+  case $1 in
     --json) json=1 ;;
-    --name=*) name=${{arg#--name=}} ;;
-    --lang=*) lang=${{arg#--lang=}} ;;
+    --loud) loud=1 ;;
+    --name) name=${{2-}}; shift ;;
+    --lang) lang=${{2-}}; shift ;;
     *) echo "{id}: unknown argument" >&2; exit 2 ;;
   esac
+  [ $# -gt 0 ] && shift
 done
 # Say whether the credential is there; never print it.
 if [ -n "${{{key}:-}}" ]; then key=set; else key=unset; fi
@@ -153,14 +158,18 @@ case $cmd in
       fr) word=Bonjour ;;
       *) word=Hello ;;
     esac
+    greeting="$word, $name!"
+    if [ "$loud" = 1 ]; then
+      greeting=$(printf '%s' "$greeting" | tr '[:lower:]' '[:upper:]')
+    fi
     if [ "$json" = 1 ]; then
-      escaped=$(printf '%s' "$name" | sed 's/\\/\\\\/g; s/"/\\"/g')
-      printf '{{"greeting":"%s, %s!","key":"%s"}}\n' "$word" "$escaped" "$key"
+      escaped=$(printf '%s' "$greeting" | sed 's/\\/\\\\/g; s/"/\\"/g')
+      printf '{{"greeting":"%s","key":"%s"}}\n' "$escaped" "$key"
     else
-      printf '%s, %s!\n' "$word" "$name"
+      printf '%s\n' "$greeting"
     fi
     ;;
-  *) echo "usage: {id} hello --name=NAME [--lang=en|fr] [--json]" >&2; exit 2 ;;
+  *) echo "usage: {id} hello --name NAME [--lang en|fr] [--loud] [--json]" >&2; exit 2 ;;
 esac
 "#
     )

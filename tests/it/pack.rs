@@ -83,7 +83,7 @@ fn pack_new_writes_a_pack_that_passes_check_and_runs() {
     assert_eq!(code, 0);
     // Its CLI does what the manifest says, with a quote that needs JSON escaping.
     let out = std::process::Command::new(env.work().join("weather/weather"))
-        .args(["hello", "--name=Ada \"the\" first", "--lang=en", "--json"])
+        .args(["hello", "--name", "Ada \"the\" first", "--lang", "en", "--json"])
         .output()
         .unwrap();
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -135,10 +135,30 @@ fn pack_new_runs_end_to_end_through_install_exec_and_bind() {
     );
     assert_eq!(
         envelope["child"].as_array().unwrap()[1..],
-        json!(["hello", "--name=Ada", "--lang=fr", "--json"])
+        json!(["hello", "--name", "Ada", "--lang", "fr", "--json"])
             .as_array()
             .unwrap()[..]
     );
+    // The on/off flag: one element when true, none when false; a name that looks
+    // like an option stays a value of --name.
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada", "loud=true"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"],
+        json!({ "greeting": "HELLO, ADA!", "key": "unset" })
+    );
+    assert_eq!(
+        envelope["child"].as_array().unwrap()[1..],
+        json!(["hello", "--name", "Ada", "--lang", "en", "--loud", "--json"])
+            .as_array()
+            .unwrap()[..]
+    );
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=Ada", "loud=false"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["greeting"], json!("Hello, Ada!"));
+    let (code, envelope) = env.json(&["exec", "weather", "hello", "--", "name=--loud"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("invalid_param"), "{envelope}");
 
     // The plan names only the variables the child would get: no unbound key.
     let (_, dry) = env.json(&["exec", "weather", "hello", "--dry-run", "--", "name=Ada"]);
