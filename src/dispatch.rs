@@ -7,12 +7,32 @@ use crate::commands;
 use crate::context::Context;
 use crate::error::Failure;
 
+/// Commands only a person may run, whatever the policy says: with them an agent
+/// would change its own credentials or rules. Refused here, before their handler;
+/// `hcp://help` marks them from this list. (`adopt` is one too with `--write`,
+/// `--remove` or `--native`; its handler decides, since that depends on the flags.)
+pub(crate) const FOR_PEOPLE_ONLY: [&str; 4] = ["bind", "unbind", "policy set", "policy unset"];
+
+/// The words that name `command` in the tree, for the commands listed above.
+fn path(command: &Command) -> &'static str {
+    match command {
+        Command::Bind { .. } => "bind",
+        Command::Unbind { .. } => "unbind",
+        Command::Policy(PolicyCommand::Set { .. }) => "policy set",
+        Command::Policy(PolicyCommand::Unset { .. }) => "policy unset",
+        _ => "",
+    }
+}
+
 pub(crate) async fn dispatch(
     command: Command,
     json: bool,
     argv: &[String],
     ctx: &Context,
 ) -> Result<Reply, Failure> {
+    if FOR_PEOPLE_ONLY.contains(&path(&command)) {
+        commands::refuse_agents(ctx)?;
+    }
     match command {
         Command::Pack(PackCommand::New { .. }) if ctx.read_only => Err(Failure::new(
             crate::error::Reason::DeniedByPolicy,

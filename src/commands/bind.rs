@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{find_pack, load_catalog, refuse_agents, to_json};
+use super::{find_pack, load_catalog, to_json};
 use crate::Reply;
 use crate::audit::Decision;
 use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
@@ -44,7 +44,6 @@ pub(crate) fn bind(
     how: How<'_>,
     argv: &[String],
 ) -> Result<Reply, Failure> {
-    refuse_agents(ctx)?;
     let loaded = load_catalog(ctx);
     let catalog = &loaded.catalog;
     let pack = find_pack(catalog, pack_id)?;
@@ -203,7 +202,6 @@ fn keep(
 }
 
 pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
-    refuse_agents(ctx)?;
     let removed = update(ctx, |store| {
         let removed = store
             .packs

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{find_pack, load_catalog, load_policies, refuse_agents, to_json};
+use super::{find_pack, load_catalog, load_policies, to_json};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::{Failure, Reason};
@@ -216,7 +216,6 @@ pub(crate) fn set(
     force: bool,
     argv: &[String],
 ) -> Result<Reply, Failure> {
-    refuse_agents(ctx)?;
     let matcher = Matcher::parse(matcher).map_err(|_| {
         Failure::new(
             Reason::InvalidArguments,
@@ -297,7 +296,6 @@ fn edit_user_policy<T>(
 /// `hcpx policy unset MATCH`: takes the rule out of the user's policy; refused,
 /// with the rules there are, when the user's policy has no such rule.
 pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Reply, Failure> {
-    refuse_agents(ctx)?;
     let matcher = Matcher::parse(matcher).map_err(|_| {
         Failure::new(
             Reason::InvalidArguments,

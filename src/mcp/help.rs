@@ -7,8 +7,11 @@ use clap::CommandFactory as _;
 
 use crate::cli::Cli;
 
-/// Commands an MCP caller cannot use (see docs/mcp.md).
-const REFUSED: [&str; 5] = ["mcp", "bind", "unbind", "policy set", "policy unset"];
+/// Whether an MCP caller, always an agent, is refused this command: the server
+/// itself (`mcp`), and what the dispatcher keeps for people.
+fn refused(path: &str) -> bool {
+    path == "mcp" || crate::dispatch::FOR_PEOPLE_ONLY.contains(&path)
+}
 
 fn usage(command: &clap::Command, path: &str) -> String {
     let mut words = vec![path.to_owned()];
@@ -45,7 +48,7 @@ fn walk(command: &clap::Command, path: &str, out: &mut String) {
             continue;
         }
         let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
-        let refused = if REFUSED.contains(&here.as_str()) {
+        let refused = if refused(&here) {
             " **Refused over MCP.**"
         } else {
             ""
