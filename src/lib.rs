@@ -147,7 +147,7 @@ fn wants_json(argv: &[String]) -> bool {
 
 /// Parses an argv with a command tree built once per thread: building clap's tree
 /// was a fifth of what a call cost the MCP server.
-pub(crate) fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
+pub fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
     use clap::{CommandFactory as _, FromArgMatches as _};
     thread_local! {
         static TREE: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(cli::Cli::command());

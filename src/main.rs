@@ -70,23 +70,10 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
 /// Runs the MCP server on stdio until the client closes stdin, or over HTTP until
 /// SIGTERM or SIGINT. `--help` and bad arguments go through the command tree like
 /// any other command.
-fn serve_mcp(argv: &[String], ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
-    use clap::Parser as _;
-    let args = match hcpx::cli::Cli::try_parse_from(
-        std::iter::once("hcpx").chain(argv.iter().map(String::as_str)),
-    ) {
-        Ok(hcpx::cli::Cli {
-            command: hcpx::cli::Command::Mcp(args),
-            ..
-        }) => args,
-        _ => {
-            let outcome = runtime.block_on(hcpx::run(argv.to_vec(), &ctx, &mut StdStreams::default()));
-            return ExitCode::from(outcome.exit_code);
-        }
-    };
+fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
     if args.http.is_some() {
-        let settings = match hcpx::mcp::http::Settings::resolve(&args, &ctx) {
+        let settings = match hcpx::mcp::http::Settings::resolve(args, &ctx) {
             Ok(settings) => settings,
             Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
         };
@@ -178,9 +165,15 @@ fn main() -> ExitCode {
             );
         }
     };
-    // `hcpx mcp`: the server owns stdin and stdout from here on.
-    if argv.iter().find(|arg| !arg.starts_with('-')).map(String::as_str) == Some("mcp") {
-        return serve_mcp(&argv, ctx, &runtime);
+    // `hcpx mcp`: the server owns stdin and stdout from here on. Anything else,
+    // `hcpx mcp --help` and bad arguments included, goes through the command tree
+    // (which parses again, with the tree built once per thread).
+    if let Ok(hcpx::cli::Cli {
+        command: hcpx::cli::Command::Mcp(args),
+        ..
+    }) = hcpx::parse(&argv)
+    {
+        return serve_mcp(&args, ctx, &runtime);
     }
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.
