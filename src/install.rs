@@ -26,8 +26,67 @@ pub const MAX_FILE: u64 = 16 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("{0}")]
-    Refused(String),
+    /// The folder has no `name`, one of the pack's files.
+    #[error("the folder has no {name}")]
+    FolderMissing { name: String },
+    /// The folder's `name` is a symbolic link.
+    #[error("{name} is a link; packs carry regular files only")]
+    FolderLink { name: String },
+    /// The folder's `name` is a device, a FIFO, a socket or a folder.
+    #[error("{name} is not a regular file (a device, a FIFO or a folder)")]
+    FolderNotRegular { name: String },
+    /// The folder's `name` has `links` hard links, so something else can change it.
+    #[error("{name} has other hard links; packs carry files of their own")]
+    FolderHardLink { name: String, links: u64 },
+    /// The folder's `name` is `size` bytes, over [`MAX_FILE`].
+    #[error("{name} is larger than {} MiB", MAX_FILE / (1024 * 1024))]
+    FolderTooLarge { name: String, size: u64 },
+    /// The folder's `name` changed size while it was read.
+    #[error("{name} changed while it was read; install again once nothing writes to it")]
+    FolderChanged { name: String },
+    /// The tarball has no `hcp.json` under `package/`.
+    #[error("the package has no {MANIFEST_FILE} at its top")]
+    PackageNoManifest,
+    /// The tarball lacks `name`, a file its manifest names.
+    #[error("the package has no {name}")]
+    PackageMissing { name: String },
+    /// The manifest read in the second pass is not the one read in the first.
+    #[error("the package tarball changed while it was read")]
+    PackageChanged,
+    /// An entry's path has `..`, a root or a prefix.
+    #[error("the package has a path that escapes it")]
+    PackageEscapes { path: PathBuf },
+    /// An entry is a symbolic or a hard link.
+    #[error("the package holds a link; packs carry regular files only")]
+    PackageLink { path: PathBuf, link: LinkKind },
+    /// An entry is a device, a FIFO or another special file.
+    #[error("the package holds a device or special file")]
+    PackageSpecial { path: PathBuf },
+    /// An entry is `size` bytes, over [`MAX_FILE`].
+    #[error("the package holds a file larger than {} MiB", MAX_FILE / (1024 * 1024))]
+    PackageTooLarge { path: PathBuf, size: u64 },
+    /// The tarball holds the pack file `name` more than once.
+    #[error("the package holds {name} twice")]
+    PackageTwice { name: String },
+    /// `hcp.json` is not UTF-8.
+    #[error("{MANIFEST_FILE} is not UTF-8 text")]
+    ManifestNotUtf8,
+    /// `packs.lock.json` is not a lock file; it is never overwritten.
+    #[error(
+        "{} cannot be parsed (line {line}); fix or remove it, it is never overwritten",
+        path.display()
+    )]
+    LockUnparsable { path: PathBuf, line: usize },
+    /// The journal of an interrupted change cannot be parsed, so it cannot be finished.
+    #[error(
+        "{} cannot be parsed; remove {}, then check `hcpx search`",
+        journal.display(),
+        work.display()
+    )]
+    JournalUnparsable { journal: PathBuf, work: PathBuf },
+    /// `id` is not a pack id.
+    #[error("{id:?} is not a pack id")]
+    NotAPackId { id: String },
     #[error("the pack is invalid: {} problems", .0.len())]
     Invalid(Vec<Problem>),
     #[error("{}", bound_message(*.bound, *.limit))]
@@ -104,14 +163,24 @@ struct PackFolder {
     path: PathBuf,
 }
 
+/// Which link a tarball entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    Symbolic,
+    Hard,
+}
+
 fn missing(name: &str) -> InstallError {
-    InstallError::Refused(format!("the folder has no {name}"))
+    InstallError::FolderMissing {
+        name: name.to_owned(),
+    }
 }
 
 fn changed(name: &str) -> InstallError {
-    InstallError::Refused(format!(
-        "{name} changed while it was read; install again once nothing writes to it"
-    ))
+    InstallError::FolderChanged {
+        name: name.to_owned(),
+    }
 }
 
 impl PackFolder {
@@ -150,9 +219,9 @@ impl PackFolder {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => return Err(missing(name)),
             Err(rustix::io::Errno::LOOP) => {
-                return Err(InstallError::Refused(format!(
-                    "{name} is a link; packs carry regular files only"
-                )));
+                return Err(InstallError::FolderLink {
+                    name: name.to_owned(),
+                });
             }
             Err(errno) => {
                 return Err(InstallError::Io {
@@ -169,18 +238,27 @@ impl PackFolder {
         };
         let before = stat(&fd)?;
         if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile {
-            return Err(InstallError::Refused(format!(
-                "{name} is not a regular file (a device, a FIFO or a folder)"
-            )));
+            return Err(InstallError::FolderNotRegular {
+                name: name.to_owned(),
+            });
         }
         if before.st_nlink != 1 {
-            return Err(InstallError::Refused(format!(
-                "{name} has other hard links; packs carry files of their own"
-            )));
+            #[allow(
+                clippy::useless_conversion,
+                reason = "nlink_t is u64 here but u32 on other targets (aarch64 Linux)"
+            )]
+            let links = u64::from(before.st_nlink);
+            return Err(InstallError::FolderHardLink {
+                name: name.to_owned(),
+                links,
+            });
         }
         let size = u64::try_from(before.st_size).unwrap_or(u64::MAX);
         if size > MAX_FILE {
-            return Err(InstallError::Refused(format!("{name} is larger than 16 MiB")));
+            return Err(InstallError::FolderTooLarge {
+                name: name.to_owned(),
+                size,
+            });
         }
         let mut file = std::fs::File::from(fd);
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
@@ -200,17 +278,20 @@ impl PackFolder {
         let path = self.path.join(name);
         let meta = std::fs::symlink_metadata(&path).map_err(|_| missing(name))?;
         if meta.file_type().is_symlink() {
-            return Err(InstallError::Refused(format!(
-                "{name} is a link; packs carry regular files only"
-            )));
+            return Err(InstallError::FolderLink {
+                name: name.to_owned(),
+            });
         }
         if !meta.is_file() {
-            return Err(InstallError::Refused(format!(
-                "{name} is not a regular file (a device, a FIFO or a folder)"
-            )));
+            return Err(InstallError::FolderNotRegular {
+                name: name.to_owned(),
+            });
         }
         if meta.len() > MAX_FILE {
-            return Err(InstallError::Refused(format!("{name} is larger than 16 MiB")));
+            return Err(InstallError::FolderTooLarge {
+                name: name.to_owned(),
+                size: meta.len(),
+            });
         }
         let bytes = std::fs::read(&path).map_err(io(format!("cannot read {name}")))?;
         if bytes.len() as u64 != meta.len() {
@@ -262,7 +343,7 @@ pub fn read_tarball<R: Read + std::io::Seek>(mut source: R) -> Result<Files, Ins
     let only_manifest = [MANIFEST_FILE.to_owned()];
     let manifest = tarball_pass(&mut source, &only_manifest)?
         .remove(MANIFEST_FILE)
-        .ok_or_else(|| InstallError::Refused("the package has no hcp.json at its top".to_owned()))?;
+        .ok_or(InstallError::PackageNoManifest)?;
     let names = wanted(&manifest);
     source
         .seek(std::io::SeekFrom::Start(0))
@@ -270,14 +351,12 @@ pub fn read_tarball<R: Read + std::io::Seek>(mut source: R) -> Result<Files, Ins
     let files = tarball_pass(&mut source, &names)?;
     for name in &names {
         if !files.contains_key(name) {
-            return Err(InstallError::Refused(format!("the package has no {name}")));
+            return Err(InstallError::PackageMissing { name: name.clone() });
         }
     }
     // The manifest must be the one the names were learned from.
     if files.get(MANIFEST_FILE) != Some(&manifest) {
-        return Err(InstallError::Refused(
-            "the package tarball changed while it was read".to_owned(),
-        ));
+        return Err(InstallError::PackageChanged);
     }
     Ok(files)
 }
@@ -328,28 +407,28 @@ fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallEr
             )
         });
         if escapes {
-            return Err(InstallError::Refused(
-                "the package has a path that escapes it".to_owned(),
-            ));
+            return Err(InstallError::PackageEscapes { path });
         }
         let kind = entry.header().entry_type();
         if kind.is_symlink() || kind.is_hard_link() {
-            return Err(InstallError::Refused(
-                "the package holds a link; packs carry regular files only".to_owned(),
-            ));
+            let link = if kind.is_symlink() {
+                LinkKind::Symbolic
+            } else {
+                LinkKind::Hard
+            };
+            return Err(InstallError::PackageLink { path, link });
         }
         if kind.is_dir() || kind.is_pax_global_extensions() {
             continue;
         }
         if !kind.is_file() {
-            return Err(InstallError::Refused(
-                "the package holds a device or special file".to_owned(),
-            ));
+            return Err(InstallError::PackageSpecial { path });
         }
         if entry.size() > MAX_FILE {
-            return Err(InstallError::Refused(
-                "the package holds a file larger than 16 MiB".to_owned(),
-            ));
+            return Err(InstallError::PackageTooLarge {
+                path,
+                size: entry.size(),
+            });
         }
         // npm puts everything under `package/`; pack files are at its top.
         let inner = path.strip_prefix("package").unwrap_or(&path);
@@ -361,7 +440,9 @@ fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallEr
             continue;
         };
         if files.contains_key(name) {
-            return Err(InstallError::Refused(format!("the package holds {name} twice")));
+            return Err(InstallError::PackageTwice {
+                name: name.to_owned(),
+            });
         }
         let name = name.to_owned();
         let mut content = Vec::new();
@@ -377,8 +458,7 @@ fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallEr
 /// Validates the files as a pack.
 pub fn validate(files: &Files) -> Result<Manifest, InstallError> {
     let text = |name: &str| files.get(name).and_then(|bytes| std::str::from_utf8(bytes).ok());
-    let manifest_text =
-        text(MANIFEST_FILE).ok_or_else(|| InstallError::Refused("hcp.json is not UTF-8 text".to_owned()))?;
+    let manifest_text = text(MANIFEST_FILE).ok_or(InstallError::ManifestNotUtf8)?;
     parse_pack(manifest_text, text(SKILL_FILE), |file| {
         (!files.contains_key(file)).then(|| format!("./{file} is not in the pack"))
     })
@@ -422,12 +502,9 @@ pub struct LockFile {
 impl LockFile {
     pub fn load(path: &Path) -> Result<Self, InstallError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|error| {
-                InstallError::Refused(format!(
-                    "{} cannot be parsed (line {}); fix or remove it, it is never overwritten",
-                    path.display(),
-                    error.line()
-                ))
+            Ok(text) => serde_json::from_str(&text).map_err(|error| InstallError::LockUnparsable {
+                path: path.to_path_buf(),
+                line: error.line(),
             }),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self {
                 version: 1,
@@ -503,22 +580,22 @@ fn recover(home: &Path) -> Result<(), InstallError> {
     let work = packs.join(WORK);
     let journal_path = work.join(JOURNAL);
     let lock_path = home.join("packs.lock.json");
-    let journal = match std::fs::read(&journal_path) {
-        Ok(bytes) => Some(serde_json::from_slice::<Journal>(&bytes).map_err(|_| {
-            InstallError::Refused(format!(
-                "{} cannot be parsed; remove {}, then check `hcpx search`",
-                journal_path.display(),
-                work.display()
-            ))
-        })?),
-        Err(error) if matches!(error.kind(), std::io::ErrorKind::NotFound) => None,
-        Err(source) => {
-            return Err(InstallError::Io {
-                what: format!("cannot read {}", journal_path.display()),
-                source,
-            });
-        }
-    };
+    let journal =
+        match std::fs::read(&journal_path) {
+            Ok(bytes) => Some(serde_json::from_slice::<Journal>(&bytes).map_err(|_| {
+                InstallError::JournalUnparsable {
+                    journal: journal_path.clone(),
+                    work: work.clone(),
+                }
+            })?),
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::NotFound) => None,
+            Err(source) => {
+                return Err(InstallError::Io {
+                    what: format!("cannot read {}", journal_path.display()),
+                    source,
+                });
+            }
+        };
     let journaled = journal.is_some();
     match journal {
         // No journal: the change never touched the installed pack.
@@ -798,7 +875,7 @@ pub fn same_place(a: &str, b: &str) -> bool {
 /// [`place`] is.
 pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
     if !crate::template::is_pack_id(id) {
-        return Err(InstallError::Refused(format!("{id:?} is not a pack id")));
+        return Err(InstallError::NotAPackId { id: id.to_owned() });
     }
     let _lock = state::Lock::acquire(home)?;
     let packs = home.join("packs");
@@ -1008,21 +1085,36 @@ mod tests {
         }
         assert_eq!(read_folder(&dir).unwrap(), files("1.0.0"));
         std::fs::hard_link(dir.join("demo"), root.path().join("elsewhere")).unwrap();
+        let error = read_folder(&dir).unwrap_err();
+        assert!(
+            matches!(&error, InstallError::FolderHardLink { name, links: 2 } if name == "demo"),
+            "{error:?}"
+        );
         assert_eq!(
-            read_folder(&dir).unwrap_err().to_string(),
+            error.to_string(),
             "demo has other hard links; packs carry files of their own"
         );
         std::fs::remove_file(root.path().join("elsewhere")).unwrap();
         std::fs::remove_file(dir.join("demo")).unwrap();
         std::os::unix::fs::symlink(dir.join(SKILL_FILE), dir.join("demo")).unwrap();
+        let error = read_folder(&dir).unwrap_err();
+        assert!(
+            matches!(&error, InstallError::FolderLink { name } if name == "demo"),
+            "{error:?}"
+        );
         assert_eq!(
-            read_folder(&dir).unwrap_err().to_string(),
+            error.to_string(),
             "demo is a link; packs carry regular files only"
         );
         std::fs::remove_file(dir.join("demo")).unwrap();
         std::fs::create_dir(dir.join("demo")).unwrap();
+        let error = read_folder(&dir).unwrap_err();
+        assert!(
+            matches!(&error, InstallError::FolderNotRegular { name } if name == "demo"),
+            "{error:?}"
+        );
         assert_eq!(
-            read_folder(&dir).unwrap_err().to_string(),
+            error.to_string(),
             "demo is not a regular file (a device, a FIFO or a folder)"
         );
     }
@@ -1191,5 +1283,111 @@ mod tests {
         assert!(same_place("/home/me/rt", "/home/me/rt"));
         assert!(!same_place("/home/me/rt", "/tmp/rt"));
         assert!(same_place("builtin:git", "builtin:git"));
+    }
+
+    /// Each refusal is its own variant carrying what was refused, and reads as it
+    /// always has: the message is what users see, the variant is what code branches on.
+    #[test]
+    fn tarball_refusals_are_typed_and_read_as_before() {
+        let refuse = |extra: Vec<(String, Vec<u8>, tar::EntryType)>| {
+            let mut entries = pack_entries();
+            entries.extend(extra);
+            read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap_err()
+        };
+        let entry = |name: &str, kind| vec![(name.to_owned(), b"".to_vec(), kind)];
+        let cases = [
+            (
+                refuse(entry("package/../evil", tar::EntryType::Regular)),
+                "the package has a path that escapes it",
+            ),
+            (
+                refuse(entry("package/link", tar::EntryType::Symlink)),
+                "the package holds a link; packs carry regular files only",
+            ),
+            (
+                refuse(entry("package/hard", tar::EntryType::Link)),
+                "the package holds a link; packs carry regular files only",
+            ),
+            (
+                refuse(entry("package/dev", tar::EntryType::Char)),
+                "the package holds a device or special file",
+            ),
+            (
+                refuse(entry("package/demo", tar::EntryType::Regular)),
+                "the package holds demo twice",
+            ),
+        ];
+        let messages: Vec<String> = cases.iter().map(|(error, _)| error.to_string()).collect();
+        let expected: Vec<&str> = cases.iter().map(|(_, message)| *message).collect();
+        assert_eq!(messages, expected);
+        let [escapes, symbolic, hard, device, twice] = cases.map(|(error, _)| error);
+        assert!(
+            matches!(&escapes, InstallError::PackageEscapes { path } if path == Path::new("package/../evil")),
+            "{escapes:?}"
+        );
+        assert!(
+            matches!(&symbolic, InstallError::PackageLink { path, link: LinkKind::Symbolic } if path == Path::new("package/link")),
+            "{symbolic:?}"
+        );
+        assert!(
+            matches!(&hard, InstallError::PackageLink { path, link: LinkKind::Hard } if path == Path::new("package/hard")),
+            "{hard:?}"
+        );
+        assert!(
+            matches!(&device, InstallError::PackageSpecial { path } if path == Path::new("package/dev")),
+            "{device:?}"
+        );
+        assert!(
+            matches!(&twice, InstallError::PackageTwice { name } if name == "demo"),
+            "{twice:?}"
+        );
+        // No hcp.json at the top, and a pack file the manifest names is missing.
+        let only = |names: &[&str]| {
+            let entries: Vec<_> = pack_entries()
+                .into_iter()
+                .filter(|(name, _, _)| names.iter().any(|keep| name.ends_with(keep)))
+                .collect();
+            read_tarball(std::io::Cursor::new(tarball(&view(&entries)))).unwrap_err()
+        };
+        let no_manifest = only(&[SKILL_FILE, "demo"]);
+        assert!(
+            matches!(no_manifest, InstallError::PackageNoManifest),
+            "{no_manifest:?}"
+        );
+        assert_eq!(no_manifest.to_string(), "the package has no hcp.json at its top");
+        let no_cli = only(&[MANIFEST_FILE, SKILL_FILE]);
+        assert!(
+            matches!(&no_cli, InstallError::PackageMissing { name } if name == "demo"),
+            "{no_cli:?}"
+        );
+        assert_eq!(no_cli.to_string(), "the package has no demo");
+    }
+
+    #[test]
+    fn state_and_id_refusals_are_typed_and_read_as_before() {
+        let home = tempfile::tempdir().unwrap();
+        let lock_path = home.path().join(LOCK_FILE);
+        std::fs::write(&lock_path, "{\n  \"version\": 1,\n  oops\n}\n").unwrap();
+        let error = LockFile::load(&lock_path).unwrap_err();
+        assert!(
+            matches!(&error, InstallError::LockUnparsable { path, line: 3 } if *path == lock_path),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{} cannot be parsed (line 3); fix or remove it, it is never overwritten",
+                lock_path.display()
+            )
+        );
+        let error = remove(home.path(), "Not An Id").unwrap_err();
+        assert!(
+            matches!(&error, InstallError::NotAPackId { id } if id == "Not An Id"),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "\"Not An Id\" is not a pack id");
+        let error = validate(&[(MANIFEST_FILE.to_owned(), vec![0xff, 0xfe])].into()).unwrap_err();
+        assert!(matches!(error, InstallError::ManifestNotUtf8), "{error:?}");
+        assert_eq!(error.to_string(), "hcp.json is not UTF-8 text");
     }
 }

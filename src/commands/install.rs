@@ -12,44 +12,84 @@ use crate::audit;
 use crate::audit::Decision;
 use crate::availability::resolve_program;
 use crate::binding::{Identity, Store};
+use crate::catalog::MANIFEST_FILE;
 use crate::catalog::builtin_files;
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
-use crate::install::{self, Files, InstallError, Outcome};
+use crate::install::{self, Files, InstallError, LinkKind, Outcome};
 use crate::runtime;
 use crate::sandbox::Spawn;
 
 /// `npm pack` gets this long.
 const NPM_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// The one mapping of an [`InstallError`] to a [`Failure`]. Refusals keep the message
+/// users see, with "; nothing was installed", and carry `data` naming the entry and
+/// why. Their reasons:
+///
+/// - `too_large`: a file over the 16 MiB bound, as the tarball bounds are.
+/// - `io_error`: a file changed while it was read (reading again may work), and
+///   hcpx's own lock file or journal cannot be parsed: the caller asked nothing
+///   wrong, hcpx cannot read its state (docs/mcp.md).
+/// - `invalid_arguments`: the source is not a pack hcpx takes (a link, a device, a
+///   missing or doubled file, a path that escapes, a manifest that is not text) or
+///   the id is not one.
 fn failure(error: InstallError) -> Failure {
-    match error {
-        InstallError::Invalid(problems) => Failure::new(
-            Reason::InvalidArguments,
-            format!(
-                "the pack is invalid ({} problems); nothing was installed",
-                problems.len()
-            ),
-        )
-        .details(problems.iter().map(ToString::to_string).collect())
-        .data(json!({ "problems": problems })),
-        InstallError::Bound { bound, limit } => Failure::new(
-            Reason::TooLarge,
-            format!(
-                "{error}; nothing was installed",
-                error = InstallError::Bound { bound, limit }
-            ),
-        )
-        .data(json!({ "bound": bound, "limit": limit })),
-        InstallError::Refused(message) => Failure::new(
-            Reason::InvalidArguments,
-            format!("{message}; nothing was installed"),
-        ),
-        InstallError::State(error) => Failure::io("the packs folder", error),
-        InstallError::Io { what, source } => Failure::io(what, source),
+    use InstallError as E;
+    let entry = |entry: &dyn std::fmt::Display, why: &str| json!({ "entry": entry.to_string(), "why": why });
+    let (reason, data) = match &error {
+        E::Invalid(problems) => {
+            return Failure::new(
+                Reason::InvalidArguments,
+                format!(
+                    "the pack is invalid ({} problems); nothing was installed",
+                    problems.len()
+                ),
+            )
+            .details(problems.iter().map(ToString::to_string).collect())
+            .data(json!({ "problems": problems }));
+        }
+        E::Bound { bound, limit } => (Reason::TooLarge, json!({ "bound": bound, "limit": limit })),
+        E::State(state) => return Failure::io("the packs folder", state),
+        E::Io { what, source } => return Failure::io(what, source),
         #[cfg(test)]
-        crash @ InstallError::Crash(_) => Failure::new(Reason::Failed, crash.to_string()),
-    }
+        E::Crash(_) => return Failure::new(Reason::Failed, error.to_string()),
+        E::FolderMissing { name } | E::PackageMissing { name } => {
+            (Reason::InvalidArguments, entry(name, "missing"))
+        }
+        E::PackageNoManifest => (Reason::InvalidArguments, entry(&MANIFEST_FILE, "missing")),
+        E::FolderLink { name } => (Reason::InvalidArguments, entry(name, "symbolic_link")),
+        E::PackageLink { path, link } => {
+            let why = match link {
+                LinkKind::Symbolic => "symbolic_link",
+                LinkKind::Hard => "hard_link",
+            };
+            (Reason::InvalidArguments, entry(&path.display(), why))
+        }
+        E::FolderHardLink { name, links } => (
+            Reason::InvalidArguments,
+            json!({ "entry": name, "why": "hard_link", "links": links }),
+        ),
+        E::FolderNotRegular { name } => (Reason::InvalidArguments, entry(name, "not_regular")),
+        E::PackageSpecial { path } => (Reason::InvalidArguments, entry(&path.display(), "not_regular")),
+        E::PackageEscapes { path } => (Reason::InvalidArguments, entry(&path.display(), "escapes")),
+        E::PackageTwice { name } => (Reason::InvalidArguments, entry(name, "twice")),
+        E::ManifestNotUtf8 => (Reason::InvalidArguments, entry(&MANIFEST_FILE, "not_utf8")),
+        E::FolderTooLarge { name, size } => (
+            Reason::TooLarge,
+            json!({ "entry": name, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
+        ),
+        E::PackageTooLarge { path, size } => (
+            Reason::TooLarge,
+            json!({ "entry": path, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
+        ),
+        E::FolderChanged { name } => (Reason::Io, entry(name, "changed")),
+        E::PackageChanged => (Reason::Io, entry(&MANIFEST_FILE, "changed")),
+        E::LockUnparsable { path, line } => (Reason::Io, json!({ "path": path, "line": line })),
+        E::JournalUnparsable { journal, work } => (Reason::Io, json!({ "path": journal, "work": work })),
+        E::NotAPackId { id } => (Reason::InvalidArguments, json!({ "id": id })),
+    };
+    Failure::new(reason, format!("{error}; nothing was installed")).data(data)
 }
 
 fn not_a_pack_id(id: &str) -> String {
@@ -439,7 +479,60 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
 
 #[cfg(test)]
 mod tests {
-    use super::is_registry_spec;
+    use std::path::PathBuf;
+
+    use serde_json::json;
+
+    use super::{failure, is_registry_spec};
+    use crate::error::Reason;
+    use crate::install::{InstallError, LinkKind, MAX_FILE};
+
+    /// Each refusal keeps its message and gets its reason and `data` here, in one place.
+    #[test]
+    fn refusals_map_to_their_reason_and_data() {
+        let cases = [
+            (
+                InstallError::PackageLink {
+                    path: PathBuf::from("package/x"),
+                    link: LinkKind::Hard,
+                },
+                Reason::InvalidArguments,
+                "the package holds a link; packs carry regular files only; nothing was installed",
+                json!({ "entry": "package/x", "why": "hard_link" }),
+            ),
+            (
+                InstallError::FolderTooLarge {
+                    name: "SKILL.md".into(),
+                    size: MAX_FILE + 1,
+                },
+                Reason::TooLarge,
+                "SKILL.md is larger than 16 MiB; nothing was installed",
+                json!({ "entry": "SKILL.md", "why": "too_large", "size": MAX_FILE + 1, "limit": MAX_FILE }),
+            ),
+            (
+                InstallError::FolderChanged { name: "demo".into() },
+                Reason::Io,
+                "demo changed while it was read; install again once nothing writes to it; nothing was installed",
+                json!({ "entry": "demo", "why": "changed" }),
+            ),
+            (
+                InstallError::LockUnparsable {
+                    path: PathBuf::from("/h/packs.lock.json"),
+                    line: 3,
+                },
+                Reason::Io,
+                "/h/packs.lock.json cannot be parsed (line 3); fix or remove it, it is never overwritten; nothing was installed",
+                json!({ "path": "/h/packs.lock.json", "line": 3 }),
+            ),
+        ];
+        for (error, reason, message, data) in cases {
+            let failure = failure(error);
+            assert_eq!(
+                (failure.reason, failure.message.as_str(), failure.data.clone()),
+                (reason, message, Some(data))
+            );
+        }
+    }
 
     #[test]
     fn only_registry_names_are_npm_specs() {
