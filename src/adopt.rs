@@ -72,10 +72,29 @@ pub struct AgentEnv {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdoptError {
-    #[error("{0}")]
-    Unparsable(String),
-    #[error("{0}")]
-    Shape(String),
+    /// The file is not valid `syntax`; `at` is where the parser stopped, when it says.
+    #[error("not valid {syntax}: {source}")]
+    Unparsable {
+        syntax: Syntax,
+        at: Option<Position>,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The last key of `path` appears `count` times in one JSON object.
+    #[error("`{}` appears {count} times in the file; keep one", last(path))]
+    Duplicate { path: Vec<String>, count: usize },
+    /// The top of the JSON file is not an object.
+    #[error("the file is not a JSON object")]
+    NotAJsonObject,
+    /// `path`, in a JSON file, holds something other than an object.
+    #[error("`{}` in the file is not an object", last(path))]
+    NotAnObject { path: Vec<String> },
+    /// `path`, in a TOML file, holds something other than a table.
+    #[error("`{}` is not a table", last(path))]
+    NotATable { path: Vec<String> },
+    /// The value to set under `key` has no TOML form (a null, say).
+    #[error("the value has no TOML form")]
+    NoTomlForm { key: String },
     /// The key holds an entry that adopt did not write, and replacing it was not forced.
     #[error("`{key}` holds an entry that hcpx did not write")]
     Foreign { key: String, entry: Found },
@@ -239,9 +258,70 @@ fn to_input(value: &Value) -> CstInputValue {
     }
 }
 
+/// The syntax a host's file is parsed as (JSONC is JSON here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Syntax {
+    Json,
+    Toml,
+}
+
+impl std::fmt::Display for Syntax {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Json => "JSON",
+            Self::Toml => "TOML",
+        })
+    }
+}
+
+/// A 1-based line and column in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// The last key of a key path, as messages name it.
+fn last(path: &[String]) -> &str {
+    path.last().map_or("", String::as_str)
+}
+
+fn not_json(error: jsonc_parser::errors::ParseError) -> AdoptError {
+    AdoptError::Unparsable {
+        syntax: Syntax::Json,
+        at: Some(Position {
+            line: error.line_display(),
+            column: error.column_display(),
+        }),
+        source: Box::new(error),
+    }
+}
+
+fn not_toml(text: &str, error: toml_edit::TomlError) -> AdoptError {
+    let at = error.span().and_then(|span| {
+        let before = text.get(..span.start)?;
+        let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+        Some(Position {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        })
+    });
+    AdoptError::Unparsable {
+        syntax: Syntax::Toml,
+        at,
+        source: Box::new(error),
+    }
+}
+
+/// The key path `parents` then `name`.
+fn key_path(parents: &[String], name: &str) -> Vec<String> {
+    parents.iter().cloned().chain([name.to_owned()]).collect()
+}
+
 /// Refuses a name that `object` holds more than once: the edit would reach the
 /// first, while hosts read the last (as `JSON.parse` does).
-fn once(object: &CstObject, name: &str) -> Result<(), AdoptError> {
+fn once(object: &CstObject, parents: &[String], name: &str) -> Result<(), AdoptError> {
     let count = object
         .properties()
         .iter()
@@ -252,9 +332,10 @@ fn once(object: &CstObject, name: &str) -> Result<(), AdoptError> {
         })
         .count();
     if count > 1 {
-        return Err(AdoptError::Shape(format!(
-            "`{name}` appears {count} times in the file; keep one"
-        )));
+        return Err(AdoptError::Duplicate {
+            path: key_path(parents, name),
+            count,
+        });
     }
     Ok(())
 }
@@ -270,24 +351,24 @@ fn edit_json(
     keep: usize,
 ) -> Result<String, AdoptError> {
     let source = if text.trim().is_empty() { "{}\n" } else { text };
-    let root = CstRootNode::parse(source, &jsonc_parser::ParseOptions::default())
-        .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+    let root = CstRootNode::parse(source, &jsonc_parser::ParseOptions::default()).map_err(not_json)?;
     let top = match root.value() {
         None => root.object_value_or_set(),
-        Some(_) => root
-            .object_value()
-            .ok_or_else(|| AdoptError::Shape("the file is not a JSON object".to_owned()))?,
+        Some(_) => root.object_value().ok_or(AdoptError::NotAJsonObject)?,
     };
     match value {
         Some(value) => {
             let mut container = top;
-            for segment in path {
-                once(&container, segment)?;
-                container = container
-                    .object_value_or_create(segment)
-                    .ok_or_else(|| AdoptError::Shape(format!("`{segment}` in the file is not an object")))?;
+            for (depth, segment) in path.iter().enumerate() {
+                once(&container, &path[..depth], segment)?;
+                container =
+                    container
+                        .object_value_or_create(segment)
+                        .ok_or_else(|| AdoptError::NotAnObject {
+                            path: path[..=depth].to_vec(),
+                        })?;
             }
-            once(&container, key)?;
+            once(&container, path, key)?;
             match container.get(key) {
                 Some(prop) if prop.value().and_then(|node| node.to_serde_value()).as_ref() == Some(value) => {
                     return Ok(text.to_owned());
@@ -300,9 +381,9 @@ fn edit_json(
         }
         None => {
             let mut chain: Vec<CstObject> = vec![top];
-            for segment in path {
+            for (depth, segment) in path.iter().enumerate() {
                 let Some(object) = chain.last() else { break };
-                once(object, segment)?;
+                once(object, &path[..depth], segment)?;
                 let Some(next) = object.object_value(segment) else {
                     return Ok(text.to_owned());
                 };
@@ -311,7 +392,7 @@ fn edit_json(
             let Some(last) = chain.last() else {
                 return Ok(text.to_owned());
             };
-            once(last, key)?;
+            once(last, path, key)?;
             let Some(prop) = last.get(key) else {
                 return Ok(text.to_owned());
             };
@@ -379,26 +460,23 @@ fn edit_toml(
     value: Option<&Value>,
     keep: usize,
 ) -> Result<String, AdoptError> {
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|error| not_toml(text, error))?;
     match value {
         Some(value) => {
             let mut table = doc.as_table_mut();
-            for segment in path {
+            for (depth, segment) in path.iter().enumerate() {
                 let item = table.entry(segment).or_insert_with(|| {
                     let mut implicit = toml_edit::Table::new();
                     implicit.set_implicit(true);
                     toml_edit::Item::Table(implicit)
                 });
-                table = item
-                    .as_table_mut()
-                    .ok_or_else(|| AdoptError::Shape(format!("`{segment}` is not a table")))?;
+                table = item.as_table_mut().ok_or_else(|| AdoptError::NotATable {
+                    path: path[..=depth].to_vec(),
+                })?;
             }
             let Value::Object(fields) = value else {
                 // A plain value, such as `HCP_AGENT = "1"`.
-                let item = toml_value(value)
-                    .ok_or_else(|| AdoptError::Shape("the value has no TOML form".to_owned()))?;
+                let item = toml_value(value).ok_or_else(|| AdoptError::NoTomlForm { key: key.to_owned() })?;
                 let same = table
                     .get(key)
                     .and_then(toml_edit::Item::as_value)
@@ -477,8 +555,7 @@ fn containers(format: Format, text: &str, path: &[String]) -> Result<usize, Adop
             if text.trim().is_empty() {
                 return Ok(0);
             }
-            let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
-                .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+            let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).map_err(not_json)?;
             let mut object = root.object_value();
             let mut depth = 0;
             for segment in path {
@@ -491,9 +568,7 @@ fn containers(format: Format, text: &str, path: &[String]) -> Result<usize, Adop
             Ok(depth)
         }
         Format::Toml => {
-            let doc: toml_edit::DocumentMut = text
-                .parse()
-                .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+            let doc: toml_edit::DocumentMut = text.parse().map_err(|error| not_toml(text, error))?;
             let mut table: Option<&dyn toml_edit::TableLike> = Some(doc.as_table());
             let mut depth = 0;
             for segment in path {
@@ -522,8 +597,7 @@ fn find_json(text: &str, path: &[String], key: &str) -> Result<Option<Found>, Ad
     if text.trim().is_empty() {
         return Ok(None);
     }
-    let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
-        .map_err(|error| AdoptError::Unparsable(format!("not valid JSON: {error}")))?;
+    let root = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).map_err(not_json)?;
     let Some(mut object) = root.object_value() else {
         return Ok(None);
     };
@@ -540,9 +614,7 @@ fn find_json(text: &str, path: &[String], key: &str) -> Result<Option<Found>, Ad
 }
 
 fn find_toml(text: &str, path: &[String], key: &str) -> Result<Option<Found>, AdoptError> {
-    let doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|error| AdoptError::Unparsable(format!("not valid TOML: {error}")))?;
+    let doc: toml_edit::DocumentMut = text.parse().map_err(|error| not_toml(text, error))?;
     let mut table: &dyn toml_edit::TableLike = doc.as_table();
     for segment in path {
         let Some(next) = table.get(segment).and_then(toml_edit::Item::as_table_like) else {
@@ -1370,18 +1442,69 @@ mod tests {
 
     #[test]
     fn unparsable_files_are_errors() {
-        assert!(matches!(
-            edit(Format::Json, "{ \"a\": ", &path(&["x"]), "k", Some(&json!(1))),
-            Err(AdoptError::Unparsable(_))
-        ));
-        assert!(matches!(
-            edit(Format::Toml, "[x", &path(&["x"]), "k", Some(&json!({}))),
-            Err(AdoptError::Unparsable(_))
-        ));
-        assert!(matches!(
-            edit(Format::Json, "[1]", &path(&["x"]), "k", Some(&json!(1))),
-            Err(AdoptError::Shape(_))
-        ));
+        let text = "{ \"a\": ";
+        let error = edit(Format::Json, text, &path(&["x"]), "k", Some(&json!(1))).unwrap_err();
+        let parser = CstRootNode::parse(text, &jsonc_parser::ParseOptions::default()).unwrap_err();
+        assert_eq!(error.to_string(), format!("not valid JSON: {parser}"));
+        assert!(
+            matches!(
+                error,
+                AdoptError::Unparsable {
+                    syntax: Syntax::Json,
+                    at: Some(Position { line: 1, .. }),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let text = "a = 1\n[x";
+        let error = edit(Format::Toml, text, &path(&["x"]), "k", Some(&json!({}))).unwrap_err();
+        let parser = text.parse::<toml_edit::DocumentMut>().unwrap_err();
+        assert_eq!(error.to_string(), format!("not valid TOML: {parser}"));
+        assert!(
+            matches!(
+                error,
+                AdoptError::Unparsable {
+                    syntax: Syntax::Toml,
+                    at: Some(Position { line: 2, .. }),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let error = edit(Format::Json, "[1]", &path(&["x"]), "k", Some(&json!(1))).unwrap_err();
+        assert!(matches!(error, AdoptError::NotAJsonObject), "{error:?}");
+        assert_eq!(error.to_string(), "the file is not a JSON object");
+    }
+
+    /// A wrong shape names the key path where it is, and reads as it always has.
+    #[test]
+    fn wrong_shapes_name_their_key_path() {
+        let error = edit(
+            Format::Json,
+            r#"{"a": {"b": 1}}"#,
+            &path(&["a", "b"]),
+            "k",
+            Some(&json!(1)),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&error, AdoptError::NotAnObject { path } if *path == ["a", "b"]),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "`b` in the file is not an object");
+        let error = edit(Format::Toml, "a = 1\n", &path(&["a"]), "k", Some(&json!({}))).unwrap_err();
+        assert!(
+            matches!(&error, AdoptError::NotATable { path } if *path == ["a"]),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "`a` is not a table");
+        let error = edit(Format::Toml, "", &path(&["a"]), "k", Some(&Value::Null)).unwrap_err();
+        assert!(
+            matches!(&error, AdoptError::NoTomlForm { key } if key == "k"),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "the value has no TOML form");
     }
 
     /// Found with the `adopt_edit` fuzz target's check that an added entry is the
@@ -1389,15 +1512,24 @@ mod tests {
     /// hosts (like `JSON.parse`) read the last, and a removal left the other.
     #[test]
     fn a_name_given_twice_is_refused_not_half_edited() {
-        for (text, name) in [
-            (r#"{"mcpServers": {"hcpx": 1, "hcpx": 2}}"#, "hcpx"),
-            (r#"{"mcpServers": {"hcpx": 1}, "mcpServers": {}}"#, "mcpServers"),
+        for (text, name, at) in [
+            (
+                r#"{"mcpServers": {"hcpx": 1, "hcpx": 2}}"#,
+                "hcpx",
+                &["mcpServers", "hcpx"][..],
+            ),
+            (
+                r#"{"mcpServers": {"hcpx": 1}, "mcpServers": {}}"#,
+                "mcpServers",
+                &["mcpServers"][..],
+            ),
         ] {
             for value in [Some(json!({ "command": "hcpx" })), None] {
                 let result = edit(Format::Json, text, &path(&["mcpServers"]), "hcpx", value.as_ref());
                 let expected = format!("`{name}` appears 2 times in the file; keep one");
                 assert!(
-                    matches!(&result, Err(AdoptError::Shape(message)) if *message == expected),
+                    matches!(&result, Err(error @ AdoptError::Duplicate { path, count: 2 })
+                        if *path == at && error.to_string() == expected),
                     "{text} {value:?}: {result:?}"
                 );
             }

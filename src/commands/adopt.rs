@@ -148,9 +148,10 @@ fn backup_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("{name}.bak"))
 }
 
+/// The one mapping of an [`AdoptError`] from editing a host's file to a [`Failure`].
 fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
-    let why = match error {
-        AdoptError::Foreign { key, entry } => return foreign_failure(path, request, &key, &entry),
+    let data = match &error {
+        AdoptError::Foreign { key, entry } => return foreign_failure(path, request, key, entry),
         AdoptError::ForeignFile => {
             return Failure::new(
                 Reason::InvalidArguments,
@@ -164,7 +165,19 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
             .data(json!({ "path": path }))
             .next(forced(request));
         }
-        AdoptError::Unparsable(why) | AdoptError::Shape(why) => why,
+        // The file was read; what it holds cannot be edited without guessing, so
+        // the request cannot be done as asked (invalid_arguments) until a person
+        // fixes the file: `data` says where.
+        AdoptError::Unparsable { syntax, at, .. } => json!({
+            "path": path, "why": "unparsable", "syntax": syntax, "at": at,
+        }),
+        AdoptError::Duplicate { path: key, count } => json!({
+            "path": path, "why": "duplicate", "key": key, "count": count,
+        }),
+        AdoptError::NotAJsonObject => json!({ "path": path, "why": "not_an_object", "key": [] }),
+        AdoptError::NotAnObject { path: key } => json!({ "path": path, "why": "not_an_object", "key": key }),
+        AdoptError::NotATable { path: key } => json!({ "path": path, "why": "not_a_table", "key": key }),
+        AdoptError::NoTomlForm { key } => json!({ "path": path, "why": "no_toml_form", "key": [key] }),
         other => {
             return Failure::new(Reason::InvalidArguments, other.to_string());
         }
@@ -172,10 +185,11 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
     Failure::new(
         Reason::InvalidArguments,
         format!(
-            "{} cannot be edited ({why}); it was left untouched",
+            "{} cannot be edited ({error}); it was left untouched",
             path.display()
         ),
     )
+    .data(data)
     .next(format!(
         "fix {} by hand, then run {} again",
         path.display(),
