@@ -568,6 +568,28 @@ fn remove_tree(path: &Path) {
     }
 }
 
+/// Removes the content-named copies a bound call ran this pack's CLI from
+/// (`$HCP_HOME/.installed/ID-TAG/`, written by exec): once the pack is replaced or
+/// removed they can never match its bindings again. Only names whose id part is
+/// exactly `id` go (the tag holds no `-`), so pack `a` never takes `a-b`'s copies.
+/// The caller holds the state lock. A call that is starting from a copy as it goes
+/// fails to spawn and runs nothing.
+fn prune_copies(home: &Path, id: &str) {
+    let Ok(entries) = std::fs::read_dir(home.join(".installed")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name
+            .to_str()
+            .and_then(|name| name.rsplit_once('-'))
+            .is_some_and(|(pack, _)| pack == id)
+        {
+            remove_tree(&entry.path());
+        }
+    }
+}
+
 /// The integrity of what is installed at `dir`, if it reads as a pack.
 fn installed_integrity(dir: &Path) -> Option<String> {
     read_folder(dir).ok().map(|files| integrity(&files))
@@ -806,6 +828,7 @@ pub fn place(
     crate::index::bump_generation(home)?;
     crash("locked")?;
     finish(&packs)?;
+    prune_copies(home, &manifest.id);
     Ok(Outcome::Installed { previous })
 }
 
@@ -900,6 +923,7 @@ pub fn remove(home: &Path, id: &str) -> Result<bool, InstallError> {
     }
     crash("locked")?;
     finish(&packs)?;
+    prune_copies(home, id);
     Ok(existed || locked)
 }
 

@@ -243,3 +243,46 @@ fn an_install_racing_a_call_never_gets_the_credential() {
         "swaps {swaps}, ran {ran_real}, refused {refused}"
     );
 }
+
+/// The copies a bound call runs from (`$HCP_HOME/.installed/ID-DIGEST/`) do not pile
+/// up: an install or uninstall of the pack takes out its old ones, and never another
+/// pack's whose id starts the same way.
+#[test]
+fn old_copies_of_a_bound_cli_are_removed_by_install_and_uninstall() {
+    let env = TestEnv::new();
+    let copies = |id: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(env.home().join(".installed"))
+            .map(|dir| {
+                dir.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.rsplit_once('-').is_some_and(|(pack, _)| pack == id))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let _ = pack_folder(&env, "v1", "1.0.0", false);
+    let _ = pack_folder(&env, "v2", "2.0.0", false);
+    install(&env, "./v1", false);
+    env.bind("probe", "PROBE_TOKEN", TOKEN);
+    let (code, envelope) = token_seen(&env, false);
+    assert_eq!(code, 0, "{envelope}");
+    let first = copies("probe");
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Another pack whose id begins with `probe-` keeps its copy throughout.
+    let other = env.home().join(".installed/probe-x-AAAAAAAAAAAAAAAAAAAAAA");
+    std::fs::create_dir_all(&other).unwrap();
+    install(&env, "./v2", false);
+    assert_eq!(copies("probe"), Vec::<String>::new(), "the 1.0.0 copy is gone");
+    // Another folder: its binding is held back until a person binds it again.
+    env.bind("probe", "PROBE_TOKEN", TOKEN);
+    let (code, envelope) = token_seen(&env, false);
+    assert_eq!(code, 0, "{envelope}");
+    let second = copies("probe");
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(second, first);
+    let (code, envelope) = env.json(&["uninstall", "probe", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(copies("probe"), Vec::<String>::new(), "uninstalled: no copy left");
+    assert!(other.is_dir(), "another pack's copy stays");
+}
