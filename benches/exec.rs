@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use common::{copy_dir, interleaved, ms};
-use hcpx::sandbox::{Cache, Machine, Support};
+use hcpx::sandbox::{Machine, Support};
 
 const RUNS: usize = 300;
 
@@ -91,9 +91,11 @@ fn main() {
             let mut ctx = hcpx::Context::new(env, work.clone(), false)
                 .unwrap()
                 .with_temp_dir(std::env::temp_dir());
-            ctx.sandbox = Arc::new(Cache::with_machine(machine));
             // As the MCP server runs it: one catalog cache across calls.
-            ctx.catalog_cache = Some(Arc::new(hcpx::cache::CatalogCache::default()));
+            ctx.session = Arc::new(hcpx::Session {
+                catalog: Some(hcpx::cache::CatalogCache::default()),
+                ..hcpx::Session::with_machine(machine)
+            });
             (label, ctx)
         })
         .collect();

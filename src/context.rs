@@ -1,6 +1,10 @@
 //! The resolved settings of one call: where state lives, who is calling, and the
 //! caller's environment. `main.rs` builds it from the process; the MCP server builds
 //! one per tool call. Nothing below reads process-wide state: it reads this.
+//!
+//! What outlives a call (the catalog cache, kept captures, the sandbox probe) is not
+//! the call's: it is in the [`Session`] the call points to, one per process (a
+//! terminal call's lives as long as the call; the MCP server's as long as it runs).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -69,6 +73,39 @@ pub trait SecretInput: Send + Sync {
     fn read_secret(&self, prompt: &str) -> Result<String, String>;
 }
 
+/// What a process keeps between the calls it serves: state that is not any one
+/// call's. A terminal call gets a fresh one ([`Session::default`]); the MCP server
+/// makes one with [`Session::server`] and every call it runs points to it.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// The catalog and index, kept between calls; `None`: each call reads them.
+    pub catalog: Option<crate::cache::CatalogCache>,
+    /// Full captures kept for `output ID` (only the MCP server's view keeps any: a
+    /// terminal shows the whole output).
+    pub captures: crate::captures::CaptureStore,
+    /// The sandbox probe, cached Landlock layers and seccomp programs.
+    pub sandbox: crate::sandbox::Cache,
+}
+
+impl Session {
+    /// A long-lived server's: the catalog is cached between calls.
+    pub fn server() -> Self {
+        Self {
+            catalog: Some(crate::cache::CatalogCache::default()),
+            ..Self::default()
+        }
+    }
+
+    /// A session whose sandbox sees `machine` instead of probing this one (tests
+    /// and benches of other kernels).
+    pub fn with_machine(machine: crate::sandbox::Machine) -> Self {
+        Self {
+            sandbox: crate::sandbox::Cache::with_machine(machine),
+            ..Self::default()
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct Context {
     /// `$HCP_HOME`, absolute.
@@ -95,13 +132,8 @@ pub struct Context {
     pub read_only: bool,
     /// This very binary, for host configurations when `hcpx` is not on PATH.
     pub self_exe: Option<PathBuf>,
-    /// The catalog and index a long-lived server keeps between calls.
-    pub catalog_cache: Option<Arc<crate::cache::CatalogCache>>,
-    /// Where full captures are kept for `output ID` (the MCP server's store).
-    pub outputs: Option<Arc<crate::captures::CaptureStore>>,
-    /// What the sandbox keeps between calls (the probe, cached Landlock layers and
-    /// seccomp programs); the MCP server shares one across its calls.
-    pub sandbox: Arc<crate::sandbox::Cache>,
+    /// What this process keeps between calls.
+    pub session: Arc<Session>,
     /// Called about once a second while a child runs (MCP progress).
     pub progress: Option<Arc<dyn Fn(crate::runtime::Progress) + Send + Sync>>,
 }
@@ -174,9 +206,7 @@ impl Context {
             confirmed: false,
             read_only: false,
             self_exe: None,
-            catalog_cache: None,
-            outputs: None,
-            sandbox: Arc::new(crate::sandbox::Cache::default()),
+            session: Arc::new(Session::default()),
             progress: None,
         })
     }

@@ -44,7 +44,7 @@ pub(crate) mod terminal;
 
 use std::time::Instant;
 
-pub use crate::context::{Context, Principal};
+pub use crate::context::{Context, Principal, Session};
 // What the binary needs from modules that are otherwise the crate's own.
 use crate::error::{Failure, Reason};
 pub use crate::output::Envelope;
@@ -249,6 +249,16 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     };
     executed.envelope.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     executed
+}
+
+/// [`execute`] for a program that reads the envelope's data, never text (the MCP
+/// tool): the command runs as if `--json` were given, and the envelope's `argv` says
+/// so, as it would for `hcpx --json …` at a terminal.
+pub async fn execute_for_program(mut argv: Vec<String>, ctx: &Context) -> Executed {
+    if !wants_json(&argv) {
+        argv.insert(0, "--json".to_owned());
+    }
+    execute(argv, ctx).await
 }
 
 /// Runs one hcpx command line (the words after `hcpx`) and renders it to `sink`: the

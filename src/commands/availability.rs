@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 pack,
                 &load_policies(ctx),
                 &load_bindings(ctx),
-                ctx.sandbox.machine(),
+                ctx.session.sandbox.machine(),
             )
         }
     };

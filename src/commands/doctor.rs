@@ -44,7 +44,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let bindings = load_bindings(ctx);
     // A pack with no network and no write paths needs every layer there is.
     let layers = crate::sandbox::layers(
-        ctx.sandbox.machine(),
+        ctx.session.sandbox.machine(),
         crate::sandbox::Needs {
             network: false,
             writes: &[],

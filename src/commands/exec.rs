@@ -272,7 +272,7 @@ fn plan(
     };
     let confined_reads = command.params.iter().any(|param| param.ty == ScalarType::Path);
     let layers = sandbox::layers(
-        ctx.sandbox.machine(),
+        ctx.session.sandbox.machine(),
         Needs {
             network: manifest.sandbox.network,
             writes: &writes,
@@ -581,7 +581,7 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
         .next("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
         .data(plan.json.clone()));
     }
-    if !ctx.sandbox.machine().landlock.enforced {
+    if !ctx.session.sandbox.machine().landlock.enforced {
         // Without Landlock nothing else keeps a write grant away from HCP_HOME.
         let home = ctx.home.canonicalize().unwrap_or_else(|_| ctx.home.clone());
         for write in &plan.writes {
@@ -614,7 +614,7 @@ fn confine(
         None => target.pack.materialize(&ctx.home, program),
     }
     .map_err(|error| program_failure(&error, target.pack))?;
-    let tmpdir = ctx.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+    let tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
         Failure::new(
             Reason::NotRunnable,
             format!("cannot create the private temporary folder: {error}"),
@@ -636,7 +636,7 @@ fn confine(
         },
         network: target.pack.manifest.sandbox.network,
     };
-    let spawn = sandbox::transform(child_plan, &ctx.sandbox).map_err(|error| match error {
+    let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
             .next(
                 "remove the link, or run the pack where its write path is a folder of the working directory",

@@ -24,7 +24,7 @@ use crate::policy::Policies;
 /// one, or loaded now.
 pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::cache::Indexed> {
     recover_installs(ctx);
-    match &ctx.catalog_cache {
+    match &ctx.session.catalog {
         Some(cache) => cache.get(&ctx.packs_dir()),
         None => std::sync::Arc::new(crate::cache::Indexed::build(&ctx.packs_dir())),
     }
@@ -37,7 +37,7 @@ pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::cache::Indexe
 pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
     recover_installs(ctx);
     let packs_dir = ctx.packs_dir();
-    match &ctx.catalog_cache {
+    match &ctx.session.catalog {
         Some(cache) => cache.one(&packs_dir, id),
         None => Catalog::find_one(&packs_dir, id)
             .unwrap_or_else(|| crate::index::known(&ctx.home, ctx.self_exe.as_deref())),
@@ -49,7 +49,7 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
 /// results' files.
 /// `all` keeps the matches under the relevance floor.
 pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
-    match &ctx.catalog_cache {
+    match &ctx.session.catalog {
         Some(_) => {
             let loaded = load_catalog(ctx);
             let ranked = if all {

@@ -14,7 +14,7 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
     let found = search_catalog(ctx, &query, limit, all);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
-    let machine = ctx.sandbox.machine();
+    let machine = ctx.session.sandbox.machine();
     let results: Vec<SearchResult> = found
         .hits
         .iter()

@@ -30,7 +30,6 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
-use crate::captures::CaptureStore;
 use crate::context::{Context, env_vars};
 
 /// No serialized result is larger (see docs/mcp.md): some hosts and SDKs drop bigger ones.
@@ -61,7 +60,7 @@ impl Options {
 }
 
 /// The `hcp` server: shared by every request of a session, and (cloned) by every
-/// session of an HTTP server. Clones share the output store, the sealing key, the
+/// session of an HTTP server. Clones share the [`Session`](crate::context::Session) (catalog cache, kept captures), the sealing key, the
 /// list of listeners and the calls in flight.
 #[derive(Clone)]
 pub struct Server {
@@ -69,7 +68,6 @@ pub struct Server {
     /// server's: when it fires (shutdown), every running call is cancelled.
     base: Context,
     options: Options,
-    outputs: Arc<CaptureStore>,
     changes: Arc<Changes>,
     /// The tool calls in flight, so that a shutdown can wait for their children.
     calls: tokio_util::task::TaskTracker,
@@ -82,13 +80,10 @@ impl Server {
     pub fn new(ctx: Context, options: Options) -> Self {
         let mut base = ctx.as_agent();
         base.read_only = options.read_only;
-        let outputs = Arc::new(CaptureStore::default());
-        base.outputs = Some(outputs.clone());
-        base.catalog_cache = Some(Arc::new(crate::cache::CatalogCache::default()));
+        base.session = Arc::new(crate::context::Session::server());
         Self {
             base,
             options,
-            outputs,
             changes: Arc::default(),
             calls: tokio_util::task::TaskTracker::new(),
             seals: Arc::new(confirm::Seals::new()),
@@ -268,4 +263,35 @@ where
         .await
         .map(|_| ())
         .map_err(|error| format!("the MCP session ended with an error: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every call a server runs, in every HTTP session (a clone), points to one
+    /// session that caches the catalog; the context it was made from keeps its own.
+    #[test]
+    fn calls_share_one_server_session() {
+        let ctx = Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap();
+        let terminal = ctx.session.clone();
+        let server = Server::new(
+            ctx,
+            Options::from_context(
+                &Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap(),
+                false,
+            ),
+        );
+        let other = server.clone();
+        assert!(
+            server.base.session.catalog.is_some(),
+            "the server caches the catalog"
+        );
+        assert!(Arc::ptr_eq(&server.base.session, &other.base.session));
+        assert!(!Arc::ptr_eq(&server.base.session, &terminal));
+        assert!(
+            terminal.catalog.is_none(),
+            "a terminal call reads the catalog anew"
+        );
+    }
 }

@@ -42,7 +42,7 @@ impl Server {
                     return executed.envelope.ok.then_some((executed.text, "text/markdown"));
                 }
                 let id = uri.strip_prefix("hcp://output/")?;
-                let stored = self.outputs.get(id)?;
+                let stored = self.base.session.captures.get(id)?;
                 let mut text = stored.stdout;
                 if !stored.stderr.is_empty() {
                     text.push_str("\n[stderr]\n");

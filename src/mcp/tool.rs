@@ -1,7 +1,7 @@
 //! The one tool, `hcp`: its definition (input and output schema, description,
 //! annotations) and what a call does between its input and its result. The input's
-//! argv is dispatched in this process through [`crate::execute`], as an agent with
-//! `--json` implied, so the tool and the terminal share one command tree; this
+//! argv is dispatched in this process through [`crate::execute_for_program`], as an
+//! agent, so the tool and the terminal share one command tree; this
 //! module adds only what MCP brings: cancellation by the request or the server,
 //! progress notifications, confirmation through the client ([`super::confirm`]),
 //! list-change announcements, and the result view ([`super::view`]).
@@ -148,15 +148,7 @@ impl Server {
             confirmation = Some(asked);
             forwarder = forward_progress(request, &mut call);
         }
-        let mut argv = input.argv.clone();
-        if !argv
-            .iter()
-            .take_while(|word| *word != "--")
-            .any(|word| word == "--json")
-        {
-            argv.insert(0, "--json".to_owned());
-        }
-        let executed = crate::execute(argv, &call).await;
+        let executed = crate::execute_for_program(input.argv.clone(), &call).await;
         // Every progress notification goes out before the result: close the channel
         // (the callback owns its sender) and let the forwarder drain it.
         drop(call);
@@ -175,7 +167,13 @@ impl Server {
         if executed.packs_changed {
             self.changes.announce().await;
         }
-        view::render(envelope, &executed.text, &self.options, &self.outputs).into()
+        view::render(
+            envelope,
+            &executed.text,
+            &self.options,
+            &self.base.session.captures,
+        )
+        .into()
     }
 }
 

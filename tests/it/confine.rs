@@ -65,7 +65,7 @@ fn without_landlock(env: &TestEnv, args: &[&str]) -> (i32, Value) {
     machine.landlock = off.clone();
     machine.scopes = off;
     machine.landlock_abi = 0;
-    ctx.sandbox = std::sync::Arc::new(hcpx::sandbox::Cache::with_machine(machine));
+    ctx.session = std::sync::Arc::new(hcpx::Session::with_machine(machine));
     let mut argv = vec!["--json".to_owned()];
     argv.extend(args.iter().map(|arg| (*arg).to_owned()));
     let runtime = tokio::runtime::Builder::new_current_thread()

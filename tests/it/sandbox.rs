@@ -516,7 +516,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
         ("HCP_HOME".to_owned(), env.home().display().to_string()),
     ];
     let mut ctx = hcpx::Context::new(environment.clone(), env.work(), false).unwrap();
-    ctx.sandbox = std::sync::Arc::new(hcpx::sandbox::Cache::with_machine(
+    ctx.session = std::sync::Arc::new(hcpx::Session::with_machine(
         hcpx::sandbox::Machine::without_kernel_layers("not on this OS"),
     ));
     let argv: Vec<String> = ["--json", "exec", "attacker", "status"]
@@ -545,7 +545,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
     ]
     .concat();
     let mut ctx = hcpx::Context::new(environment, env.work(), false).unwrap();
-    ctx.sandbox = std::sync::Arc::new(hcpx::sandbox::Cache::with_machine(
+    ctx.session = std::sync::Arc::new(hcpx::Session::with_machine(
         hcpx::sandbox::Machine::without_kernel_layers("not on this OS"),
     ));
     let outcome = hcpx::run(argv, &ctx, &mut hcpx::BufferSink::default()).await;
