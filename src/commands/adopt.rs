@@ -247,30 +247,58 @@ fn keyed_change(
     record: &mut Record,
     warnings: &mut Vec<String>,
 ) -> Result<Change, Failure> {
-    let path = keyed.path;
+    let foreign = format!(
+        "the `{}` entry there was not written by hcpx, so --remove leaves it",
+        keyed.key
+    );
+    planned_change(
+        keyed.path,
+        request,
+        record,
+        warnings,
+        &foreign,
+        |record, file, old, backup| {
+            adopt::plan(
+                record,
+                file,
+                old,
+                backup,
+                &KeyEdit {
+                    format: keyed.format,
+                    path: keyed.servers_path,
+                    key: keyed.key,
+                    value: (!request.remove).then_some(keyed.value),
+                    force: request.force,
+                },
+            )
+        },
+    )
+}
+
+/// A change to `path` that `plan` (adopt's planner of a key or of a whole file)
+/// works out from the record, the file it reaches through links, the text there now
+/// and the pre-adopt backup. `foreign` is the warning when `--remove` leaves what
+/// hcpx did not write.
+fn planned_change(
+    path: PathBuf,
+    request: &Request<'_>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+    foreign: &str,
+    plan: impl FnOnce(&Record, &str, Option<&str>, Option<&str>) -> Result<adopt::Plan, AdoptError>,
+) -> Result<Change, Failure> {
     let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
     let (old, existed) = read(&target)?;
     let backup = std::fs::read_to_string(backup_path(&path)).ok();
-    let planned = adopt::plan(
+    let planned = plan(
         record,
         &target.display().to_string(),
         existed.then_some(old.as_str()),
         backup.as_deref(),
-        &KeyEdit {
-            format: keyed.format,
-            path: keyed.servers_path,
-            key: keyed.key,
-            value: (!request.remove).then_some(keyed.value),
-            force: request.force,
-        },
     )
     .map_err(|error| edit_failure(&path, request, error))?;
     if planned.kept_foreign {
-        warnings.push(format!(
-            "{}: the `{}` entry there was not written by hcpx, so --remove leaves it",
-            path.display(),
-            keyed.key
-        ));
+        warnings.push(format!("{}: {foreign}", path.display()));
     }
     *record = planned.record;
     Ok(Change {
@@ -394,33 +422,16 @@ fn native_changes(
     let mut changes = Vec::new();
     if let Some(dir) = pick(&native.skills, scope, ctx) {
         let path = dir.join("hcpx").join("SKILL.md");
-        let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
-        let (old, existed) = read(&target)?;
-        let backup = std::fs::read_to_string(backup_path(&path)).ok();
-        let planned = adopt::plan_file(
-            record,
-            &target.display().to_string(),
-            existed.then_some(old.as_str()),
-            backup.as_deref(),
-            HCPX_SKILL,
-            remove,
-            request.force,
-        )
-        .map_err(|error| edit_failure(&path, request, error))?;
-        if planned.kept_foreign {
-            warnings.push(format!(
-                "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
-                path.display()
-            ));
-        }
-        *record = planned.record;
-        changes.push(Change {
+        changes.push(planned_change(
             path,
-            target,
-            old,
-            new: planned.new,
-            existed,
-        });
+            request,
+            record,
+            warnings,
+            "hcpx did not write this file (or it was changed since), so --remove leaves it",
+            |record, file, old, backup| {
+                adopt::plan_file(record, file, old, backup, HCPX_SKILL, remove, request.force)
+            },
+        )?);
     }
     if let Some(path) = pick(&native.instructions, scope, ctx) {
         let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;

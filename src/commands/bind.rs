@@ -113,14 +113,7 @@ pub(crate) fn bind(
         );
         true
     })?;
-    let warning = super::record(
-        ctx,
-        argv,
-        pack_id,
-        "bind",
-        Decision::Bind,
-        std::time::Instant::now(),
-    );
+    let warning = audited(ctx, argv, pack_id, Decision::Bind, true);
     Ok(Reply {
         text: format!("bound {pack_id} {key} {how}\n"),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
@@ -171,18 +164,7 @@ fn keep(
         .next(format!("hcpx bind {pack_id} {key}")));
     };
     let changed = before.as_ref() != Some(&identity);
-    let warning = if changed {
-        super::record(
-            ctx,
-            argv,
-            pack_id,
-            "bind",
-            Decision::Bind,
-            std::time::Instant::now(),
-        )
-    } else {
-        String::new()
-    };
+    let warning = audited(ctx, argv, pack_id, Decision::Bind, changed);
     let text = if changed {
         let was = before.map_or_else(|| "an unrecorded pack".to_owned(), |before| before.to_string());
         format!(
@@ -217,18 +199,7 @@ pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -
         }
         removed
     })?;
-    let warning = if removed {
-        super::record(
-            ctx,
-            argv,
-            pack_id,
-            "unbind",
-            Decision::Unbind,
-            std::time::Instant::now(),
-        )
-    } else {
-        String::new()
-    };
+    let warning = audited(ctx, argv, pack_id, Decision::Unbind, removed);
     Ok(Reply {
         text: if removed {
             format!("unbound {pack_id} {key}\n")
@@ -345,4 +316,14 @@ pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
         data: Some(json!({ "bindings": to_json(&rows) })),
         ..Reply::default()
     })
+}
+
+/// The audit line of a bind or unbind that changed the store (`changed`); what
+/// changed nothing is not recorded. Returns the warning when the line was not written.
+fn audited(ctx: &Context, argv: &[String], pack_id: &str, decision: Decision, changed: bool) -> String {
+    if !changed {
+        return String::new();
+    }
+    let command = if decision == Decision::Unbind { "unbind" } else { "bind" };
+    super::record(ctx, argv, pack_id, command, decision, std::time::Instant::now())
 }
