@@ -67,8 +67,8 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Runs the MCP server on stdio until the client closes stdin, or over HTTP until
-/// SIGTERM or SIGINT. `--help` and bad arguments go through the command tree like
+/// Runs the MCP server on stdio until the client closes stdin, or over HTTP, until
+/// SIGTERM, SIGINT or SIGHUP (running calls are cancelled first). `--help` and bad arguments go through the command tree like
 /// any other command.
 fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
@@ -93,10 +93,12 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
             Err(error) => fail(&error.to_string(), hcpx::error::EXIT_FAILED),
         };
     }
+    let cancel = ctx.cancel.clone();
     let server = hcpx::mcp::Server::new(ctx, options);
     // Non-blocking pipes where stdin and stdout are FIFOs (Linux), so no read or
     // write waits on a blocking thread; the plain stdio handles elsewhere.
     match runtime.block_on(async {
+        cancel_on_signals(cancel);
         let (read, write) = rmcp::transport::stdio_pipes();
         hcpx::mcp::serve(server, read, write).await
     }) {

@@ -324,6 +324,10 @@ fn audited(ctx: &Context, argv: &[String], pack_id: &str, decision: Decision, ch
     if !changed {
         return String::new();
     }
-    let command = if decision == Decision::Unbind { "unbind" } else { "bind" };
+    let command = if decision == Decision::Unbind {
+        "unbind"
+    } else {
+        "bind"
+    };
     super::record(ctx, argv, pack_id, command, decision, std::time::Instant::now())
 }

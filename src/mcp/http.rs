@@ -30,9 +30,6 @@ pub const MAX_BODY: usize = 4 * 1024 * 1024;
 const MIN_TOKEN: usize = 16;
 /// How long a stop waits for open connections (event streams) to close by themselves.
 const CLOSE_GRACE: Duration = Duration::from_secs(3);
-/// How long a stop waits for cancelled calls to return (their children are killed
-/// at once; this only bounds a call that does not notice).
-const CALLS_GRACE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -291,7 +288,7 @@ impl Bound {
             // An event stream still open does not hold the stop.
             () = lingering => {}
         }
-        let _ = tokio::time::timeout(CALLS_GRACE, server.shut_down()).await;
+        let _ = tokio::time::timeout(super::CALLS_GRACE, server.shut_down()).await;
         Ok(())
     }
 }

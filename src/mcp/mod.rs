@@ -59,6 +59,11 @@ impl Options {
     }
 }
 
+/// How long a stop (SIGTERM on either front end) waits for cancelled calls to
+/// return: their children are killed at once; this only bounds a call that does not
+/// notice.
+const CALLS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The `hcp` server: shared by every request of a session, and (cloned) by every
 /// session of an HTTP server. Clones share the [`Session`](crate::context::Session) (catalog cache, kept captures), the sealing key, the
 /// list of listeners and the calls in flight.
@@ -252,15 +257,30 @@ where
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt as _;
-    let running = match server.serve(lines::Lines::new(read, write)).await {
-        Ok(running) => running,
-        // The client went away before saying anything: end of input is a clean exit.
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(error) => return Err(format!("the MCP session did not start: {error}")),
+    let shutdown = server.base.cancel.clone();
+    let keep = server.clone();
+    let running = tokio::select! {
+        started = server.serve(lines::Lines::new(read, write)) => match started {
+            Ok(running) => running,
+            // The client went away before saying anything: end of input is a clean exit.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(error) => return Err(format!("the MCP session did not start: {error}")),
+        },
+        () = shutdown.cancelled() => return Ok(()),
     };
-    running
-        .waiting()
-        .await
+    let stop = running.cancellation_token();
+    let ended = tokio::select! {
+        ended = running.waiting() => ended,
+        // Shut down (SIGTERM, SIGINT or SIGHUP at main.rs): the running calls are
+        // cancelled, their children killed and the calls awaited; then the session
+        // ends and the server exits like a client that closed its input.
+        () = shutdown.cancelled() => {
+            let _ = tokio::time::timeout(CALLS_GRACE, keep.shut_down()).await;
+            stop.cancel();
+            return Ok(());
+        }
+    };
+    ended
         .map(|_| ())
         .map_err(|error| format!("the MCP session ended with an error: {error}"))
 }

@@ -1143,3 +1143,47 @@ async fn hints_are_tool_calls_an_agent_can_make() {
         )
     );
 }
+
+/// SIGTERM (or SIGINT, SIGHUP) to `hcpx mcp` on stdio while a call runs: the call's
+/// processes are killed and the server exits 0 by itself, as over HTTP, with and
+/// without the kernel layers (and so without the keeper that kills a call when
+/// hcpx dies).
+#[test]
+fn sigterm_on_stdio_stops_cleanly_and_leaves_no_child() {
+    for (mode, marker) in [("best-effort", "4203"), ("strict", "4202")] {
+        let mut env = TestEnv::new();
+        env.install_fixture("probe", "probe");
+        if mode == "best-effort" {
+            env.extra_env
+                .push(("HCP_SANDBOX".to_owned(), "best-effort".to_owned()));
+        } else if !crate::common::require_kernel_layers() {
+            continue;
+        }
+        let mut server = Process::initialized(&env);
+        server.send(&json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "hcp", "arguments": { "argv": ["exec", "probe", "sleep", "--", format!("seconds={marker}")] } } }));
+        let pattern = format!("sleep {marker}");
+        assert!(
+            crate::common::wait_until(Duration::from_secs(10), || !pids_of(&pattern).is_empty()),
+            "{mode}: the call started"
+        );
+        let pid = rustix::process::Pid::from_raw(i32::try_from(server.child.id()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let started = Instant::now();
+        let mut status = None;
+        while started.elapsed() < Duration::from_secs(8) {
+            if let Some(exited) = server.child.try_wait().unwrap() {
+                status = Some(exited);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = status.unwrap_or_else(|| panic!("{mode}: the server stopped within 8 s of SIGTERM"));
+        assert!(
+            crate::common::wait_until(Duration::from_secs(2), || pids_of(&pattern).is_empty()),
+            "{mode}: left behind: {:?}",
+            pids_of(&pattern)
+        );
+        assert_eq!(status.code(), Some(0), "{mode}: {status:?}");
+    }
+}
