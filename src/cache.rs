@@ -1,10 +1,9 @@
-//! What a long-lived server keeps between calls: the catalog with its search index,
-//! rebuilt only when the installed packs change, and installed packs loaded one at a
-//! time (what exec and skill need). Its own module so that the catalog does not
-//! depend on search, which ranks the catalog's packs.
+//! What a long-lived server keeps between calls: the catalog, read again only when
+//! the installed packs change; installed packs loaded one at a time (what exec and
+//! skill need); and the packs index held in memory for searches. Its own module so
+//! that the catalog does not depend on the index and search, which rank its packs.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
 use crate::catalog::{Catalog, MANIFEST_FILE, Origin, Pack, SKILL_FILE, builtins};
 
@@ -32,12 +31,12 @@ fn fingerprint(packs_dir: &Path) -> Fingerprint {
     seen
 }
 
-/// A catalog and its search index, built once and rebuilt only when the installed
-/// packs change: what a long-lived server holds between calls.
+/// A catalog, read once and read again only when the installed packs change: what
+/// a long-lived server holds between calls for what needs every pack (resources,
+/// doctor). Searches use the packs index instead ([`CatalogCache::search`]).
 #[derive(Debug)]
 pub struct Indexed {
     pub catalog: Catalog,
-    index: OnceLock<crate::search::SearchIndex>,
 }
 
 /// What an installed pack's folder looked like when it was loaded: its two text
@@ -59,6 +58,8 @@ pub struct CatalogCache {
     current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Indexed>)>>,
     /// Installed packs loaded one at a time (what exec needs), by id.
     single: std::sync::Mutex<std::collections::HashMap<String, (PackStamp, Pack)>>,
+    /// The packs index, held for searches (see [`crate::index::Memo`]).
+    search: crate::index::Memo,
 }
 
 impl CatalogCache {
@@ -100,6 +101,19 @@ impl CatalogCache {
         catalog
     }
 
+    /// The packs matching `query`, best first, and the broken installed packs, as
+    /// [`crate::index::search`] finds them, from the index held here while fresh.
+    pub fn search(
+        &self,
+        home: &Path,
+        program: Option<&Path>,
+        query: &str,
+        limit: usize,
+        all: bool,
+    ) -> crate::index::Found {
+        self.search.search(home, program, query, limit, all)
+    }
+
     pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Indexed> {
         let print = fingerprint(packs_dir);
         if let Ok(guard) = self.current.lock()
@@ -120,14 +134,7 @@ impl Indexed {
     pub fn build(packs_dir: &Path) -> Self {
         Self {
             catalog: Catalog::load(packs_dir),
-            index: OnceLock::new(),
         }
-    }
-
-    /// The search index, built on first use.
-    pub fn index(&self) -> &crate::search::SearchIndex {
-        self.index
-            .get_or_init(|| crate::search::SearchIndex::build(&self.catalog.packs))
     }
 }
 

@@ -273,6 +273,9 @@ pub struct Snapshot {
     search: SearchIndex,
     stamps: Stamps,
     packs: Option<Vec<Pack>>,
+    /// Held packs are checked against their stamps before they are returned: set
+    /// when a [`Memo`] keeps the snapshot beyond the call that built it.
+    recheck: bool,
 }
 
 /// A pack the index names is not as it was when the index was made.
@@ -318,6 +321,71 @@ fn search_at(
                 broken: rebuilt.broken,
             })
         }
+    }
+}
+
+/// The index held in memory by a long-lived server (the MCP server's catalog
+/// cache), with the freshness rules of the file: used while the [`Key`] read now is
+/// the one it was built for and its broken packs are unchanged; each result's files
+/// are checked against their stamps before it is returned, and a result edited in
+/// place rebuilds it. A call costs a few `stat`s and the ranking, instead of the
+/// `stat` of every installed pack's files. Rebuilding also writes the index file.
+#[derive(Debug, Default)]
+pub struct Memo {
+    current: std::sync::Mutex<Option<(Key, std::sync::Arc<Snapshot>)>>,
+    /// How many times the packs were read (tests).
+    #[cfg(test)]
+    builds: std::sync::atomic::AtomicUsize,
+}
+
+impl Memo {
+    /// [`search`], from the snapshot held while it is fresh.
+    pub fn search(&self, home: &Path, program: Option<&Path>, query: &str, limit: usize, all: bool) -> Found {
+        self.search_at(home, program, query, limit, all, SystemTime::now())
+    }
+
+    fn search_at(
+        &self,
+        home: &Path,
+        program: Option<&Path>,
+        query: &str,
+        limit: usize,
+        all: bool,
+        now: SystemTime,
+    ) -> Found {
+        let key = Key::read(home, program);
+        if !key.packs.present {
+            // Built-in packs only: nothing to hold.
+            return search_at(home, program, query, limit, all, now);
+        }
+        let held = self.current.lock().ok().and_then(|guard| {
+            guard
+                .as_ref()
+                .filter(|(seen, _)| *seen == key)
+                .map(|(_, snapshot)| snapshot.clone())
+        });
+        if let Some(snapshot) = held
+            && snapshot.broken_unchanged(home)
+            && let Ok(found) = snapshot.found(home, query, limit, all)
+        {
+            return found;
+        }
+        #[cfg(test)]
+        self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut snapshot = Snapshot::build(home, key.clone(), now);
+        let found = snapshot.found(home, query, limit, all).unwrap_or_else(|Stale| Found {
+            hits: Vec::new(),
+            below_floor: 0,
+            broken: snapshot.broken.clone(),
+        });
+        // Kept only when no change can hide in the clock tick the key was read in.
+        if let Ok(mut guard) = self.current.lock() {
+            *guard = (!key.racy(now)).then(|| {
+                snapshot.recheck = true;
+                (key, std::sync::Arc::new(snapshot))
+            });
+        }
+        found
     }
 }
 
@@ -414,6 +482,7 @@ impl Snapshot {
             broken_stamps,
             stamps: Stamps::Held(held),
             packs: Some(catalog.packs),
+            recheck: false,
         }
     }
 
@@ -453,7 +522,14 @@ impl Snapshot {
     /// as it was when the index was made.
     fn pack(&self, home: &Path, index: usize) -> Result<Pack, Stale> {
         if let Some(packs) = &self.packs {
-            return packs.get(index).cloned().ok_or(Stale);
+            let pack = packs.get(index).ok_or(Stale)?;
+            if self.recheck
+                && let Origin::Installed { dir } = &pack.origin
+                && pack_stamp(dir) != self.stamp(index)?
+            {
+                return Err(Stale);
+            }
+            return Ok(pack.clone());
         }
         let entry = self.entries.get(index).ok_or(Stale)?;
         if !entry.installed {
@@ -706,6 +782,7 @@ impl Snapshot {
                 offset: stamps_at,
             },
             packs: None,
+            recheck: false,
         })
     }
 }
@@ -1109,6 +1186,43 @@ mod tests {
         );
         let found = search_at(home.path(), None, "weather", 10, true, later());
         assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
+    }
+
+    /// The server's held index answers as the file does, reads the packs again only
+    /// when the key changes, a broken pack is mended or a result was edited in
+    /// place, and is not kept while a change could hide in the key's clock tick.
+    #[test]
+    fn a_held_index_is_used_while_fresh() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let home = home_with_packs();
+        let memo = Memo::default();
+        let search = |query: &str| memo.search_at(home.path(), None, query, 10, true, later());
+        assert_eq!(ids(&search("forecast")), ["tides", "weather"]);
+        assert_eq!(ids(&search("rain")), ["weather"]);
+        assert_eq!(search("forecast").broken.len(), 1);
+        assert_eq!(memo.builds.load(Relaxed), 1, "one read of the packs");
+        // Same size, in place: no key part changes; the result is checked.
+        write_pack(home.path(), "weather", "snow tomorrow");
+        assert_eq!(ids(&search("forecast")), ["tides"]);
+        assert_eq!(memo.builds.load(Relaxed), 2);
+        let found = search("snow");
+        assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
+        // A pack added by hand changes the folder's stamp, a part of the key.
+        write_pack(home.path(), "hail", "ice forecast");
+        assert_eq!(ids(&search("ice")), ["hail"]);
+        assert_eq!(memo.builds.load(Relaxed), 3);
+        write_pack(home.path(), "broken", "mended");
+        assert_eq!(ids(&search("mended")), ["broken"]);
+        assert!(search("mended").broken.is_empty());
+        assert_eq!(memo.builds.load(Relaxed), 4);
+        // Racy: used for the call, not kept.
+        let racy = Memo::default();
+        bump_generation(home.path()).unwrap();
+        let now = SystemTime::now();
+        for _ in 0..2 {
+            assert_eq!(ids(&racy.search_at(home.path(), None, "ice", 10, true, now)), ["hail"]);
+        }
+        assert_eq!(racy.builds.load(Relaxed), 2);
     }
 
     #[test]

@@ -45,36 +45,15 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
 }
 
 /// The packs matching `query`, best first, and the broken installed packs: from
-/// the server's cached catalog, or from the packs index, which reads only the
-/// results' files.
+/// the packs index (the server's, held in memory, or the file), which reads only
+/// the results' files.
 /// `all` keeps the matches under the relevance floor.
 pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
+    recover_installs(ctx);
+    let program = ctx.self_exe.as_deref();
     match &ctx.session.catalog {
-        Some(_) => {
-            let loaded = load_catalog(ctx);
-            let ranked = if all {
-                crate::search::Ranked {
-                    hits: loaded.index().search(query, limit),
-                    below_floor: 0,
-                }
-            } else {
-                loaded.index().rank(query, limit)
-            };
-            let hits = ranked
-                .hits
-                .iter()
-                .filter_map(|hit| Some((loaded.catalog.packs.get(hit.index)?.clone(), hit.score)))
-                .collect();
-            crate::index::Found {
-                hits,
-                below_floor: ranked.below_floor,
-                broken: loaded.catalog.broken.clone(),
-            }
-        }
-        None => {
-            recover_installs(ctx);
-            crate::index::search(&ctx.home, ctx.self_exe.as_deref(), query, limit, all)
-        }
+        Some(cache) => cache.search(&ctx.home, program, query, limit, all),
+        None => crate::index::search(&ctx.home, program, query, limit, all),
     }
 }
 
