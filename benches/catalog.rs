@@ -187,6 +187,8 @@ fn main() {
         Box::new(cli(&large, &["skill", "hail", "--json"])),
         Box::new(cli(&small, &["exec", "hail", "say", "--json"])),
         Box::new(cli(&large, &["exec", "hail", "say", "--json"])),
+        Box::new(cli(&small, &["availability", "hail", "--json"])),
+        Box::new(cli(&large, &["availability", "hail", "--json"])),
     ];
     let mut refs: Vec<&mut dyn FnMut()> = variants
         .iter_mut()
@@ -229,6 +231,7 @@ fn main() {
         "skill transit (built-in)",
         "skill hail (installed)",
         "exec hail say",
+        "availability hail",
     ];
     for (n, label) in labels.iter().enumerate() {
         line(&format!("{label}, built-ins + 1 installed"), cli_results[2 * n]);

@@ -1,6 +1,6 @@
 //! `hcpx availability PACK`
 
-use super::{flags, load_bindings, load_catalog, load_policies, to_json};
+use super::{flags, load_bindings, load_one, load_policies, to_json};
 use crate::Reply;
 use crate::availability::{Availability, Flag, Problem};
 use crate::catalog::CatalogError;
@@ -16,8 +16,8 @@ struct Report<'a> {
 }
 
 pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    // Only this pack's files are read (or the index's ids, for the closest ones).
+    let catalog = &load_one(ctx, id);
     // A broken install is a pack that is there but not installed properly: report
     // it rather than pretend the id is unknown.
     let report = match (catalog.broken(id), catalog.get(id)) {
