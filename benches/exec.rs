@@ -3,7 +3,7 @@
 //! round runs every variant once, so drift on the machine falls on all alike):
 //!
 //! - direct: the probe fixture's CLI (a shell script), spawned and waited for;
-//! - in-process `hcpx::run(["exec", …])`, as the MCP server calls it (with its
+//! - in-process `hcpx::run_to_sink(["exec", …])`, as the MCP server calls it (with its
 //!   caches), with every
 //!   layer, then with one kernel layer left out at a time (best-effort mode and a
 //!   machine description without it), then with none of them;
@@ -117,7 +117,7 @@ fn main() {
             let runtime = &runtime;
             Box::new(move || {
                 let mut sink = hcpx::BufferSink::default();
-                let outcome = runtime.block_on(hcpx::run(argv.clone(), ctx, &mut sink));
+                let outcome = runtime.block_on(hcpx::run_to_sink(argv.clone(), ctx, &mut sink));
                 assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
             }) as Box<dyn FnMut()>
         })

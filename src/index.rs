@@ -373,11 +373,13 @@ impl Memo {
         #[cfg(test)]
         self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut snapshot = Snapshot::build(home, key.clone(), now);
-        let found = snapshot.found(home, query, limit, all).unwrap_or_else(|Stale| Found {
-            hits: Vec::new(),
-            below_floor: 0,
-            broken: snapshot.broken.clone(),
-        });
+        let found = snapshot
+            .found(home, query, limit, all)
+            .unwrap_or_else(|Stale| Found {
+                hits: Vec::new(),
+                below_floor: 0,
+                broken: snapshot.broken.clone(),
+            });
         // Kept only when no change can hide in the clock tick the key was read in.
         if let Ok(mut guard) = self.current.lock() {
             *guard = (!key.racy(now)).then(|| {
@@ -1220,7 +1222,10 @@ mod tests {
         bump_generation(home.path()).unwrap();
         let now = SystemTime::now();
         for _ in 0..2 {
-            assert_eq!(ids(&racy.search_at(home.path(), None, "ice", 10, true, now)), ["hail"]);
+            assert_eq!(
+                ids(&racy.search_at(home.path(), None, "ice", 10, true, now)),
+                ["hail"]
+            );
         }
         assert_eq!(racy.builds.load(Relaxed), 2);
     }

@@ -1,9 +1,10 @@
 //! hcpx: one safe door from agents and people to command-line tools.
 //!
-//! [`run`] is the whole command tree behind one entry: it parses an argv with clap,
-//! dispatches it, and returns an [`Outcome`] holding the result envelope (see docs/mcp.md).
-//! It never prints or exits by itself; it writes rendered text to a [`Sink`], so the
-//! terminal binary and the MCP server run the very same tree.
+//! [`execute`] is the whole command tree behind one entry: it parses an argv with
+//! clap, dispatches it, and returns the result envelope (see docs/mcp.md) and the text
+//! for people. It never prints or exits by itself. The terminal binary calls
+//! [`run_to_sink`], which renders that to a [`Sink`]; the MCP server calls
+//! [`execute_for_program`]: both run the very same tree.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(unreachable_pub)]
@@ -263,7 +264,7 @@ pub async fn execute_for_program(mut argv: Vec<String>, ctx: &Context) -> Execut
 
 /// Runs one hcpx command line (the words after `hcpx`) and renders it to `sink`: the
 /// envelope as JSON with `--json`, else text for people.
-pub async fn run(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outcome {
+pub async fn run_to_sink(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outcome {
     let json = wants_json(&argv);
     let executed = execute(argv, ctx).await;
     if json {

@@ -1,5 +1,5 @@
 //! The `hcpx` binary: reads the process's environment, arguments and streams, runs
-//! the command tree in [`hcpx::run`], and turns the outcome into an exit code. The
+//! the command tree in [`hcpx::run_to_sink`], and turns the outcome into an exit code. The
 //! only place that touches process-wide state.
 
 use std::io::{IsTerminal as _, Write as _};
@@ -180,7 +180,7 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.
         cancel_on_signals(ctx.cancel.clone());
-        hcpx::run(argv, &ctx, &mut StdStreams { progress_shown }).await
+        hcpx::run_to_sink(argv, &ctx, &mut StdStreams { progress_shown }).await
     });
     ExitCode::from(outcome.exit_code)
 }

@@ -72,7 +72,7 @@ fn without_landlock(env: &TestEnv, args: &[&str]) -> (i32, Value) {
         .enable_all()
         .build()
         .unwrap();
-    let outcome = runtime.block_on(hcpx::run(argv, &ctx, &mut hcpx::BufferSink::default()));
+    let outcome = runtime.block_on(hcpx::run_to_sink(argv, &ctx, &mut hcpx::BufferSink::default()));
     (
         i32::from(outcome.exit_code),
         serde_json::to_value(&outcome.envelope).unwrap(),

@@ -524,7 +524,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
         .map(|arg| (*arg).to_owned())
         .collect();
     let mut sink = hcpx::BufferSink::default();
-    let outcome = hcpx::run(argv.clone(), &ctx, &mut sink).await;
+    let outcome = hcpx::run_to_sink(argv.clone(), &ctx, &mut sink).await;
     assert_eq!(outcome.exit_code, 2);
     let envelope = &outcome.envelope;
     assert!(!envelope.spawned);
@@ -548,7 +548,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
     ctx.session = std::sync::Arc::new(hcpx::Session::with_machine(
         hcpx::sandbox::Machine::without_kernel_layers("not on this OS"),
     ));
-    let outcome = hcpx::run(argv, &ctx, &mut hcpx::BufferSink::default()).await;
+    let outcome = hcpx::run_to_sink(argv, &ctx, &mut hcpx::BufferSink::default()).await;
     assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
 }
 
