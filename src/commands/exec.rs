@@ -21,9 +21,9 @@ use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::install;
 use crate::invocation::{self, InvocationError};
 use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS, ScalarType};
-use crate::output::PlanText;
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
+use crate::render::PlanText;
 use crate::runtime::{self, Ending, Finished};
 use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
 
@@ -194,7 +194,7 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
         let mut shown: String = key
             .chars()
             .take(MAX_KEY_SHOWN)
-            .map(crate::output::printable)
+            .map(crate::render::printable)
             .collect();
         if key.chars().count() > MAX_KEY_SHOWN {
             shown.push('…');
@@ -345,7 +345,7 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
         let shown: String = value
             .chars()
             .take(SHOWN_VALUE)
-            .map(crate::output::printable)
+            .map(crate::render::printable)
             .collect();
         let shown = if value.chars().count() > SHOWN_VALUE {
             format!("{shown}… ({} bytes)", value.len())
@@ -648,7 +648,7 @@ fn confine(
 
 fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
     let child = plan.child();
-    let text = crate::output::plan_text(&PlanText {
+    let text = crate::render::plan_text(&PlanText {
         decision: plan.evaluation.decision.as_str(),
         rule: plan.evaluation.rule.to_string(),
         child: &child,
@@ -869,7 +869,7 @@ mod tests {
 
     #[test]
     fn prompts_show_characters_that_could_fake_lines_escaped() {
-        let shown: String = "a\nb\u{202e}c€\t".chars().map(crate::output::printable).collect();
+        let shown: String = "a\nb\u{202e}c€\t".chars().map(crate::render::printable).collect();
         assert_eq!(shown, "a\\nb\\u{202e}c€\\t");
     }
 

@@ -7,8 +7,8 @@ use crate::Reply;
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
-use crate::output;
 use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
+use crate::render;
 use crate::state;
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (see README.md).
@@ -56,7 +56,7 @@ pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
             "project": layer_json(&policies.project),
             "rules": to_json(&rules),
         })),
-        text: output::policy_show_text(&policies, &rules, &user_path),
+        text: render::policy_show_text(&policies, &rules, &user_path),
         ..Reply::default()
     })
 }

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::{Options, fit};
 use crate::captures::{CaptureStore, view};
 use crate::child::{StreamTruncation, Truncation};
+use crate::envelope::Envelope;
 use crate::error::Failure;
-use crate::output::Envelope;
 
 /// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
 pub const VIEW_STDOUT: usize = 32 * 1024;
