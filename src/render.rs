@@ -10,8 +10,11 @@ use serde::Serialize;
 
 use crate::availability::Availability;
 use crate::catalog::{BrokenPack, Pack};
+use crate::context::Principal;
 use crate::error::Failure;
-use crate::policy::{Layer, Policies, ShownRule};
+use crate::manifest::Effect;
+use crate::policy::{Decision, Evaluation, Layer, Policies, ShownRule};
+use crate::sandbox::{LayerReport, Mode};
 
 /// Renders a failure for a person: `error:` line, details, a `next:` hint.
 pub(crate) fn failure_text(failure: &Failure) -> String {
@@ -32,7 +35,7 @@ pub(crate) struct PlanText<'a> {
     pub child: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [String],
-    pub layers: &'a [crate::sandbox::LayerReport],
+    pub layers: &'a [LayerReport],
 }
 
 /// Renders the plan: the decision and the rule behind it, the exact child argv
@@ -289,28 +292,51 @@ pub(crate) fn skill_text(pack: &Pack, reference: &str) -> String {
     )
 }
 
+/// Where a policy file is named: `doctor`'s status line, or `policy show`'s, which
+/// says what an absent file would be.
+pub(crate) enum LayerLine<'a> {
+    /// `none`, `PATH (ok)`, `PATH UNPARSABLE: …`.
+    Status,
+    /// `none (ABSENT)`, `PATH`, `PATH is UNPARSABLE (…): …`.
+    Source { absent: &'a str },
+}
+
+/// One policy file as a person reads it: the one rendering of a [`Layer`].
+pub(crate) fn layer_text(layer: &Layer, line: &LayerLine<'_>) -> String {
+    match (layer, line) {
+        (Layer::Absent, LayerLine::Status) => "none".to_owned(),
+        (Layer::Absent, LayerLine::Source { absent }) => format!("none ({absent})"),
+        (Layer::Parsed { path, .. }, LayerLine::Status) => format!("{} (ok)", path.display()),
+        (Layer::Parsed { path, .. }, LayerLine::Source { .. }) => path.display().to_string(),
+        (Layer::Unparsable { path, error }, LayerLine::Status) => format!(
+            "{} UNPARSABLE: {error}; every exec and install is denied",
+            path.display()
+        ),
+        (Layer::Unparsable { path, error }, LayerLine::Source { .. }) => format!(
+            "{} is UNPARSABLE ({error}): every exec and install is denied until it is fixed",
+            path.display()
+        ),
+    }
+}
+
 /// `hcpx policy show`.
 pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_path: &Path) -> String {
     let mut text = String::new();
-    let describe = |layer: &Layer, fallback: &str| match layer {
-        Layer::Absent => format!("none ({fallback})"),
-        Layer::Parsed { path, .. } => path.display().to_string(),
-        Layer::Unparsable { path, error } => {
-            format!(
-                "{} is UNPARSABLE ({error}): every exec and install is denied until it is fixed",
-                path.display()
-            )
-        }
-    };
+    let would_be = format!("would be {}", user_path.display());
     let _ = writeln!(
         text,
         "user policy:    {}",
-        describe(&policies.user, &format!("would be {}", user_path.display()))
+        layer_text(&policies.user, &LayerLine::Source { absent: &would_be })
     );
     let _ = writeln!(
         text,
         "project policy: {}",
-        describe(&policies.project, "no .hcp/policy.json here or above")
+        layer_text(
+            &policies.project,
+            &LayerLine::Source {
+                absent: "no .hcp/policy.json here or above"
+            }
+        )
     );
     let _ = writeln!(text);
     let width = rules.iter().map(|rule| rule.matcher.len()).max().unwrap_or(0);
@@ -344,6 +370,120 @@ pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_pa
         text,
         "\nThe most specific match wins (pack.command, pack.*, *.effect, defaults); the project can only tighten."
     );
+    text
+}
+
+/// What a decision means for this caller, in one line.
+pub(crate) fn meaning(decision: Decision, principal: Principal) -> &'static str {
+    match (decision, principal) {
+        (Decision::Allow, _) => "runs without asking",
+        (Decision::Confirm, Principal::Terminal) => "asks y/N at the terminal, or takes --yes",
+        (Decision::Confirm, Principal::Agent) => "needs confirmation: --yes, or confirm: true over MCP",
+        (Decision::ConfirmHuman, _) => {
+            "only a person can confirm, at a terminal prompt or through the MCP host"
+        }
+        (Decision::Deny, _) => "refused",
+    }
+}
+
+/// `hcpx policy check PACK COMMAND`: the decision for this caller and the rule behind it.
+pub(crate) fn policy_check_text(
+    pack: &str,
+    command: &str,
+    effect: Effect,
+    principal: Principal,
+    evaluation: &Evaluation,
+) -> String {
+    format!(
+        "{pack}.{command} ({}) for {}: {} ({})\n  by {}\n",
+        effect.as_str(),
+        principal.as_str(),
+        evaluation.decision.as_str(),
+        meaning(evaluation.decision, principal),
+        evaluation.rule
+    )
+}
+
+/// `hcpx policy set MATCH DECISION`.
+pub(crate) fn policy_set_text(matcher: &str, decision: Decision, file: &Path) -> String {
+    format!("{matcher}: {} (in {})\n", decision.as_str(), file.display())
+}
+
+/// `hcpx policy unset MATCH`.
+pub(crate) fn policy_unset_text(matcher: &str, was: Decision, file: &Path) -> String {
+    format!(
+        "{matcher}: removed (was {}, in {})\n",
+        was.as_str(),
+        file.display()
+    )
+}
+
+/// What `hcpx doctor` found.
+pub(crate) struct Doctor<'a> {
+    pub home: &'a Path,
+    pub home_exists: bool,
+    pub principal: Principal,
+    pub builtin: usize,
+    pub installed: usize,
+    pub broken: &'a [BrokenPack],
+    pub policies: &'a Policies,
+    pub mode: Mode,
+    pub layers: &'a [LayerReport],
+    /// Why the binding store cannot be read, or `None` when it can.
+    pub bindings_error: Option<&'a str>,
+}
+
+/// `hcpx doctor`: one line per thing checked, the broken packs and the sandbox's
+/// layers below theirs.
+pub(crate) fn doctor_text(doctor: &Doctor<'_>) -> String {
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "HCP_HOME   {}{}",
+        doctor.home.display(),
+        if doctor.home_exists {
+            ""
+        } else {
+            " (not created yet)"
+        }
+    );
+    let _ = writeln!(text, "caller     {}", doctor.principal.as_str());
+    let _ = writeln!(
+        text,
+        "packs      {} built in, {} installed, {} broken",
+        doctor.builtin,
+        doctor.installed,
+        doctor.broken.len()
+    );
+    for broken in doctor.broken {
+        let _ = writeln!(
+            text,
+            "  broken: {} ({} problems): hcpx pack check {}",
+            broken.id,
+            broken.problems.len(),
+            broken.dir.display()
+        );
+    }
+    let _ = writeln!(
+        text,
+        "policy     user: {}\n           project: {}",
+        layer_text(&doctor.policies.user, &LayerLine::Status),
+        layer_text(&doctor.policies.project, &LayerLine::Status)
+    );
+    let mode = match doctor.mode {
+        Mode::Strict => "strict (a pack whose needed layer is missing does not run)",
+        Mode::BestEffort => "best-effort (HCP_SANDBOX): packs run with the layers enforced here",
+    };
+    let _ = writeln!(text, "sandbox    mode {mode}");
+    for layer in doctor.layers {
+        let state = if layer.enforced {
+            "enforced"
+        } else {
+            "NOT enforced"
+        };
+        let _ = writeln!(text, "  {:<18} {state:<12} {}", layer.layer, layer.detail);
+    }
+    let _ = writeln!(text, "bindings   {}", doctor.bindings_error.unwrap_or("ok"));
     text
 }
 
