@@ -622,6 +622,39 @@ pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
     }
 }
 
+/// What went wrong without failing the command, a `warning:` line each.
+pub(crate) fn warnings_text(warnings: &[String]) -> String {
+    warnings
+        .iter()
+        .map(|warning| format!("warning: {warning}\n"))
+        .collect()
+}
+
+/// `hcpx adopt HOST` without `--write`: the diff of every file that would change
+/// (`diffs`, none when nothing would) and the command that writes them.
+pub(crate) fn adopt_plan_text(host: &str, diffs: &[String], next: &str) -> String {
+    if diffs.is_empty() {
+        format!("{host}: nothing to change\n")
+    } else {
+        format!("{host}:\n{}next: {next}\n", diffs.concat())
+    }
+}
+
+/// `hcpx adopt HOST --write` when every file already is as it would write it.
+pub(crate) fn adopt_unchanged_text(host: &str) -> String {
+    format!("{host}: already up to date; nothing written\n")
+}
+
+/// `hcpx adopt HOST --write`: the files written, or changed back with `--remove`.
+pub(crate) fn adopt_written_text(host: &str, remove: bool, written: &[&Path]) -> String {
+    let what = if remove { "removed hcpx from" } else { "wrote" };
+    let mut text = format!("{host}: {what}:\n");
+    for path in written {
+        let _ = writeln!(text, "  {}", path.display());
+    }
+    text
+}
+
 /// A character as a prompt may show it: control characters and the marks that
 /// reorder text (bidirectional overrides) escaped, everything else itself.
 pub(crate) fn printable(c: char) -> String {
