@@ -66,6 +66,42 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
     text
 }
 
+/// What `hcpx exec` asks a person to confirm.
+pub(crate) struct Question<'a> {
+    pub pack: &'a str,
+    pub command: &'a str,
+    pub effect: Effect,
+    pub cwd: &'a Path,
+    /// Each parameter's key and value, the values of the pack's bindings hidden.
+    pub params: &'a [(&'a str, String)],
+}
+
+/// The longest parameter value a confirmation shows whole.
+const SHOWN_VALUE: usize = 120;
+
+/// `Run PACK COMMAND (EFFECT) in CWD?`, then each parameter as `key=value` on a
+/// line of its own. Long values are shortened with their size; control characters
+/// are shown escaped (a value cannot draw lines of its own).
+pub(crate) fn exec_question(question: &Question<'_>) -> String {
+    let mut text = format!(
+        "Run {} {} ({}) in {}?",
+        question.pack,
+        question.command,
+        question.effect.as_str(),
+        question.cwd.display()
+    );
+    for (key, value) in question.params {
+        let shown: String = value.chars().take(SHOWN_VALUE).map(printable).collect();
+        let shown = if value.chars().count() > SHOWN_VALUE {
+            format!("{shown}… ({} bytes)", value.len())
+        } else {
+            shown
+        };
+        let _ = write!(text, "\n  {key}={shown}");
+    }
+    text
+}
+
 /// One search result as shown.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SearchResult {
@@ -614,6 +650,11 @@ pub(crate) fn install_text(installed: &Installed<'_>) -> String {
     text
 }
 
+/// What `hcpx install SOURCE` or `hcpx uninstall ID` asks a person to confirm.
+pub(crate) fn install_question(command: &str, target: &str) -> String {
+    format!("{command} {target}?")
+}
+
 /// `hcpx uninstall ID`: `builtin` when a built-in pack has that id.
 pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
     match (removed, builtin) {
@@ -623,12 +664,20 @@ pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
     }
 }
 
-/// What went wrong without failing the command, a `warning:` line each.
+/// What went wrong without failing the command: `warning: MESSAGE`, for a line
+/// among a failure's details.
+pub(crate) fn warning(message: impl std::fmt::Display) -> String {
+    format!("warning: {message}")
+}
+
+/// The same as a line of its own, for a reply's warnings.
+pub(crate) fn warning_line(message: impl std::fmt::Display) -> String {
+    format!("warning: {message}\n")
+}
+
+/// A `warning:` line each.
 pub(crate) fn warnings_text(warnings: &[String]) -> String {
-    warnings
-        .iter()
-        .map(|warning| format!("warning: {warning}\n"))
-        .collect()
+    warnings.iter().map(warning_line).collect()
 }
 
 /// `hcpx adopt HOST` without `--write`: the diff of every file that would change
@@ -639,6 +688,11 @@ pub(crate) fn adopt_plan_text(host: &str, diffs: &[String], next: &str) -> Strin
     } else {
         format!("{host}:\n{}next: {next}\n", diffs.concat())
     }
+}
+
+/// What `hcpx adopt HOST --write` asks a person to confirm.
+pub(crate) fn adopt_question(host: &str, files: usize) -> String {
+    format!("Change {files} file(s) for {host}?")
 }
 
 /// `hcpx adopt HOST --write` when every file already is as it would write it.
@@ -688,7 +742,7 @@ pub(crate) fn model_text(envelope: &Envelope, human: &str) -> String {
         text.push_str(human);
     }
     for warning in &envelope.warnings {
-        text.push_str(&format!("warning: {warning}\n"));
+        text.push_str(&warning_line(warning));
     }
     if let Some(id) = &envelope.output_id {
         text.push_str(&format!(

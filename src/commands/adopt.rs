@@ -537,7 +537,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     let evaluation = super::pseudo_evaluation(ctx, "adopt");
     let plan_data = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
     let asked = Asked {
-        what: format!("Change {} file(s) for {}?", changed.len(), host.name),
+        what: render::adopt_question(&host.name, changed.len()),
         yes: request.yes,
         retry: request.command_line(true, true),
         by_hand: request.command_line(true, false),

@@ -114,7 +114,7 @@ async fn permitted(
         "decision": evaluation.decision, "rule": to_json(&evaluation.rule),
     });
     let asked = Asked {
-        what: format!("{command} {target}?"),
+        what: render::install_question(command, target),
         yes,
         // Quoted: a folder's path may hold spaces or shell characters.
         retry: format!("hcpx {command} {} --yes", shell_words::quote(target)),

@@ -185,7 +185,7 @@ pub(crate) fn record(
     };
     match crate::audit::append(&ctx.home, &entry) {
         Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+        Err(error) => crate::render::warning_line(format_args!("the audit line was not written: {error}")),
     }
 }
 
