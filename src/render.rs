@@ -102,6 +102,20 @@ pub(crate) fn exec_question(question: &Question<'_>) -> String {
     text
 }
 
+/// The question a person answers: `what`'s first line with the decision, then
+/// what will run, line by line.
+pub(crate) fn confirm_prompt(what: &str, decision: Decision) -> String {
+    match what.split_once('\n') {
+        Some((first, rest)) => format!("{first} ({})\n{rest}", decision.as_str()),
+        None => format!("{what} ({})", decision.as_str()),
+    }
+}
+
+/// What `hcpx bind PACK KEY` asks for at a terminal.
+pub(crate) fn secret_prompt(pack: &str, key: &str) -> String {
+    format!("Value for {pack} {key} (not shown): ")
+}
+
 /// One search result as shown.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SearchResult {
@@ -662,6 +676,24 @@ pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
         (true, false) => format!("uninstalled {id}\n"),
         (false, _) => format!("{id} was not installed\n"),
     }
+}
+
+/// `hcpx pack check DIR` of a valid pack.
+pub(crate) fn pack_check_text(id: &str, version: &str, commands: &[&str]) -> String {
+    format!(
+        "ok: {id} {version} is a valid pack ({} command{}: {})\n",
+        commands.len(),
+        if commands.len() == 1 { "" } else { "s" },
+        commands.join(", ")
+    )
+}
+
+/// `hcpx pack new ID`: the files written and the next step.
+pub(crate) fn pack_new_text(id: &str, files: &[&str]) -> String {
+    format!(
+        "created {id}/ with {}\nnext: edit them, then run hcpx pack check {id}\n",
+        files.join(", ")
+    )
 }
 
 /// What went wrong without failing the command: `warning: MESSAGE`, for a line

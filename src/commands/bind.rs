@@ -89,7 +89,7 @@ pub(crate) fn bind(
                 .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}"))
             })?;
             let value = input
-                .read_secret(&format!("Value for {pack_id} {key} (not shown): "))
+                .read_secret(&render::secret_prompt(pack_id, key))
                 .map_err(|error| Failure::io("the value cannot be read", error))?;
             if value.is_empty() {
                 return Err(

@@ -253,11 +253,7 @@ pub(crate) async fn confirm(
             // terminal only for a terminal caller (an agent's shell may drive a
             // terminal), the MCP server hands in the host's elicitation.
             if let Some(human) = &ctx.human {
-                // The decision on the first line; what will run, line by line, after.
-                let question = match asked.what.split_once('\n') {
-                    Some((first, rest)) => format!("{first} ({})\n{rest}", evaluation.decision.as_str()),
-                    None => format!("{} ({})", asked.what, evaluation.decision.as_str()),
-                };
+                let question = crate::render::confirm_prompt(&asked.what, evaluation.decision);
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
                     // The person who just said no reads this at their terminal: no
