@@ -1,7 +1,9 @@
-//! The one module that turns results into text for people: failures, exec plans,
-//! search results, skills, availability, policy, doctor, bindings, installs, adopt and
-//! the MCP text a model reads. Handlers in `commands/` compute their data and call
-//! one function here; the result envelope itself is [`crate::envelope`].
+//! The one module that turns results into text for people: a failure, each
+//! command's report (exec's plan, search, skill, availability, policy, doctor,
+//! bindings, install, adopt, pack), the questions a person is asked to confirm, the
+//! `warning:` lines, and the text a model reads of an MCP tool result. Handlers in
+//! `commands/` compute their data and call one function here, which returns the
+//! text; the result envelope itself is [`crate::envelope`].
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -1,5 +1,6 @@
 //! One thin handler per command. Each takes the resolved [`Context`], calls the
-//! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
+//! domain modules, and returns a [`Reply`](crate::Reply), whose text for people
+//! comes from [`crate::render`], or a [`Failure`].
 
 pub(crate) mod adopt;
 pub(crate) mod availability;
