@@ -1,6 +1,6 @@
 //! What a spawned child did, as the result envelope reports it: its argv, exit code,
 //! captured output and how much of that was cut. Its own module so that both the
-//! envelope (`output`) and a failure that happened after a spawn (`error`) can carry
+//! envelope (`envelope`) and a failure that happened after a spawn (`error`) can carry
 //! it without depending on each other.
 
 use serde::Serialize;

@@ -25,15 +25,16 @@ pub mod cli;
 pub(crate) mod commands;
 pub mod context;
 pub(crate) mod dispatch;
+pub(crate) mod envelope;
 pub mod error;
 pub mod index;
 pub mod install;
 pub(crate) mod invocation;
 pub mod manifest;
 pub mod mcp;
-pub(crate) mod output;
 pub(crate) mod policy;
 pub(crate) mod redact;
+pub(crate) mod render;
 pub(crate) mod runtime;
 pub mod sandbox;
 pub mod search;
@@ -47,8 +48,8 @@ use std::time::Instant;
 
 pub use crate::context::{Context, Principal, Session};
 // What the binary needs from modules that are otherwise the crate's own.
+pub use crate::envelope::Envelope;
 use crate::error::{Failure, Reason};
-pub use crate::output::Envelope;
 pub use crate::runtime::Progress;
 pub use crate::terminal::Terminal;
 
@@ -237,7 +238,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
             }
         }
         Err(failure) => {
-            let errors = output::failure_text(&failure);
+            let errors = render::failure_text(&failure);
             let exit_code = failure.exit_code;
             Executed {
                 envelope: Envelope::failed(argv, failure),
@@ -329,7 +330,7 @@ fn usage_failure(argv: &[String], error: &clap::Error) -> Failure {
     // clap quotes the caller's own words: shown with control characters and
     // reordering marks escaped, and bounded, whatever they were.
     let shown = |text: &str| -> String {
-        let mut shown: String = text.chars().take(MAX_USAGE_TEXT).map(output::printable).collect();
+        let mut shown: String = text.chars().take(MAX_USAGE_TEXT).map(render::printable).collect();
         if text.chars().count() > MAX_USAGE_TEXT {
             shown.push('…');
         }

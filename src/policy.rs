@@ -236,6 +236,20 @@ pub(crate) enum Layer {
     Unparsable { path: PathBuf, error: String },
 }
 
+impl Layer {
+    /// The layer as `doctor` and `policy show` report it in their data: its status,
+    /// its path, and why it cannot be parsed.
+    pub(crate) fn to_json(&self) -> Value {
+        match self {
+            Self::Absent => serde_json::json!({ "status": "absent" }),
+            Self::Parsed { path, .. } => serde_json::json!({ "status": "parsed", "path": path }),
+            Self::Unparsable { path, error } => {
+                serde_json::json!({ "status": "unparsable", "path": path, "error": error })
+            }
+        }
+    }
+}
+
 /// The user's and the project's policy, as loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Policies {

@@ -19,6 +19,7 @@ use crate::adopt::{self, AdoptError, Found, Host, KeyEdit};
 use crate::availability::resolve_program;
 use crate::context::{Context, env_vars};
 use crate::error::{Failure, Reason};
+use crate::render;
 use crate::state;
 
 /// What to do.
@@ -529,29 +530,15 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         .iter()
         .map(|change| json!({ "path": change.path, "changed": change.changed() }))
         .collect();
-    let warnings: String = planned
-        .warnings
-        .iter()
-        .map(|warning| format!("warning: {warning}\n"))
-        .collect();
+    let warnings = render::warnings_text(&planned.warnings);
     let mut data = json!({
         "host": host.host, "scope": scope, "native": request.native, "files": files,
         "changed": !changed.is_empty(), "written": false, "backups": [], "diff": diffs.concat(),
         "warnings": planned.warnings,
     });
     if !request.write {
-        let text = if changed.is_empty() {
-            format!("{}: nothing to change\n", host.name)
-        } else {
-            format!(
-                "{}:\n{}next: {}\n",
-                host.name,
-                diffs.concat(),
-                request.command_line(true, false)
-            )
-        };
         return Ok(Reply {
-            text,
+            text: render::adopt_plan_text(&host.name, &diffs, &request.command_line(true, false)),
             data: Some(data),
             warnings,
             ..Reply::default()
@@ -561,7 +548,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     let evaluation = super::pseudo_evaluation(ctx, "adopt");
     let plan_data = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
     let asked = Asked {
-        what: format!("Change {} file(s) for {}?", changed.len(), host.name),
+        what: render::adopt_question(&host.name, changed.len()),
         yes: request.yes,
         retry: request.command_line(true, true),
         by_hand: request.command_line(true, false),
@@ -569,7 +556,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
         return Ok(Reply {
-            text: format!("{}: already up to date; nothing written\n", host.name),
+            text: render::adopt_unchanged_text(&host.name),
             data: Some(data),
             warnings,
             ..Reply::default()
@@ -604,7 +591,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         again.record.save(&ctx.home).map_err(state_failure)?;
     }
     let mut backups = Vec::new();
-    let mut lines = String::new();
+    let mut written = Vec::new();
     for change in &changed {
         let failure = |error: String| {
             Failure::new(
@@ -636,7 +623,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
                     .map_err(|error| failure(error.to_string()))?;
             }
         }
-        lines.push_str(&format!("  {}\n", change.path.display()));
+        written.push(change.path.as_path());
     }
     let decision = if request.remove {
         crate::audit::Decision::AdoptRemoved
@@ -653,13 +640,8 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     );
     data["written"] = json!(true);
     data["backups"] = json!(backups);
-    let what = if request.remove {
-        "removed hcpx from"
-    } else {
-        "wrote"
-    };
     Ok(Reply {
-        text: format!("{}: {what}:\n{lines}", host.name),
+        text: render::adopt_written_text(&host.name, request.remove, &written),
         data: Some(data),
         warnings: warnings + &audit_warning,
         run: None,

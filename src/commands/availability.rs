@@ -6,7 +6,7 @@ use crate::availability::{Availability, Flag, Problem};
 use crate::catalog::CatalogError;
 use crate::context::Context;
 use crate::error::Failure;
-use crate::output;
+use crate::render;
 
 #[derive(serde::Serialize)]
 struct Report<'a> {
@@ -46,7 +46,7 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     };
     let data = to_json(&Report { id, flags: &report });
     Ok(Reply {
-        text: output::availability_text(id, &report),
+        text: render::availability_text(id, &report),
         data: Some(data),
         ..Reply::default()
     })

@@ -10,6 +10,7 @@ use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::install;
+use crate::render::{self, BindingRow};
 use crate::state;
 
 fn state_failure(error: &impl std::fmt::Display) -> Failure {
@@ -88,7 +89,7 @@ pub(crate) fn bind(
                 .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}"))
             })?;
             let value = input
-                .read_secret(&format!("Value for {pack_id} {key} (not shown): "))
+                .read_secret(&render::secret_prompt(pack_id, key))
                 .map_err(|error| Failure::io("the value cannot be read", error))?;
             if value.is_empty() {
                 return Err(
@@ -98,10 +99,6 @@ pub(crate) fn bind(
             }
             Bound::Value(Secret::new(value))
         }
-    };
-    let how = match &bound {
-        Bound::FromEnv(var) => format!("to the environment variable {var}, read at each exec"),
-        Bound::Value(_) => "(the value is stored in HCP_HOME/bindings.json, mode 0600)".to_owned(),
     };
     update(ctx, |store| {
         store.packs.entry(pack_id.to_owned()).or_default().insert(
@@ -115,7 +112,7 @@ pub(crate) fn bind(
     })?;
     let warning = audited(ctx, argv, pack_id, Decision::Bind, true);
     Ok(Reply {
-        text: format!("bound {pack_id} {key} {how}\n"),
+        text: render::bind_text(pack_id, key, from_env),
         data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
         warnings: warning,
         run: None,
@@ -165,16 +162,8 @@ fn keep(
     };
     let changed = before.as_ref() != Some(&identity);
     let warning = audited(ctx, argv, pack_id, Decision::Bind, changed);
-    let text = if changed {
-        let was = before.map_or_else(|| "an unrecorded pack".to_owned(), |before| before.to_string());
-        format!(
-            "kept {pack_id} {key} for the {pack_id} installed now, from {identity} (it was given to {was})\n"
-        )
-    } else {
-        format!("{pack_id} {key} is already bound for the {pack_id} installed now; nothing changed\n")
-    };
     Ok(Reply {
-        text,
+        text: render::keep_text(pack_id, key, changed.then_some((&identity, before.as_ref()))),
         data: Some(
             json!({ "pack": pack_id, "key": key, "kept": true, "changed": changed, "for": to_json(&identity) }),
         ),
@@ -201,51 +190,30 @@ pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -
     })?;
     let warning = audited(ctx, argv, pack_id, Decision::Unbind, removed);
     Ok(Reply {
-        text: if removed {
-            format!("unbound {pack_id} {key}\n")
-        } else {
-            format!("{pack_id} {key} was not bound\n")
-        },
+        text: render::unbind_text(pack_id, key, removed),
         data: Some(json!({ "pack": pack_id, "key": key, "removed": removed })),
         warnings: warning,
         run: None,
     })
 }
 
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Row {
-    pack: String,
-    key: String,
-    declared: bool,
-    required: bool,
-    set: bool,
-    /// `value`, `env` or null; never the value itself.
-    source: Option<&'static str>,
-    variable: Option<String>,
-    /// Why the binding is held back from the pack installed now (it was given to
-    /// another pack with this id), or null.
-    held_back: Option<String>,
-}
-
-impl Row {
-    fn new(pack: &str, key: &str, stored: Option<&Binding>) -> Self {
-        Self {
-            pack: pack.to_owned(),
-            key: key.to_owned(),
-            declared: false,
-            required: false,
-            set: stored.is_some(),
-            source: stored.map(|binding| match binding.bound {
-                Bound::Value(_) => "value",
-                Bound::FromEnv(_) => "env",
-            }),
-            variable: match stored.map(|binding| &binding.bound) {
-                Some(Bound::FromEnv(var)) => Some(var.clone()),
-                _ => None,
-            },
-            held_back: None,
-        }
+/// One row of `hcpx bindings`, from what the store holds for `pack` and `key`.
+fn binding_row(pack: &str, key: &str, stored: Option<&Binding>) -> BindingRow {
+    BindingRow {
+        pack: pack.to_owned(),
+        key: key.to_owned(),
+        declared: false,
+        required: false,
+        set: stored.is_some(),
+        source: stored.map(|binding| match binding.bound {
+            Bound::Value(_) => "value",
+            Bound::FromEnv(_) => "env",
+        }),
+        variable: match stored.map(|binding| &binding.bound) {
+            Some(Bound::FromEnv(var)) => Some(var.clone()),
+            _ => None,
+        },
+        held_back: None,
     }
 }
 
@@ -264,7 +232,7 @@ pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
         let id = pack.id();
         let current = store.has_any(id).then(|| install::identity(&ctx.home, pack));
         for (key, spec) in &pack.manifest.bindings {
-            let mut row = Row::new(id, key, store.get(id, key));
+            let mut row = binding_row(id, key, store.get(id, key));
             row.declared = true;
             row.required = spec.required;
             row.set = false;
@@ -284,35 +252,12 @@ pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
     for (pack, keys) in &store.packs {
         for (key, binding) in keys {
             if !rows.iter().any(|row| &row.pack == pack && &row.key == key) {
-                rows.push(Row::new(pack, key, Some(binding)));
+                rows.push(binding_row(pack, key, Some(binding)));
             }
         }
     }
-    let mut text = String::new();
-    if rows.is_empty() {
-        text.push_str("No pack declares a binding, and none is stored.\n");
-    }
-    for row in &rows {
-        let state = match (row.set, &row.held_back, &row.variable) {
-            (_, Some(why), _) => format!(
-                "HELD BACK ({why}); a person who trusts this pack runs: hcpx bind {} {} --keep",
-                row.pack, row.key
-            ),
-            (true, None, Some(var)) => format!("set (from ${var})"),
-            (false, None, Some(var)) => format!("NOT set (${var} is empty or unset)"),
-            (true, None, None) => "set".to_owned(),
-            (false, None, None) if row.required => "NOT set (required)".to_owned(),
-            (false, None, None) => "not set".to_owned(),
-        };
-        let note = if row.declared {
-            ""
-        } else {
-            "  (no longer declared by the pack)"
-        };
-        text.push_str(&format!("{} {}: {state}{note}\n", row.pack, row.key));
-    }
     Ok(Reply {
-        text,
+        text: render::bindings_text(&rows),
         data: Some(json!({ "bindings": to_json(&rows) })),
         ..Reply::default()
     })

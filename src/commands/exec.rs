@@ -21,9 +21,9 @@ use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::install;
 use crate::invocation::{self, InvocationError};
 use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS, ScalarType};
-use crate::output::PlanText;
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
+use crate::render::{self, PlanText, Question};
 use crate::runtime::{self, Ending, Finished};
 use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
 
@@ -191,11 +191,7 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
     if let InvocationError::Unknown { key, closest, known } = error {
         // The caller's key, named for a person (escaped and bounded: it is their
         // text, never the message's), and the call with the closest key instead.
-        let mut shown: String = key
-            .chars()
-            .take(MAX_KEY_SHOWN)
-            .map(crate::output::printable)
-            .collect();
+        let mut shown: String = key.chars().take(MAX_KEY_SHOWN).map(render::printable).collect();
         if key.chars().count() > MAX_KEY_SHOWN {
             shown.push('…');
         }
@@ -323,38 +319,25 @@ fn plan(
     plan
 }
 
-/// The longest parameter value a confirmation shows whole.
-const SHOWN_VALUE: usize = 120;
-
-/// What a person is asked to confirm: `Run PACK COMMAND (EFFECT) in CWD?`, then each
-/// parameter as `key=value` on a line of its own. Long values are shortened with
-/// their size; control characters are shown escaped (a value cannot draw lines of
-/// its own); values of the pack's bindings never appear.
+/// What a person is asked to confirm (see [`render::exec_question`]), every
+/// parameter as the caller gave it, with the values of the pack's bindings hidden.
 fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(String, Secret)]) -> String {
     let redactor = Redactor::new(bound);
-    let mut text = format!(
-        "Run {} {} ({}) in {}?",
-        request.pack,
-        request.command,
-        target.command.effect.as_str(),
-        ctx.cwd.display()
-    );
-    for word in &request.params {
-        let (key, value) = word.split_once('=').unwrap_or((word, ""));
-        let value = redactor.redact_str(value);
-        let shown: String = value
-            .chars()
-            .take(SHOWN_VALUE)
-            .map(crate::output::printable)
-            .collect();
-        let shown = if value.chars().count() > SHOWN_VALUE {
-            format!("{shown}… ({} bytes)", value.len())
-        } else {
-            shown
-        };
-        text.push_str(&format!("\n  {key}={shown}"));
-    }
-    text
+    let params: Vec<(&str, String)> = request
+        .params
+        .iter()
+        .map(|word| {
+            let (key, value) = word.split_once('=').unwrap_or((word, ""));
+            (key, redactor.redact_str(value))
+        })
+        .collect();
+    render::exec_question(&Question {
+        pack: &request.pack,
+        command: &request.command,
+        effect: target.command.effect,
+        cwd: &ctx.cwd,
+        params: &params,
+    })
 }
 
 /// Step 2: the policy's decision for this caller, confirmed when it asks for it.
@@ -648,7 +631,7 @@ fn confine(
 
 fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
     let child = plan.child();
-    let text = crate::output::plan_text(&PlanText {
+    let text = render::plan_text(&PlanText {
         decision: plan.evaluation.decision.as_str(),
         rule: plan.evaluation.rule.to_string(),
         child: &child,
@@ -775,7 +758,9 @@ fn report(
                 Some(value)
             }
             Err(why) => {
-                warnings = format!("warning: the pack's output is not JSON ({why}), so data is null\n");
+                warnings = render::warning_line(format_args!(
+                    "the pack's output is not JSON ({why}), so data is null"
+                ));
                 None
             }
         }
@@ -847,7 +832,7 @@ impl<'a> Audit<'a> {
         let Err(error) = audit::append(&self.ctx.home, &entry) else {
             return result;
         };
-        let warning = format!("warning: the audit line was not written: {error}");
+        let warning = render::warning(format_args!("the audit line was not written: {error}"));
         match result {
             Ok(mut reply) => {
                 reply.warnings.push_str(&warning);
@@ -869,7 +854,7 @@ mod tests {
 
     #[test]
     fn prompts_show_characters_that_could_fake_lines_escaped() {
-        let shown: String = "a\nb\u{202e}c€\t".chars().map(crate::output::printable).collect();
+        let shown: String = "a\nb\u{202e}c€\t".chars().map(render::printable).collect();
         assert_eq!(shown, "a\\nb\\u{202e}c€\\t");
     }
 

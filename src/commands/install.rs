@@ -17,6 +17,7 @@ use crate::catalog::builtin_files;
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, LinkKind, Outcome};
+use crate::render::{self, Installed};
 use crate::runtime;
 use crate::sandbox::Spawn;
 
@@ -113,7 +114,7 @@ async fn permitted(
         "decision": evaluation.decision, "rule": to_json(&evaluation.rule),
     });
     let asked = Asked {
-        what: format!("{command} {target}?"),
+        what: render::install_question(command, target),
         yes,
         // Quoted: a folder's path may hold spaces or shell characters.
         retry: format!("hcpx {command} {} --yes", shell_words::quote(target)),
@@ -325,46 +326,20 @@ pub(crate) async fn install(
     let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now()).map_err(failure)?;
     let (id, version) = (&manifest.id, manifest.version.to_string());
     let sum = install::integrity(&files);
-    let (mut text, changed) = match &outcome {
-        Outcome::Unchanged => (
-            format!("{id} {version} is already installed; nothing changed\n"),
-            false,
-        ),
-        Outcome::Installed { previous: Some(old) } => (
-            format!(
-                "installed {id} {version} (replacing {}) from {recorded}\n",
-                old.version
-            ),
-            true,
-        ),
-        Outcome::Installed { previous: None } => {
-            (format!("installed {id} {version} from {recorded}\n"), true)
-        }
-    };
+    let changed = matches!(outcome, Outcome::Installed { .. });
     let now = Identity {
         source: recorded.clone(),
         integrity: Some(sum.clone()),
     };
+    let mut bindings_error = None;
     let (kept, held_back) = match &outcome {
         Outcome::Installed { previous } => follow_bindings(ctx, id, previous.as_ref(), &now),
         Outcome::Unchanged => Ok((Vec::new(), Vec::new())),
     }
     .unwrap_or_else(|error| {
-        text.push_str(&format!("warning: {error}\n"));
+        bindings_error = Some(error);
         (Vec::new(), Vec::new())
     });
-    if !kept.is_empty() {
-        text.push_str(&format!(
-            "kept its bindings {} (a person's update from the same place)\n",
-            kept.join(", ")
-        ));
-    }
-    if !held_back.is_empty() {
-        text.push_str(&format!(
-            "held back its bindings {}: they were given to another {id}; a person who trusts this one runs: hcpx bind {id} KEY --keep\n",
-            held_back.join(", ")
-        ));
-    }
     let warning = super::record(
         ctx,
         argv,
@@ -381,8 +356,17 @@ pub(crate) async fn install(
         Outcome::Installed { previous } => previous.as_ref().map(|old| old.version.clone()),
         Outcome::Unchanged => None,
     };
+    let text = render::install_text(&Installed {
+        id,
+        version: &version,
+        source: &recorded,
+        outcome: &outcome,
+        bindings_error: bindings_error.as_ref(),
+        kept: &kept,
+        held_back: &held_back,
+    });
     Ok(Reply {
-        text: format!("{text}next: hcpx skill {id}\n"),
+        text,
         data: Some(json!({
             "id": id, "version": version, "source": recorded, "changed": changed,
             "replaced": replaced, "integrity": sum,
@@ -463,14 +447,8 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         Decision::Uninstalled,
         started,
     );
-    let builtin = builtin_files(id).is_some();
-    let text = match (removed, builtin) {
-        (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
-        (true, false) => format!("uninstalled {id}\n"),
-        (false, _) => format!("{id} was not installed\n"),
-    };
     Ok(Reply {
-        text,
+        text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
         data: Some(json!({ "id": id, "removed": removed })),
         warnings: warning,
         run: None,

@@ -1,5 +1,6 @@
 //! One thin handler per command. Each takes the resolved [`Context`], calls the
-//! domain modules, and returns a [`Reply`](crate::Reply) or a [`Failure`].
+//! domain modules, and returns a [`Reply`](crate::Reply), whose text for people
+//! comes from [`crate::render`], or a [`Failure`].
 
 pub(crate) mod adopt;
 pub(crate) mod availability;
@@ -164,7 +165,7 @@ pub(crate) fn record(
     };
     match crate::audit::append(&ctx.home, &entry) {
         Ok(()) => String::new(),
-        Err(error) => format!("warning: the audit line was not written: {error}\n"),
+        Err(error) => crate::render::warning_line(format_args!("the audit line was not written: {error}")),
     }
 }
 
@@ -232,11 +233,7 @@ pub(crate) async fn confirm(
             // terminal only for a terminal caller (an agent's shell may drive a
             // terminal), the MCP server hands in the host's elicitation.
             if let Some(human) = &ctx.human {
-                // The decision on the first line; what will run, line by line, after.
-                let question = match asked.what.split_once('\n') {
-                    Some((first, rest)) => format!("{first} ({})\n{rest}", evaluation.decision.as_str()),
-                    None => format!("{} ({})", asked.what, evaluation.decision.as_str()),
-                };
+                let question = crate::render::confirm_prompt(&asked.what, evaluation.decision);
                 return match human.confirm(&question).await {
                     Answer::Yes => Ok(()),
                     // The person who just said no reads this at their terminal: no

@@ -8,6 +8,7 @@ use crate::Reply;
 use crate::catalog::{self, MANIFEST_FILE, SKILL_FILE};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::render;
 use crate::template::is_pack_id;
 
 pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
@@ -26,14 +27,7 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 .map(|command| command.name.as_str())
                 .collect();
             Ok(Reply {
-                text: format!(
-                    "ok: {} {} is a valid pack ({} command{}: {})\n",
-                    manifest.id,
-                    manifest.version,
-                    commands.len(),
-                    if commands.len() == 1 { "" } else { "s" },
-                    commands.join(", ")
-                ),
+                text: render::pack_check_text(&manifest.id, &manifest.version.to_string(), &commands),
                 data: Some(json!({
                     "dir": dir, "id": manifest.id, "version": manifest.version.to_string(),
                     "commands": commands, "problems": []
@@ -216,10 +210,7 @@ pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     })?;
     let files = [MANIFEST_FILE, SKILL_FILE, id];
     Ok(Reply {
-        text: format!(
-            "created {id}/ with {}\nnext: edit them, then run hcpx pack check {id}\n",
-            files.join(", ")
-        ),
+        text: render::pack_new_text(id, &files),
         data: Some(json!({ "id": id, "dir": dir, "files": files })),
         ..Reply::default()
     })

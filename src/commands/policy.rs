@@ -7,8 +7,8 @@ use crate::Reply;
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
-use crate::output;
 use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
+use crate::render;
 use crate::state;
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (see README.md).
@@ -18,14 +18,6 @@ pub(crate) const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
     ("uninstall", Effect::Write),
     ("adopt", Effect::Write),
 ];
-
-fn layer_json(layer: &Layer) -> serde_json::Value {
-    match layer {
-        Layer::Absent => json!({ "status": "absent" }),
-        Layer::Parsed { path, .. } => json!({ "status": "parsed", "path": path }),
-        Layer::Unparsable { path, error } => json!({ "status": "unparsable", "path": path, "error": error }),
-    }
-}
 
 pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
     let policies = load_policies(ctx);
@@ -51,29 +43,14 @@ pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
     let user_path = ctx.user_policy_path();
     Ok(Reply {
         data: Some(json!({
-            "user": layer_json(&policies.user),
+            "user": policies.user.to_json(),
             "userPath": user_path,
-            "project": layer_json(&policies.project),
+            "project": policies.project.to_json(),
             "rules": to_json(&rules),
         })),
-        text: output::policy_show_text(&policies, &rules, &user_path),
+        text: render::policy_show_text(&policies, &rules, &user_path),
         ..Reply::default()
     })
-}
-
-/// What a decision means for this caller, in one line.
-pub(crate) fn meaning(decision: Decision, principal: crate::Principal) -> &'static str {
-    match (decision, principal) {
-        (Decision::Allow, _) => "runs without asking",
-        (Decision::Confirm, crate::Principal::Terminal) => "asks y/N at the terminal, or takes --yes",
-        (Decision::Confirm, crate::Principal::Agent) => {
-            "needs confirmation: --yes, or confirm: true over MCP"
-        }
-        (Decision::ConfirmHuman, _) => {
-            "only a person can confirm, at a terminal prompt or through the MCP host"
-        }
-        (Decision::Deny, _) => "refused",
-    }
 }
 
 pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
@@ -113,15 +90,8 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
         effect,
     };
     let evaluation = policy::evaluate(&subject, &policies);
-    let meaning = meaning(evaluation.decision, ctx.principal);
     Ok(Reply {
-        text: format!(
-            "{pack_id}.{command_name} ({}) for {}: {} ({meaning})\n  by {}\n",
-            effect.as_str(),
-            ctx.principal.as_str(),
-            evaluation.decision.as_str(),
-            evaluation.rule
-        ),
+        text: render::policy_check_text(pack_id, command_name, effect, ctx.principal, &evaluation),
         data: Some(json!({
             "pack": pack_id,
             "command": command_name,
@@ -129,7 +99,7 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
             "principal": ctx.principal,
             "decision": evaluation.decision,
             "rule": to_json(&evaluation.rule),
-            "meaning": meaning,
+            "meaning": render::meaning(evaluation.decision, ctx.principal),
         })),
         ..Reply::default()
     })
@@ -255,7 +225,7 @@ pub(crate) fn set(
         std::time::Instant::now(),
     );
     Ok(Reply {
-        text: format!("{text}: {} (in {})\n", decision.as_str(), path.display()),
+        text: render::policy_set_text(&text, decision, &path),
         data: Some(json!({ "match": text, "decision": decision, "file": path })),
         warnings,
         run: None,
@@ -342,11 +312,7 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
         std::time::Instant::now(),
     );
     Ok(Reply {
-        text: format!(
-            "{text}: removed (was {}, in {})\n",
-            removed.decision.as_str(),
-            path.display()
-        ),
+        text: render::policy_unset_text(&text, removed.decision, &path),
         data: Some(json!({ "match": text, "removed": removed.decision, "file": path })),
         warnings,
         run: None,

@@ -6,7 +6,7 @@ use super::{flags, load_bindings, load_policies, search_catalog, to_json};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
-use crate::output::{self, SearchResult};
+use crate::render::{self, SearchResult};
 
 /// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
 pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
@@ -40,8 +40,8 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
             }
         })
         .collect();
-    let text = output::search_text(&query, &results, found.below_floor);
-    let warnings = output::broken_text(&found.broken);
+    let text = render::search_text(&query, &results, found.below_floor);
+    let warnings = render::broken_text(&found.broken);
     Ok(Reply {
         data: Some(
             json!({ "query": query, "results": to_json(&results), "belowFloor": found.below_floor,

@@ -6,12 +6,12 @@ use super::{find_pack, load_one};
 use crate::Reply;
 use crate::context::Context;
 use crate::error::Failure;
-use crate::output;
+use crate::render;
 
 pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
     let catalog = load_one(ctx, id);
     let pack = find_pack(&catalog, id)?;
-    let reference = output::skill_reference(pack);
+    let reference = render::skill_reference(pack);
     Ok(Reply {
         data: Some(json!({
             "id": pack.manifest.id,
@@ -21,7 +21,7 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             "skill": pack.skill.text,
             "reference": reference,
         })),
-        text: output::skill_text(pack, &reference),
+        text: render::skill_text(pack, &reference),
         ..Reply::default()
     })
 }

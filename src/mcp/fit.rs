@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::child::{StreamTruncation, Truncation};
-use crate::output::Envelope;
+use crate::envelope::Envelope;
 
 /// The largest serialized message (see docs/mcp.md): stdio clients drop bigger ones.
 pub const MAX_MESSAGE: usize = 9 * 1024 * 1024 + 512 * 1024;

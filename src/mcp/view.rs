@@ -1,7 +1,8 @@
 //! How one call's [`Envelope`] reaches a model as a `CallToolResult` (see docs/mcp.md):
 //! the view limits (a head and a tail of each stream, the whole capture kept
-//! pageable in the [`CaptureStore`]), the text a model reads, and the message size
-//! cap of [`super::fit`]. What the envelope says is the command tree's.
+//! pageable in the [`CaptureStore`]), the text a model reads (rendered by
+//! [`crate::render::model_text`]), and the message size cap of [`super::fit`]. What
+//! the envelope says is the command tree's.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
@@ -9,8 +10,9 @@ use serde_json::Value;
 use super::{Options, fit};
 use crate::captures::{CaptureStore, view};
 use crate::child::{StreamTruncation, Truncation};
+use crate::envelope::Envelope;
 use crate::error::Failure;
-use crate::output::Envelope;
+use crate::render;
 
 /// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
 pub const VIEW_STDOUT: usize = 32 * 1024;
@@ -26,12 +28,12 @@ pub(crate) fn render(
     outputs: &CaptureStore,
 ) -> CallToolResult {
     apply_view(&mut envelope, options, outputs);
-    let mut text = text_for(&envelope, human);
+    let mut text = render::model_text(&envelope, human);
     if fit::too_large(&envelope, &text) && envelope.output_id.is_none() && envelope.spawned {
         // What is about to be cut stays pageable.
         let id = outputs.put(envelope.stdout.clone(), envelope.stderr.clone());
         envelope.output_id = Some(id);
-        text = text_for(&envelope, human);
+        text = render::model_text(&envelope, human);
     }
     fit::tool_result(&mut envelope, &mut text);
     result(envelope, text)
@@ -40,7 +42,7 @@ pub(crate) fn render(
 /// The result of a call refused before anything ran.
 pub(crate) fn refusal(failure: Failure) -> CallToolResult {
     let mut envelope = Envelope::failed(Vec::new(), failure);
-    let mut text = text_for(&envelope, "");
+    let mut text = render::model_text(&envelope, "");
     fit::tool_result(&mut envelope, &mut text);
     result(envelope, text)
 }
@@ -82,47 +84,6 @@ fn apply_view(envelope: &mut Envelope, options: &Options, store: &CaptureStore) 
     envelope.output_id = Some(id);
 }
 
-/// What a model needs from one call, as text: the answer, or the refusal and its
-/// next step.
-fn text_for(envelope: &Envelope, human: &str) -> String {
-    let mut text = String::new();
-    if let Some(error) = &envelope.error {
-        text.push_str(&format!("error ({}): {}\n", error.reason.as_str(), error.message));
-        if let Some(next) = &envelope.next {
-            text.push_str(&format!("next: {next}\n"));
-        }
-        if error.reason == crate::error::Reason::NeedsConfirmation
-            && let Some(plan) = &envelope.data
-        {
-            if let Some(summary) = plan["summary"].as_str() {
-                text.push_str(summary);
-                text.push('\n');
-            }
-            text.push_str(&format!("plan: {plan}\n"));
-        }
-    }
-    if envelope.spawned {
-        text.push_str(&envelope.stdout);
-        if !envelope.stderr.is_empty() {
-            text.push_str(&format!("\n[stderr]\n{}", envelope.stderr));
-        }
-        if envelope.error.is_none() && envelope.exit_code == 0 && envelope.stdout.is_empty() {
-            text.push_str("(no output)\n");
-        }
-    } else if envelope.error.is_none() {
-        text.push_str(human);
-    }
-    for warning in &envelope.warnings {
-        text.push_str(&format!("warning: {warning}\n"));
-    }
-    if let Some(id) = &envelope.output_id {
-        text.push_str(&format!(
-            "\n[output truncated: page it with {{\"argv\": [\"output\", \"{id}\", \"--offset\", \"N\"]}}]\n"
-        ));
-    }
-    text
-}
-
 /// The text as content, the envelope as structured content, `isError` when it
 /// did not succeed.
 fn result(envelope: Envelope, text: String) -> CallToolResult {
@@ -140,17 +101,6 @@ fn result(envelope: Envelope, text: String) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Reason;
-
-    #[test]
-    fn text_shows_refusal_and_next() {
-        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
-        let envelope = Envelope::failed(vec![], failure);
-        assert_eq!(
-            text_for(&envelope, ""),
-            "error (unknown_pack): no pack by that name\nnext: hcpx search\n"
-        );
-    }
 
     #[test]
     fn view_limits_keep_the_whole_capture_pageable() {
