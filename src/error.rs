@@ -139,7 +139,7 @@ impl Failure {
     }
 
     #[must_use]
-    pub fn run(mut self, run: crate::child::RunInfo) -> Self {
+    pub fn with_run(mut self, run: crate::child::RunInfo) -> Self {
         self.0.run = Some(run);
         self
     }

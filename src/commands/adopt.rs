@@ -630,7 +630,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     } else {
         crate::audit::Decision::Adopted
     };
-    let audit_warning = super::record(
+    let audit_warning = super::write_audit_line(
         ctx,
         argv,
         super::policy::PSEUDO_PACK,

@@ -274,5 +274,5 @@ fn audited(ctx: &Context, argv: &[String], pack_id: &str, decision: Decision, ch
     } else {
         "bind"
     };
-    super::record(ctx, argv, pack_id, command, decision, std::time::Instant::now())
+    super::write_audit_line(ctx, argv, pack_id, command, decision, std::time::Instant::now())
 }

@@ -110,7 +110,7 @@ async fn spawn(
     target: &Target<'_>,
     child: sandbox::Spawn,
 ) -> Result<Finished, Failure> {
-    runtime::run(
+    runtime::run_child(
         child,
         request.timeout(target.pack),
         runtime::MAX_OUTPUT,
@@ -744,7 +744,7 @@ fn report(
         Ending::Exited => None,
     };
     if let Some(failure) = failure {
-        return Err(failure.run(run));
+        return Err(failure.with_run(run));
     }
     // The child's exit code says whether the command worked; output that is not
     // JSON only leaves `data` empty (a write that printed nothing succeeded, and

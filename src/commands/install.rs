@@ -124,7 +124,8 @@ async fn permitted(
         .await
         .inspect_err(|refusal| {
             let decision = Decision::of_unconfirmed(refusal.reason);
-            let _ = super::record(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
+            let _ =
+                super::write_audit_line(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
 }
 
@@ -207,7 +208,7 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         confinement: None,
         control: None,
     };
-    let finished = runtime::run(
+    let finished = runtime::run_child(
         spawn,
         NPM_TIMEOUT,
         runtime::MAX_OUTPUT,
@@ -340,7 +341,7 @@ pub(crate) async fn install(
         bindings_error = Some(error);
         (Vec::new(), Vec::new())
     });
-    let warning = super::record(
+    let warning = super::write_audit_line(
         ctx,
         argv,
         super::policy::PSEUDO_PACK,
@@ -439,7 +440,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
     let removed = install::remove(&ctx.home, id).map_err(failure)?;
-    let warning = super::record(
+    let warning = super::write_audit_line(
         ctx,
         argv,
         super::policy::PSEUDO_PACK,

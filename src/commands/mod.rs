@@ -142,9 +142,10 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
 }
 
-/// Appends an audit line for a decision other than an exec (see README.md); returns a
+/// Appends the audit line ([`crate::audit::append`]) of a decision other than an exec
+/// (exec writes its own, with the run's numbers; see README.md); returns a
 /// warning for people when it could not be written, never failing the call.
-pub(crate) fn record(
+pub(crate) fn write_audit_line(
     ctx: &Context,
     argv: &[String],
     pack: &str,

@@ -216,7 +216,7 @@ pub(crate) fn set(
         Ok(())
     })?
     .1;
-    let warnings = super::record(
+    let warnings = super::write_audit_line(
         ctx,
         argv,
         PSEUDO_PACK,
@@ -303,7 +303,7 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
         };
         Ok(file.rules.remove(index))
     })?;
-    let warnings = super::record(
+    let warnings = super::write_audit_line(
         ctx,
         argv,
         PSEUDO_PACK,

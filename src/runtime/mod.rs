@@ -388,7 +388,7 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
 }
 
 /// Runs a process to its end under the limits.
-pub(crate) async fn run(
+pub(crate) async fn run_child(
     spawn: Spawn,
     timeout: Duration,
     cap: usize,
@@ -515,7 +515,7 @@ mod tests {
     }
 
     async fn go(script: &str, timeout_ms: u64, cap: usize) -> Finished {
-        run(
+        run_child(
             sh(script),
             Duration::from_millis(timeout_ms),
             cap,
@@ -633,7 +633,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             trigger.cancel();
         });
-        let done = run(sh("sleep 30"), Duration::from_secs(30), MAX_OUTPUT, &cancel, None)
+        let done = run_child(sh("sleep 30"), Duration::from_secs(30), MAX_OUTPUT, &cancel, None)
             .await
             .unwrap();
         assert_eq!(done.ending, Ending::Cancelled);
@@ -643,7 +643,7 @@ mod tests {
     async fn missing_program_is_an_error() {
         let mut spawn = sh("");
         spawn.program = "/nonexistent/program".into();
-        let error = run(
+        let error = run_child(
             spawn,
             Duration::from_secs(1),
             MAX_OUTPUT,
