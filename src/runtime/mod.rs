@@ -490,7 +490,7 @@ impl ConfinementRef {
 }
 
 // SAFETY: the pointee is only read, in the forked child, while the `Spawn` that owns
-// it is alive (see `run`).
+// it is alive (see `run_child`).
 #[cfg(unix)]
 #[expect(unsafe_code, reason = "a read-only pointer handed to the pre_exec closure")]
 unsafe impl Send for ConfinementRef {}
