@@ -739,7 +739,7 @@ pub struct KeyEdit<'a> {
 
 /// What a [`KeyEdit`] does to a file and to the record.
 #[derive(Debug, PartialEq)]
-pub struct Plan {
+pub struct Rewrite {
     /// The file's new text; `None` deletes it (adopt created it, and nothing else
     /// changed it since).
     pub new: Option<String>,
@@ -757,14 +757,14 @@ pub fn plan(
     old: Option<&str>,
     backup: Option<&str>,
     change: &KeyEdit<'_>,
-) -> Result<Plan, AdoptError> {
+) -> Result<Rewrite, AdoptError> {
     use record::{EntryRecord, FileRecord, Original, Previous, digest};
     let text = old.unwrap_or("");
     let found = find(change.format, text, change.path, change.key)?;
     let own = recorded
         .entry(file, change.path, change.key)
         .filter(|entry| found.as_ref().is_some_and(|found| found.value == entry.wrote));
-    let unchanged = |kept_foreign| Plan {
+    let unchanged = |kept_foreign| Rewrite {
         new: Some(text.to_owned()),
         record: recorded.clone(),
         kept_foreign,
@@ -807,7 +807,7 @@ pub fn plan(
                 file_record.after = digest(new.as_deref().unwrap_or_default().as_bytes());
             }
         }
-        return Ok(Plan {
+        return Ok(Rewrite {
             new,
             record,
             kept_foreign: false,
@@ -862,7 +862,7 @@ pub fn plan(
         previous,
         path_existed,
     });
-    Ok(Plan {
+    Ok(Rewrite {
         new: Some(new),
         record,
         kept_foreign: false,
@@ -882,13 +882,13 @@ pub fn plan_file(
     ours: &str,
     remove: bool,
     force: bool,
-) -> Result<Plan, AdoptError> {
+) -> Result<Rewrite, AdoptError> {
     use record::{FileRecord, Original, digest};
     let own_record = recorded.files.get(file);
     let is_own =
         |text: &str| text == ours || own_record.is_some_and(|own| own.after == digest(text.as_bytes()));
     let mut record = recorded.clone();
-    let unchanged = |record, kept_foreign| Plan {
+    let unchanged = |record, kept_foreign| Rewrite {
         new: old.map(str::to_owned),
         record,
         kept_foreign,
@@ -911,7 +911,7 @@ pub fn plan_file(
             }
             _ => None,
         };
-        return Ok(Plan {
+        return Ok(Rewrite {
             new,
             record,
             kept_foreign: false,
@@ -934,7 +934,7 @@ pub fn plan_file(
             entries: Vec::new(),
         },
     );
-    Ok(Plan {
+    Ok(Rewrite {
         new: Some(ours.to_owned()),
         record,
         kept_foreign: false,
@@ -1064,7 +1064,7 @@ mod tests {
         );
         assert_eq!(
             forced,
-            Plan {
+            Rewrite {
                 new: Some(new.clone()),
                 record: expected.clone(),
                 kept_foreign: false
@@ -1080,7 +1080,7 @@ mod tests {
                 &key_edit(&servers, Some(&ours), false)
             )
             .unwrap(),
-            Plan {
+            Rewrite {
                 new: Some(new.clone()),
                 record: expected.clone(),
                 kept_foreign: false
@@ -1096,7 +1096,7 @@ mod tests {
                 &key_edit(&servers, None, false)
             )
             .unwrap(),
-            Plan {
+            Rewrite {
                 new: Some(original.to_owned()),
                 record: Record::default(),
                 kept_foreign: false
@@ -1127,7 +1127,7 @@ mod tests {
                 &key_edit(&servers, None, false)
             )
             .unwrap(),
-            Plan {
+            Rewrite {
                 new: Some(text.clone()),
                 record: Record::default(),
                 kept_foreign: true

@@ -286,7 +286,7 @@ fn planned_change(
     record: &mut Record,
     warnings: &mut Vec<String>,
     foreign: &str,
-    plan: impl FnOnce(&Record, &str, Option<&str>, Option<&str>) -> Result<adopt::Plan, AdoptError>,
+    plan: impl FnOnce(&Record, &str, Option<&str>, Option<&str>) -> Result<adopt::Rewrite, AdoptError>,
 ) -> Result<Change, Failure> {
     let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
     let (old, existed) = read(&target)?;
