@@ -31,14 +31,6 @@ fn fingerprint(packs_dir: &Path) -> Fingerprint {
     seen
 }
 
-/// A catalog, read once and read again only when the installed packs change: what
-/// a long-lived server holds between calls for what needs every pack (resources,
-/// doctor). Searches use the packs index instead ([`CatalogCache::search`]).
-#[derive(Debug)]
-pub struct Indexed {
-    pub catalog: Catalog,
-}
-
 /// What an installed pack's folder looked like when it was loaded: its two text
 /// files and the folder itself (a file added, removed or renamed changes it).
 type PackStamp = [(Option<std::time::SystemTime>, u64); 3];
@@ -55,7 +47,9 @@ fn pack_stamp(dir: &Path) -> PackStamp {
 
 #[derive(Debug, Default)]
 pub struct CatalogCache {
-    current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Indexed>)>>,
+    /// Every pack, for what needs them all (resources, doctor, policy), read again
+    /// only when the installed packs' files change.
+    current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Catalog>)>>,
     /// Installed packs loaded one at a time (what exec needs), by id.
     single: std::sync::Mutex<std::collections::HashMap<String, (PackStamp, Pack)>>,
     /// The packs index, held for searches (see [`crate::index::Memo`]).
@@ -80,15 +74,10 @@ impl CatalogCache {
         let _ = builtins();
         let Some(catalog) = Catalog::find_one(packs_dir, id) else {
             // An unknown id: the ids there are, for the closest ones.
-            let indexed = self.get(packs_dir);
+            let all = self.get(packs_dir);
             return Catalog::known(
-                indexed
-                    .catalog
-                    .packs
-                    .iter()
-                    .map(|pack| pack.id().to_owned())
-                    .collect(),
-                indexed.catalog.broken.clone(),
+                all.packs.iter().map(|pack| pack.id().to_owned()).collect(),
+                all.broken.clone(),
             );
         };
         if let (Some(stamp), [pack]) = (stamp, catalog.packs.as_slice())
@@ -114,27 +103,21 @@ impl CatalogCache {
         self.search.search(home, program, query, limit, all)
     }
 
-    pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Indexed> {
+    /// Every pack: the one held while the installed packs' files are unchanged, or
+    /// read now.
+    pub fn get(&self, packs_dir: &Path) -> std::sync::Arc<Catalog> {
         let print = fingerprint(packs_dir);
         if let Ok(guard) = self.current.lock()
-            && let Some((seen, indexed)) = guard.as_ref()
+            && let Some((seen, catalog)) = guard.as_ref()
             && *seen == print
         {
-            return indexed.clone();
+            return catalog.clone();
         }
-        let indexed = std::sync::Arc::new(Indexed::build(packs_dir));
+        let catalog = std::sync::Arc::new(Catalog::load(packs_dir));
         if let Ok(mut guard) = self.current.lock() {
-            *guard = Some((print, indexed.clone()));
+            *guard = Some((print, catalog.clone()));
         }
-        indexed
-    }
-}
-
-impl Indexed {
-    pub fn build(packs_dir: &Path) -> Self {
-        Self {
-            catalog: Catalog::load(packs_dir),
-        }
+        catalog
     }
 }
 
@@ -186,20 +169,14 @@ mod tests {
         .unwrap();
         std::fs::write(pack.join(SKILL_FILE), "---\nname: weather\ndescription: d\n---\n").unwrap();
         let second = cache.get(dir.path());
-        assert!(second.catalog.get("weather").is_ok());
+        assert!(second.get("weather").is_ok());
         std::fs::write(
             pack.join(SKILL_FILE),
             "---\nname: weather\ndescription: longer text\n---\n",
         )
         .unwrap();
         assert_eq!(
-            cache
-                .get(dir.path())
-                .catalog
-                .get("weather")
-                .unwrap()
-                .skill
-                .description,
+            cache.get(dir.path()).get("weather").unwrap().skill.description,
             "longer text"
         );
     }

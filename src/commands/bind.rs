@@ -45,8 +45,7 @@ pub(crate) fn bind(
     how: How<'_>,
     argv: &[String],
 ) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    let catalog = &*load_catalog(ctx);
     let pack = find_pack(catalog, pack_id)?;
     let declared: Vec<&str> = pack
         .manifest
@@ -218,8 +217,7 @@ fn binding_row(pack: &str, key: &str, stored: Option<&Binding>) -> BindingRow {
 }
 
 pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    let catalog = &*load_catalog(ctx);
     let store = Store::load(&ctx.bindings_path()).map_err(|error| {
         Failure::new(
             Reason::Unbound,

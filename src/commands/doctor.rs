@@ -11,8 +11,7 @@ use crate::error::Failure;
 use crate::render::{self, Doctor};
 
 pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    let catalog = &*load_catalog(ctx);
     let builtin = catalog
         .packs
         .iter()

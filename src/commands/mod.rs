@@ -21,13 +21,12 @@ use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::policy::Policies;
 
-/// The catalog (and its search index, built on first use): the server's cached
-/// one, or loaded now.
-pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<crate::cache::Indexed> {
+/// Every pack: the server's cached catalog, or read now.
+pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<Catalog> {
     recover_installs(ctx);
     match &ctx.session.catalog {
         Some(cache) => cache.get(&ctx.packs_dir()),
-        None => std::sync::Arc::new(crate::cache::Indexed::build(&ctx.packs_dir())),
+        None => std::sync::Arc::new(Catalog::load(&ctx.packs_dir())),
     }
 }
 

@@ -22,9 +22,8 @@ pub(crate) const PSEUDO_COMMANDS: [(&str, Effect); 3] = [
 pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
     let policies = load_policies(ctx);
     // Every known command, so a project rule that loosens is judged where it matches.
-    let loaded = load_catalog(ctx);
-    let commands: Vec<(&str, &str, Effect)> = loaded
-        .catalog
+    let catalog = load_catalog(ctx);
+    let commands: Vec<(&str, &str, Effect)> = catalog
         .packs
         .iter()
         .flat_map(|pack| {
@@ -54,8 +53,7 @@ pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
 }
 
 pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    let catalog = &*load_catalog(ctx);
     let effect = if pack_id == PSEUDO_PACK {
         PSEUDO_COMMANDS
             .iter()
@@ -113,8 +111,7 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
         Matcher::Pack(pack) => (pack.as_str(), None),
         Matcher::Effect(_) => return None,
     };
-    let loaded = load_catalog(ctx);
-    let catalog = &loaded.catalog;
+    let catalog = &*load_catalog(ctx);
     let commands: Vec<&str> = if pack_id == PSEUDO_PACK {
         PSEUDO_COMMANDS.iter().map(|(name, _)| *name).collect()
     } else {
