@@ -353,11 +353,8 @@ impl Memo {
         all: bool,
         now: SystemTime,
     ) -> Found {
+        // Built-in packs only (no `packs/`) are held too: the ranking is built once.
         let key = Key::read(home, program);
-        if !key.packs.present {
-            // Built-in packs only: nothing to hold.
-            return search_at(home, program, query, limit, all, now);
-        }
         let held = self.current.lock().ok().and_then(|guard| {
             guard
                 .as_ref()
@@ -1217,6 +1214,14 @@ mod tests {
         assert_eq!(ids(&search("mended")), ["broken"]);
         assert!(search("mended").broken.is_empty());
         assert_eq!(memo.builds.load(Relaxed), 4);
+        // Built-in packs only: held as well.
+        let bare = tempfile::tempdir().unwrap();
+        let builtins = Memo::default();
+        for _ in 0..2 {
+            let found = builtins.search_at(bare.path(), None, "journey", 10, true, later());
+            assert_eq!(ids(&found), ["transit"]);
+        }
+        assert_eq!(builtins.builds.load(Relaxed), 1);
         // Racy: used for the call, not kept.
         let racy = Memo::default();
         bump_generation(home.path()).unwrap();
