@@ -112,14 +112,7 @@ fn hcpx(home: &Path, work: &Path, args: &[&str]) -> std::process::Output {
 /// the first search writes the index (a key changed in the last two seconds is
 /// used but not written down).
 fn settle(home: &Path) {
-    for path in [home.join("packs"), home.join(hcpx::install::LOCK_FILE)] {
-        let status = Command::new("touch")
-            .args(["-m", "-d", "1 hour ago"])
-            .arg(path)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
+    common::settle(&[&home.join("packs"), &home.join(hcpx::install::LOCK_FILE)]);
 }
 
 fn line(label: &str, (p50, p99): (Duration, Duration)) {

@@ -167,6 +167,7 @@ fn main() {
     std::fs::create_dir_all(&work).unwrap();
     let probe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs/probe");
     copy_dir(&probe, &home.join("packs/probe"));
+    common::settle(&[&home.join("packs")]);
 
     let mut starts: Vec<Duration> = (0..20)
         .map(|_| {
@@ -228,7 +229,12 @@ fn main() {
         server.call(&["search", "journey"]);
     };
     let mut over_http = || http.call(&["search", "journey"]);
-    let transports = interleaved(1000, &mut [&mut over_stdio, &mut over_http]);
+    let mut baseline_search = || {
+        if let Some(server) = baseline.as_mut() {
+            server.call(&["search", "journey"]);
+        }
+    };
+    let transports = interleaved(1000, &mut [&mut over_stdio, &mut over_http, &mut baseline_search]);
     let ((stdio_p50, stdio_p99), (http_p50, http_p99)) = (transports[0], transports[1]);
 
     println!("MCP benchmark (p50 / p99):");
@@ -289,6 +295,13 @@ fn main() {
             ms(base_p99),
             ms(base_p50) - ms(direct_p50),
             base_p50.as_secs_f64() / direct_p50.as_secs_f64()
+        );
+        let (base_p50, base_p99) = transports[2];
+        println!(
+            "      tools/call search, its stdio        {:>8.3} ms / {:>8.3} ms  (this build / it at p50: {:.2}x)",
+            ms(base_p50),
+            ms(base_p99),
+            stdio_p50.as_secs_f64() / base_p50.as_secs_f64()
         );
     }
 }

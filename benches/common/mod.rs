@@ -35,6 +35,21 @@ pub(crate) fn measure(runs: usize, mut run: impl FnMut()) -> (Duration, Duration
 }
 
 /// Copies a flat fixture pack folder.
+/// Sets the modification time of each path an hour back, so that the packs index
+/// (on disk, or held by `hcpx mcp`) is used at once: a key part changed within the
+/// last 2 s is racy, and the index is read again on every call until it settles
+/// (what a benchmark that starts right after writing its packs would measure).
+pub(crate) fn settle(paths: &[&Path]) {
+    for path in paths {
+        let status = Command::new("touch")
+            .args(["-c", "-m", "-d", "1 hour ago"])
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
 pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
