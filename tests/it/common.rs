@@ -340,6 +340,20 @@ pub(crate) fn is_root() -> bool {
 }
 
 /// Polls `done` every 20 ms until it holds or `limit` passes; returns whether it held.
+/// Sends SIGTERM to `child` and waits up to 8 s for it to exit by itself.
+pub(crate) fn terminate(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(8) {
+        if let Some(exited) = child.try_wait().unwrap() {
+            return Some(exited);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
 pub(crate) fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + limit;
     loop {

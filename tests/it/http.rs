@@ -3,7 +3,7 @@
 //! off loopback, the Host and Origin allow-lists, the body bound, idle sessions, and
 //! an orderly stop on SIGTERM that leaves no child behind.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -226,18 +226,8 @@ fn sigterm_during_a_long_call_stops_cleanly_and_leaves_no_child() {
         "the call started; stderr: {}",
         server.stderr.lock().unwrap()
     );
-    let pid = rustix::process::Pid::from_raw(i32::try_from(server.child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let started = Instant::now();
-    let mut status = None;
-    while started.elapsed() < Duration::from_secs(8) {
-        if let Some(exited) = server.child.try_wait().unwrap() {
-            status = Some(exited);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = status.expect("the server stopped within 8 s of SIGTERM");
+    let status =
+        crate::common::terminate(&mut server.child).expect("the server stopped within 8 s of SIGTERM");
     assert_eq!(
         status.code(),
         Some(0),

@@ -1167,18 +1167,8 @@ fn sigterm_on_stdio_stops_cleanly_and_leaves_no_child() {
             crate::common::wait_until(Duration::from_secs(10), || !pids_of(&pattern).is_empty()),
             "{mode}: the call started"
         );
-        let pid = rustix::process::Pid::from_raw(i32::try_from(server.child.id()).unwrap()).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        let started = Instant::now();
-        let mut status = None;
-        while started.elapsed() < Duration::from_secs(8) {
-            if let Some(exited) = server.child.try_wait().unwrap() {
-                status = Some(exited);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let status = status.unwrap_or_else(|| panic!("{mode}: the server stopped within 8 s of SIGTERM"));
+        let status = crate::common::terminate(&mut server.child)
+            .unwrap_or_else(|| panic!("{mode}: the server stopped within 8 s of SIGTERM"));
         assert!(
             crate::common::wait_until(Duration::from_secs(2), || pids_of(&pattern).is_empty()),
             "{mode}: left behind: {:?}",
