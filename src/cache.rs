@@ -96,11 +96,9 @@ impl CatalogCache {
         &self,
         home: &Path,
         program: Option<&Path>,
-        query: &str,
-        limit: usize,
-        all: bool,
+        query: crate::index::Query<'_>,
     ) -> crate::index::Found {
-        self.search.search(home, program, query, limit, all)
+        self.search.search(home, program, query)
     }
 
     /// Every pack: the one held while the installed packs' files are unchanged, or

@@ -65,24 +65,7 @@ pub enum Command {
                             follow the command directly; after `--`, a value may also start with `-`.\n\
                             `hcpx skill PACK` lists them."
     )]
-    Exec {
-        /// The pack id.
-        pack: String,
-        /// The command name.
-        command: String,
-        /// Show the plan (decision, child argv, env names, sandbox) without running it.
-        #[arg(long)]
-        dry_run: bool,
-        /// Confirm a command whose policy is `confirm` (not enough for `confirm-human`).
-        #[arg(long)]
-        yes: bool,
-        /// Stop the command after this many milliseconds (at most 600000).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=600_000))]
-        timeout_ms: Option<u64>,
-        /// KEY=VALUE parameters (after `--` when a word starts with `-`).
-        #[arg(value_name = "KEY=VALUE")]
-        params: Vec<String>,
-    },
+    Exec(ExecArgs),
     /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in id.
     #[command(
         after_help = "Examples:\n  hcpx install ./my-pack\n  hcpx install npm:hcp-weather@1.2.0\n  \
@@ -223,6 +206,27 @@ pub enum Command {
         /// A command, `policy set` for a nested one; none for hcpx itself.
         command: Vec<String>,
     },
+}
+
+// `hcpx exec`'s words (its help text is the `Exec` variant's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ExecArgs {
+    /// The pack id.
+    pub pack: String,
+    /// The command name.
+    pub command: String,
+    /// Show the plan (decision, child argv, env names, sandbox) without running it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Confirm a command whose policy is `confirm` (not enough for `confirm-human`).
+    #[arg(long)]
+    pub yes: bool,
+    /// Stop the command after this many milliseconds (at most 600000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub timeout_ms: Option<u64>,
+    /// KEY=VALUE parameters (after `--` when a word starts with `-`).
+    #[arg(value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
 }
 
 /// The shells `hcpx completions` writes a script for.

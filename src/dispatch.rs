@@ -39,21 +39,9 @@ pub(crate) async fn dispatch(
             "this server is read-only: only commands that read are allowed",
         )
         .next("hcpx pack new ID   (at a terminal)")),
-        Command::Exec {
-            pack,
-            command,
-            dry_run,
-            yes,
-            timeout_ms,
-            params,
-        } => {
+        Command::Exec(args) => {
             let request = commands::exec::Request {
-                pack,
-                command,
-                dry_run,
-                yes,
-                timeout_ms,
-                params,
+                args,
                 json,
                 argv: argv.to_vec(),
             };

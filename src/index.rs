@@ -291,22 +291,34 @@ pub struct Found {
     pub broken: Vec<BrokenPack>,
 }
 
+/// What a search asks: its words, how many results at most, and whether the
+/// matches under the relevance floor are kept (see [`SearchIndex::search`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub text: &'a str,
+    pub limit: usize,
+    pub all: bool,
+}
+
+impl<'a> Query<'a> {
+    pub fn new(text: &'a str, limit: usize, all: bool) -> Self {
+        Self { text, limit, all }
+    }
+}
+
 /// Ranks `query` over the catalog of `home` (see [`SearchIndex::search`]), from the
 /// index while it is fresh; every result is read from its own files.
-/// `all` keeps the matches under the relevance floor, as [`SearchIndex::search`].
-pub fn search(home: &Path, program: Option<&Path>, query: &str, limit: usize, all: bool) -> Found {
-    search_at(home, program, query, limit, all, SystemTime::now())
+pub fn search(home: &Path, program: Option<&Path>, query: Query<'_>) -> Found {
+    search_at(home, program, query, SystemTime::now())
 }
 
 /// [`search`] as at `now`, which decides whether a key is racy.
-fn search_at(
-    home: &Path,
-    program: Option<&Path>,
-    query: &str,
-    limit: usize,
-    all: bool,
-    now: SystemTime,
-) -> Found {
+fn search_at(home: &Path, program: Option<&Path>, query: Query<'_>, now: SystemTime) -> Found {
+    let Query {
+        text: query,
+        limit,
+        all,
+    } = query;
     let terms: Vec<String> = crate::search::words(query).collect();
     let snapshot = Snapshot::load_at(home, program, now, Wanted::Prefixed(&terms));
     match snapshot.found(home, query, limit, all) {
@@ -340,19 +352,16 @@ pub struct Memo {
 
 impl Memo {
     /// [`search`], from the snapshot held while it is fresh.
-    pub fn search(&self, home: &Path, program: Option<&Path>, query: &str, limit: usize, all: bool) -> Found {
-        self.search_at(home, program, query, limit, all, SystemTime::now())
+    pub fn search(&self, home: &Path, program: Option<&Path>, query: Query<'_>) -> Found {
+        self.search_at(home, program, query, SystemTime::now())
     }
 
-    fn search_at(
-        &self,
-        home: &Path,
-        program: Option<&Path>,
-        query: &str,
-        limit: usize,
-        all: bool,
-        now: SystemTime,
-    ) -> Found {
+    fn search_at(&self, home: &Path, program: Option<&Path>, query: Query<'_>, now: SystemTime) -> Found {
+        let Query {
+            text: query,
+            limit,
+            all,
+        } = query;
         // Built-in packs only (no `packs/`) are held too: the ranking is built once.
         let key = Key::read(home, program);
         let held = self.current.lock().ok().and_then(|guard| {
@@ -979,18 +988,28 @@ mod tests {
                 "{query}: the query's words alone rank the same"
             );
             assert_eq!(
-                ids(&search_at(home.path(), None, query, 10, true, later())),
+                ids(&search_at(
+                    home.path(),
+                    None,
+                    Query::new(query, 10, true),
+                    later()
+                )),
                 expected,
                 "{query}"
             );
             // Above the relevance floor only: as the catalog ranks it.
             let floored = built.found(home.path(), query, 10, false).unwrap();
-            let from_disk = search_at(home.path(), None, query, 10, false, later());
+            let from_disk = search_at(home.path(), None, Query::new(query, 10, false), later());
             assert_eq!(ids(&from_disk), ids(&floored), "{query}");
             assert_eq!(from_disk.below_floor, floored.below_floor, "{query}");
         }
         assert_eq!(
-            ids(&search_at(home.path(), None, "forecast", 10, true, later())),
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("forecast", 10, true),
+                later()
+            )),
             ["tides", "weather"]
         );
     }
@@ -1036,15 +1055,36 @@ mod tests {
         .into();
         let manifest = crate::install::validate(&files).unwrap();
         write_pack(home.path(), "weather", "rain forecast");
-        assert!(ids(&search_at(home.path(), None, "hail", 10, true, later())).is_empty());
+        assert!(
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("hail", 10, true),
+                later()
+            ))
+            .is_empty()
+        );
         assert!(on_disk(home.path()).is_some());
         crate::install::place(home.path(), &files, &manifest, "./demo", "t".into()).unwrap();
         assert_eq!(
-            ids(&search_at(home.path(), None, "hail", 10, true, later())),
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("hail", 10, true),
+                later()
+            )),
             ["demo"]
         );
         assert!(crate::install::remove(home.path(), "demo").unwrap());
-        assert!(ids(&search_at(home.path(), None, "hail", 10, true, later())).is_empty());
+        assert!(
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("hail", 10, true),
+                later()
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
@@ -1077,10 +1117,15 @@ mod tests {
     #[test]
     fn a_racy_key_is_used_but_not_written() {
         let home = home_with_packs();
-        let found = search_at(home.path(), None, "forecast", 10, true, SystemTime::now());
+        let found = search_at(
+            home.path(),
+            None,
+            Query::new("forecast", 10, true),
+            SystemTime::now(),
+        );
         assert_eq!(ids(&found), ["tides", "weather"]);
         assert!(!home.path().join(INDEX_FILE).exists());
-        search_at(home.path(), None, "forecast", 10, true, later());
+        search_at(home.path(), None, Query::new("forecast", 10, true), later());
         assert!(home.path().join(INDEX_FILE).exists());
     }
 
@@ -1088,7 +1133,7 @@ mod tests {
     fn a_torn_damaged_or_foreign_index_is_rebuilt() {
         let home = home_with_packs();
         let path = home.path().join(INDEX_FILE);
-        search_at(home.path(), None, "forecast", 10, true, later());
+        search_at(home.path(), None, Query::new("forecast", 10, true), later());
         let whole = std::fs::read(&path).unwrap();
         let stored = on_disk(home.path()).unwrap();
         // A query that reads the last word's postings, and weather's stamps.
@@ -1099,7 +1144,12 @@ mod tests {
             .position(|entry| entry.id == "weather")
             .unwrap();
         let head_len = usize::try_from(u64::from_le_bytes(whole[12..20].try_into().unwrap())).unwrap();
-        let expected = ids(&search_at(home.path(), None, &query, 10, true, later()));
+        let expected = ids(&search_at(
+            home.path(),
+            None,
+            Query::new(&query, 10, true),
+            later(),
+        ));
         assert!(expected.contains(&"weather".to_owned()), "{expected:?}");
         let flip = |at: usize, bit: u8| {
             let mut bytes = whole.clone();
@@ -1124,7 +1174,12 @@ mod tests {
         for (what, bytes) in damaged {
             std::fs::write(&path, &bytes).unwrap();
             assert_eq!(
-                ids(&search_at(home.path(), None, &query, 10, true, later())),
+                ids(&search_at(
+                    home.path(),
+                    None,
+                    Query::new(&query, 10, true),
+                    later()
+                )),
                 expected,
                 "{what}"
             );
@@ -1158,10 +1213,10 @@ mod tests {
     #[test]
     fn a_broken_pack_fixed_in_place_is_found() {
         let home = home_with_packs();
-        search_at(home.path(), None, "forecast", 10, true, later());
+        search_at(home.path(), None, Query::new("forecast", 10, true), later());
         assert_eq!(on_disk(home.path()).unwrap().broken.len(), 1);
         write_pack(home.path(), "broken", "mended forecast");
-        let found = search_at(home.path(), None, "mended", 10, true, later());
+        let found = search_at(home.path(), None, Query::new("mended", 10, true), later());
         assert_eq!(ids(&found), ["broken"]);
         assert!(found.broken.is_empty());
         assert!(on_disk(home.path()).unwrap().broken.is_empty(), "rewritten");
@@ -1170,20 +1225,30 @@ mod tests {
     #[test]
     fn a_result_edited_in_place_rebuilds_the_index_first() {
         let home = home_with_packs();
-        search_at(home.path(), None, "forecast", 10, true, later());
+        search_at(home.path(), None, Query::new("forecast", 10, true), later());
         // Same size, in place: no key part changes.
         write_pack(home.path(), "weather", "snow tomorrow");
         assert!(on_disk(home.path()).is_some(), "the key cannot see it");
         assert_eq!(
-            ids(&search_at(home.path(), None, "forecast", 10, true, later())),
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("forecast", 10, true),
+                later()
+            )),
             ["tides"],
             "weather no longer says forecast"
         );
         assert_eq!(
-            ids(&search_at(home.path(), None, "snow", 10, true, later())),
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("snow", 10, true),
+                later()
+            )),
             ["weather"]
         );
-        let found = search_at(home.path(), None, "weather", 10, true, later());
+        let found = search_at(home.path(), None, Query::new("weather", 10, true), later());
         assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
     }
 
@@ -1195,7 +1260,7 @@ mod tests {
         use std::sync::atomic::Ordering::Relaxed;
         let home = home_with_packs();
         let memo = Memo::default();
-        let search = |query: &str| memo.search_at(home.path(), None, query, 10, true, later());
+        let search = |query: &str| memo.search_at(home.path(), None, Query::new(query, 10, true), later());
         assert_eq!(ids(&search("forecast")), ["tides", "weather"]);
         assert_eq!(ids(&search("rain")), ["weather"]);
         assert_eq!(search("forecast").broken.len(), 1);
@@ -1218,7 +1283,7 @@ mod tests {
         let bare = tempfile::tempdir().unwrap();
         let builtins = Memo::default();
         for _ in 0..2 {
-            let found = builtins.search_at(bare.path(), None, "journey", 10, true, later());
+            let found = builtins.search_at(bare.path(), None, Query::new("journey", 10, true), later());
             assert_eq!(ids(&found), ["transit"]);
         }
         assert_eq!(builtins.builds.load(Relaxed), 1);
@@ -1228,7 +1293,7 @@ mod tests {
         let now = SystemTime::now();
         for _ in 0..2 {
             assert_eq!(
-                ids(&racy.search_at(home.path(), None, "ice", 10, true, now)),
+                ids(&racy.search_at(home.path(), None, Query::new("ice", 10, true), now)),
                 ["hail"]
             );
         }
@@ -1265,7 +1330,7 @@ mod tests {
                 let home = home.path().to_path_buf();
                 std::thread::spawn(move || {
                     for _ in 0..20 {
-                        let found = search_at(&home, None, "concurrent", 100, true, later());
+                        let found = search_at(&home, None, Query::new("concurrent", 100, true), later());
                         assert!(found.hits.iter().all(|(pack, _)| pack.id().starts_with("pack-")));
                     }
                 })
@@ -1278,7 +1343,12 @@ mod tests {
             .collect();
         expected.sort();
         assert_eq!(
-            ids(&search_at(home.path(), None, "concurrent", 100, true, later())),
+            ids(&search_at(
+                home.path(),
+                None,
+                Query::new("concurrent", 100, true),
+                later()
+            )),
             expected
         );
         assert_eq!(

@@ -311,15 +311,18 @@ fn planned_change(
     })
 }
 
+/// Which host configuration a run of adopt changes, and as whom.
+#[derive(Clone, Copy)]
+struct Site<'a> {
+    ctx: &'a Context,
+    host: &'a Host,
+    scope: &'a str,
+    request: &'a Request<'a>,
+}
+
 /// The MCP server entry in the host's configuration.
-fn mcp_change(
-    ctx: &Context,
-    host: &Host,
-    scope: &str,
-    request: &Request<'_>,
-    record: &mut Record,
-    warnings: &mut Vec<String>,
-) -> Result<Change, Failure> {
+fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -> Result<Change, Failure> {
+    let (ctx, host, scope, request) = (site.ctx, site.host, site.scope, site.request);
     let Some(paths) = host.scopes.get(scope) else {
         let scopes: Vec<&str> = host.scopes.keys().map(String::as_str).collect();
         return Err(Failure::new(
@@ -397,13 +400,11 @@ fn mcp_change(
 
 /// What `--native` changes: the skill, the instructions block, `HCP_AGENT=1`.
 fn native_changes(
-    ctx: &Context,
-    host: &Host,
-    scope: &str,
-    request: &Request<'_>,
+    site: Site<'_>,
     record: &mut Record,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Change>, Failure> {
+    let (ctx, host, scope, request) = (site.ctx, site.host, site.scope, site.request);
     let Some(native) = &host.native else {
         let agents: Vec<String> = adopt::hosts()
             .into_values()
@@ -476,10 +477,16 @@ fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Resul
     })?;
     let mut record = recorded.clone();
     let mut warnings = Vec::new();
+    let site = Site {
+        ctx,
+        host,
+        scope,
+        request,
+    };
     let changes = if request.native {
-        native_changes(ctx, host, scope, request, &mut record, &mut warnings)?
+        native_changes(site, &mut record, &mut warnings)?
     } else {
-        vec![mcp_change(ctx, host, scope, request, &mut record, &mut warnings)?]
+        vec![mcp_change(site, &mut record, &mut warnings)?]
     };
     Ok(Planned {
         changes,

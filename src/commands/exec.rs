@@ -30,12 +30,7 @@ use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
 /// One exec request, as parsed.
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
-    pub pack: String,
-    pub command: String,
-    pub dry_run: bool,
-    pub yes: bool,
-    pub timeout_ms: Option<u64>,
-    pub params: Vec<String>,
+    pub args: crate::cli::ExecArgs,
     pub json: bool,
     /// The hcpx argv, for the audit line.
     pub argv: Vec<String>,
@@ -45,20 +40,20 @@ impl Request {
     /// This very call as a command line, with or without `--yes`: what `next`
     /// suggests, with the caller's own values, quoted for a shell.
     fn command_line(&self, yes: bool) -> String {
-        self.corrected(&self.command, &self.params, yes, false)
+        self.corrected(&self.args.command, &self.args.params, yes, false)
     }
 
     /// This call with another command or other parameters (a misspelling put
     /// right), every flag the caller gave kept.
     fn corrected(&self, command: &str, params: &[String], yes: bool, dry_run: bool) -> String {
-        let mut words = vec!["hcpx", "exec", self.pack.as_str(), command];
+        let mut words = vec!["hcpx", "exec", self.args.pack.as_str(), command];
         if dry_run {
             words.push("--dry-run");
         }
         if yes {
             words.push("--yes");
         }
-        let timeout = self.timeout_ms.map(|ms| ms.to_string());
+        let timeout = self.args.timeout_ms.map(|ms| ms.to_string());
         if let Some(ms) = &timeout {
             words.extend(["--timeout-ms", ms.as_str()]);
         }
@@ -71,7 +66,8 @@ impl Request {
 
     fn timeout(&self, pack: &Pack) -> Duration {
         Duration::from_millis(
-            self.timeout_ms
+            self.args
+                .timeout_ms
                 .unwrap_or(pack.manifest.sandbox.timeout_ms)
                 .min(MAX_TIMEOUT_MS),
         )
@@ -85,7 +81,7 @@ pub(crate) async fn run(ctx: &Context, request: Request) -> Result<Reply, Failur
 }
 
 async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
-    let catalog = super::load_one(ctx, &request.pack);
+    let catalog = super::load_one(ctx, &request.args.pack);
     let target = validate(&catalog, ctx, request)?;
     let mut bindings = read_bindings(ctx, target.pack);
     let plan = decide(ctx, request, &target, &bindings, audit).await?;
@@ -93,7 +89,7 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     let bound = bind(target.pack, bindings)?;
     audit.redactor = Redactor::new(&bound);
     let program = runnable(ctx, &target, &plan)?;
-    if request.dry_run {
+    if request.args.dry_run {
         return Ok(dry_run(ctx, &plan));
     }
     let (child, tmpdir) = confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
@@ -125,7 +121,7 @@ async fn spawn(
         )
         .details(vec![error.to_string()])
         .data(json!({ "details": [error.to_string()] }))
-        .next(format!("hcpx availability {}", request.pack))
+        .next(format!("hcpx availability {}", request.args.pack))
     })
 }
 
@@ -146,28 +142,28 @@ struct Target<'c> {
 
 /// Step 1: the pack and command exist; every parameter is declared and valid.
 fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Result<Target<'c>, Failure> {
-    let pack = find_pack(catalog, &request.pack)?;
-    let Some(command) = pack.manifest.command(&request.command) else {
+    let pack = find_pack(catalog, &request.args.pack)?;
+    let Some(command) = pack.manifest.command(&request.args.command) else {
         let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
-        let closest = crate::suggest::closest(&request.command, names.iter().copied());
+        let closest = crate::suggest::closest(&request.args.command, names.iter().copied());
         let (message, next) = match closest.first() {
             Some(best) => (
                 format!(
                     "the pack has no such command; closest: {best}; its commands: {}",
                     names.join(", ")
                 ),
-                request.corrected(best, &request.params, request.yes, request.dry_run),
+                request.corrected(best, &request.args.params, request.args.yes, request.args.dry_run),
             ),
             None => (
                 format!("the pack has no such command; its commands: {}", names.join(", ")),
-                format!("hcpx skill {}", request.pack),
+                format!("hcpx skill {}", request.args.pack),
             ),
         };
         return Err(Failure::new(Reason::UnknownCommand, message)
             .next(next)
             .data(json!({ "commands": names, "suggestions": closest })));
     };
-    let values = invocation::parse(command, &request.params, &ctx.cwd)
+    let values = invocation::parse(command, &request.args.params, &ctx.cwd)
         .map_err(|error| invocation_failure(&error, request))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
@@ -187,7 +183,8 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
         InvocationError::Missing { .. } => Reason::MissingParam,
         InvocationError::Repeated { .. } | InvocationError::Invalid { .. } => Reason::InvalidParam,
     };
-    let mut failure = Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.pack));
+    let mut failure =
+        Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.args.pack));
     if let InvocationError::Unknown { key, closest, known } = error {
         // The caller's key, named for a person (escaped and bounded: it is their
         // text, never the message's), and the call with the closest key instead.
@@ -202,6 +199,7 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
         if let Some(best) = closest {
             let prefix = format!("{key}=");
             let params: Vec<String> = request
+                .args
                 .params
                 .iter()
                 .map(|word| match word.strip_prefix(&prefix) {
@@ -209,11 +207,15 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
                     None => word.clone(),
                 })
                 .collect();
-            failure =
-                failure.next(request.corrected(&request.command, &params, request.yes, request.dry_run));
+            failure = failure.next(request.corrected(
+                &request.args.command,
+                &params,
+                request.args.yes,
+                request.args.dry_run,
+            ));
         }
         failure = failure.details(details).data(json!({
-            "key": key, "closest": closest, "known": known, "command": request.command,
+            "key": key, "closest": closest, "known": known, "command": request.args.command,
         }));
     }
     failure
@@ -324,6 +326,7 @@ fn plan(
 fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(String, Secret)]) -> String {
     let redactor = Redactor::new(bound);
     let params: Vec<(&str, String)> = request
+        .args
         .params
         .iter()
         .map(|word| {
@@ -332,8 +335,8 @@ fn summary(ctx: &Context, request: &Request, target: &Target<'_>, bound: &[(Stri
         })
         .collect();
     render::exec_question(&Question {
-        pack: &request.pack,
-        command: &request.command,
+        pack: &request.args.pack,
+        command: &request.args.command,
         effect: target.command.effect,
         cwd: &ctx.cwd,
         params: &params,
@@ -363,7 +366,7 @@ async fn decide(
         None => policy::evaluate(&subject, &policies),
     };
     let plan = plan(ctx, request, target, bindings, evaluation);
-    if request.dry_run {
+    if request.args.dry_run {
         if plan.evaluation.decision == Decision::Deny {
             return Err(super::denied(&plan.evaluation, &plan.json));
         }
@@ -371,7 +374,7 @@ async fn decide(
     }
     let asked = super::Asked {
         what: plan.summary.clone(),
-        yes: request.yes,
+        yes: request.args.yes,
         retry: redact_text(&request.command_line(true), &bindings.found),
         by_hand: redact_text(&request.command_line(false), &bindings.found),
     };
@@ -708,7 +711,7 @@ fn report(
         stderr: text(stderr),
         truncation,
     };
-    let (pack, command) = (&request.pack, &request.command);
+    let (pack, command) = (&request.args.pack, &request.args.command);
     let failure = match ending {
         Ending::TimedOut => Some(
             Failure::new(
@@ -809,7 +812,7 @@ impl<'a> Audit<'a> {
     }
 
     fn finish(self, result: Result<Reply, Failure>) -> Result<Reply, Failure> {
-        let Some(decision) = self.decision.filter(|_| !self.request.dry_run) else {
+        let Some(decision) = self.decision.filter(|_| !self.request.args.dry_run) else {
             return result;
         };
         let argv: Vec<String> = self
@@ -822,8 +825,8 @@ impl<'a> Audit<'a> {
             ts: audit::now(),
             principal: self.ctx.principal,
             argv: &argv,
-            pack: &self.request.pack,
-            command: &self.request.command,
+            pack: &self.request.args.pack,
+            command: &self.request.args.command,
             decision,
             exit_code: self.exit_code,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),

@@ -51,9 +51,10 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
 pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
     recover_installs(ctx);
     let program = ctx.self_exe.as_deref();
+    let query = crate::index::Query::new(query, limit, all);
     match &ctx.session.catalog {
-        Some(cache) => cache.search(&ctx.home, program, query, limit, all),
-        None => crate::index::search(&ctx.home, program, query, limit, all),
+        Some(cache) => cache.search(&ctx.home, program, query),
+        None => crate::index::search(&ctx.home, program, query),
     }
 }
 
