@@ -44,17 +44,6 @@ fn token_seen(env: &TestEnv, principal_agent: bool) -> (i32, Value) {
     (output.status.code().unwrap(), envelope)
 }
 
-fn install(env: &TestEnv, folder: &str, agent: bool) -> Value {
-    let mut command = env.command(&["--json", "install", folder, "--yes"]);
-    if agent {
-        command.env("HCP_AGENT", "1");
-    }
-    let output = command.output().unwrap();
-    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{envelope}");
-    envelope
-}
-
 /// The attack: a person binds the probe's token; an agent installs another folder
 /// whose pack id is also `probe` and runs it. The thief's CLI must not get the
 /// token; the refusal says why and what the person runs; the person's `--keep`
@@ -64,7 +53,7 @@ fn an_agents_install_under_the_same_id_gets_no_credential() {
     let env = TestEnv::new();
     pack_folder(&env, "real", "1.0.0", false);
     pack_folder(&env, "thief", "1.0.0", true);
-    install(&env, "real", false);
+    env.install_ok("real", false);
     env.bind("probe", "PROBE_TOKEN", TOKEN);
     let (code, envelope) = token_seen(&env, true);
     assert_eq!(code, 0, "{envelope}");
@@ -76,7 +65,7 @@ fn an_agents_install_under_the_same_id_gets_no_credential() {
         "the real pack gets its token: {envelope}"
     );
 
-    let installed = install(&env, "thief", true);
+    let installed = env.install_ok("thief", true);
     assert_eq!(
         installed["data"]["bindings"],
         json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
@@ -141,7 +130,7 @@ fn an_agents_install_under_the_same_id_gets_no_credential() {
 fn updates_keep_bindings_only_when_a_person_runs_them() {
     let env = TestEnv::new();
     let folder = pack_folder(&env, "src", "1.0.0", false);
-    install(&env, "src", false);
+    env.install_ok("src", false);
     env.bind("probe", "PROBE_TOKEN", TOKEN);
     let bump = |version: &str| {
         let manifest = std::fs::read_to_string(folder.join("hcp.json")).unwrap();
@@ -156,7 +145,7 @@ fn updates_keep_bindings_only_when_a_person_runs_them() {
         std::fs::write(folder.join("hcp.json"), bumped).unwrap();
     };
     bump("2.0.0");
-    let installed = install(&env, "src", false);
+    let installed = env.install_ok("src", false);
     assert_eq!(
         installed["data"]["bindings"],
         json!({ "kept": ["PROBE_TOKEN"], "heldBack": [] })
@@ -171,7 +160,7 @@ fn updates_keep_bindings_only_when_a_person_runs_them() {
     );
 
     bump("3.0.0");
-    let installed = install(&env, "src", true);
+    let installed = env.install_ok("src", true);
     assert_eq!(
         installed["data"]["bindings"],
         json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
@@ -201,7 +190,7 @@ fn an_install_racing_a_call_never_gets_the_credential() {
     let env = TestEnv::new();
     pack_folder(&env, "real", "1.0.0", false);
     pack_folder(&env, "thief", "1.0.0", true);
-    install(&env, "real", false);
+    env.install_ok("real", false);
     env.bind("probe", "PROBE_TOKEN", TOKEN);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
@@ -263,7 +252,7 @@ fn old_copies_of_a_bound_cli_are_removed_by_install_and_uninstall() {
     };
     let _ = pack_folder(&env, "v1", "1.0.0", false);
     let _ = pack_folder(&env, "v2", "2.0.0", false);
-    install(&env, "./v1", false);
+    env.install_ok("./v1", false);
     env.bind("probe", "PROBE_TOKEN", TOKEN);
     let (code, envelope) = token_seen(&env, false);
     assert_eq!(code, 0, "{envelope}");
@@ -272,7 +261,7 @@ fn old_copies_of_a_bound_cli_are_removed_by_install_and_uninstall() {
     // Another pack whose id begins with `probe-` keeps its copy throughout.
     let other = env.home().join(".installed/probe-x-AAAAAAAAAAAAAAAAAAAAAA");
     std::fs::create_dir_all(&other).unwrap();
-    install(&env, "./v2", false);
+    env.install_ok("./v2", false);
     assert_eq!(copies("probe"), Vec::<String>::new(), "the 1.0.0 copy is gone");
     // Another folder: its binding is held back until a person binds it again.
     env.bind("probe", "PROBE_TOKEN", TOKEN);

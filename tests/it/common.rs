@@ -66,6 +66,18 @@ impl TestEnv {
         target
     }
 
+    /// `hcpx --json install SOURCE --yes`, as an agent or a person; it must succeed.
+    pub(crate) fn install_ok(&self, source: &str, agent: bool) -> serde_json::Value {
+        let mut command = self.command(&["--json", "install", source, "--yes"]);
+        if agent {
+            command.env("HCP_AGENT", "1");
+        }
+        let output = command.output().unwrap();
+        let envelope: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(output.status.code(), Some(0), "{envelope}");
+        envelope
+    }
+
     pub(crate) fn write(&self, relative: &str, text: &str) -> PathBuf {
         let path = self.root.path().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -222,17 +222,6 @@ fn lock_entry(env: &TestEnv, id: &str) -> Value {
     lock["packs"][id].clone()
 }
 
-fn install(env: &TestEnv, source: &str, agent: bool) -> Value {
-    let mut command = env.command(&["--json", "install", source, "--yes"]);
-    if agent {
-        command.env("HCP_AGENT", "1");
-    }
-    let output = command.output().unwrap();
-    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(0), "{envelope}");
-    envelope
-}
-
 #[test]
 fn install_by_name_and_version_without_running_scripts() {
     let Some(registry) = registry() else { return };
@@ -250,7 +239,7 @@ fn install_by_name_and_version_without_running_scripts() {
         registry.url
     );
 
-    let envelope = install(&env, &format!("npm:{name}@1.0.0"), false);
+    let envelope = env.install_ok(&format!("npm:{name}@1.0.0"), false);
     assert_eq!(envelope["data"]["version"], json!("1.0.0"));
     assert_eq!(envelope["data"]["source"], json!(format!("npm:{name}@1.0.0")));
     let entry = lock_entry(&env, "probe");
@@ -273,13 +262,13 @@ fn install_by_name_and_version_without_running_scripts() {
     let (code, _) = env.json(&["exec", "probe", "args", "--", "count=1"]);
     assert_eq!(code, 0);
     // By name: the latest version replaces it; the same again changes nothing.
-    let envelope = install(&env, &format!("npm:{name}"), false);
+    let envelope = env.install_ok(&format!("npm:{name}"), false);
     assert_eq!(envelope["data"]["replaced"], json!("1.0.0"));
     assert_eq!(envelope["data"]["version"], json!("2.0.0"));
     assert_eq!(envelope["data"]["source"], json!(format!("npm:{name}@2.0.0")));
     let integrity = envelope["data"]["integrity"].clone();
     assert_eq!(lock_entry(&env, "probe")["integrity"], integrity);
-    let envelope = install(&env, &format!("npm:{name}@2.0.0"), false);
+    let envelope = env.install_ok(&format!("npm:{name}@2.0.0"), false);
     assert_eq!(envelope["data"]["changed"], json!(false));
     assert_eq!(envelope["data"]["integrity"], integrity);
     assert!(!marker.exists(), "the package's postinstall script did not run");
@@ -339,13 +328,13 @@ fn scoped_names_install_by_version_and_by_name() {
     let name = "@hcpx-test/probe";
     publish(registry, &env, name, "1.0.0", &marker);
     publish(registry, &env, name, "1.1.0", &marker);
-    let envelope = install(&env, &format!("npm:{name}@1.0.0"), false);
+    let envelope = env.install_ok(&format!("npm:{name}@1.0.0"), false);
     assert_eq!(envelope["data"]["source"], json!("npm:@hcpx-test/probe@1.0.0"));
     assert_eq!(
         lock_entry(&env, "probe")["source"],
         json!("npm:@hcpx-test/probe@1.0.0")
     );
-    let envelope = install(&env, &format!("npm:{name}"), false);
+    let envelope = env.install_ok(&format!("npm:{name}"), false);
     assert_eq!(envelope["data"]["replaced"], json!("1.0.0"));
     assert_eq!(envelope["data"]["source"], json!("npm:@hcpx-test/probe@1.1.0"));
     assert_eq!(lock_entry(&env, "probe")["version"], json!("1.1.0"));
@@ -366,7 +355,7 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
         publish(registry, &env, name, version, &marker);
     }
     publish(registry, &env, "@hcpx-other/probe", "9.0.0", &marker);
-    install(&env, &format!("npm:{name}@1.0.0"), false);
+    env.install_ok(&format!("npm:{name}@1.0.0"), false);
     env.bind("probe", "PROBE_TOKEN", "tok-NPM-5e4d3c2b1a");
     let seen = |env: &TestEnv| -> bool {
         let output = env
@@ -384,7 +373,7 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
     assert!(seen(&env), "the pack it was bound for gets its token");
 
     // A person's update from the same package.
-    let envelope = install(&env, &format!("npm:{name}@2.0.0"), false);
+    let envelope = env.install_ok(&format!("npm:{name}@2.0.0"), false);
     assert_eq!(
         envelope["data"]["bindings"],
         json!({ "kept": ["PROBE_TOKEN"], "heldBack": [] })
@@ -392,7 +381,7 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
     assert!(seen(&env), "kept across the person's update");
 
     // An agent's update from the same package.
-    let envelope = install(&env, &format!("npm:{name}@3.0.0"), true);
+    let envelope = env.install_ok(&format!("npm:{name}@3.0.0"), true);
     assert_eq!(
         envelope["data"]["bindings"],
         json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
@@ -403,7 +392,7 @@ fn updates_from_the_same_package_keep_bindings_and_others_hold_them_back() {
     assert!(seen(&env), "a person's --keep releases it");
 
     // A person's install of the same id from another package (another scope).
-    let envelope = install(&env, "npm:@hcpx-other/probe@9.0.0", false);
+    let envelope = env.install_ok("npm:@hcpx-other/probe@9.0.0", false);
     assert_eq!(
         envelope["data"]["bindings"],
         json!({ "kept": [], "heldBack": ["PROBE_TOKEN"] })
