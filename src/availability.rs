@@ -127,6 +127,8 @@ pub(crate) struct Here<'a> {
     pub identity: &'a dyn Fn(&Pack) -> Identity,
     pub machine: &'a Machine,
     pub mode: Mode,
+    /// Why `$HCP_HOME` is readable past the filesystem layer ([`sandbox::home::exposure`]).
+    pub exposed: Option<&'a str>,
 }
 
 /// The four flags for one pack (the policy is the same for both principals).
@@ -145,7 +147,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         sandbox::Needs {
             network: pack.manifest.sandbox.network,
             writes: &pack.manifest.sandbox.write,
-            confined_reads: false,
+            exposed: here.exposed,
         },
     );
     let missing: Vec<&str> = sandbox::missing(&layers)
@@ -257,6 +259,7 @@ mod tests {
             },
             machine,
             mode,
+            exposed: None,
         };
         check(catalog.get(id).unwrap(), &here)
     }

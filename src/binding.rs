@@ -160,6 +160,23 @@ impl Store {
         self.packs.get(pack)?.get(key)
     }
 
+    /// Every value the store holds or names (`--from-env` variables set in `env`),
+    /// for every pack, with its key: what redaction hides from any pack's output,
+    /// whichever pack found it.
+    pub(crate) fn every_value(&self, env: &BTreeMap<String, String>) -> Vec<(String, Secret)> {
+        self.packs
+            .values()
+            .flat_map(|keys| keys.iter())
+            .filter_map(|(key, binding)| match &binding.bound {
+                Bound::Value(secret) => Some((key.clone(), secret.clone())),
+                Bound::FromEnv(var) => env
+                    .get(var)
+                    .filter(|value| !value.is_empty())
+                    .map(|value| (key.clone(), Secret(value.clone()))),
+            })
+            .collect()
+    }
+
     /// Whether the pack has any stored binding (so its identity is worth computing).
     pub(crate) fn has_any(&self, pack: &str) -> bool {
         self.packs.get(pack).is_some_and(|keys| !keys.is_empty())
@@ -272,6 +289,46 @@ mod tests {
         assert_eq!(
             store.resolve("p", "C", &env, &here),
             Resolved::HeldBack { bound_for: None }
+        );
+    }
+
+    #[test]
+    fn every_value_of_every_pack_is_listed_for_redaction() {
+        let mut store = Store::default();
+        let id = identity("builtin:a", None);
+        store.packs.entry("a".into()).or_default().insert(
+            "A_KEY".into(),
+            Binding {
+                bound: Bound::Value(Secret::new("value-a".into())),
+                pack: Some(id.clone()),
+            },
+        );
+        store.packs.entry("b".into()).or_default().insert(
+            "B_KEY".into(),
+            Binding {
+                bound: Bound::FromEnv("B_VAR".into()),
+                pack: None,
+            },
+        );
+        store.packs.entry("b".into()).or_default().insert(
+            "C_KEY".into(),
+            Binding {
+                bound: Bound::FromEnv("UNSET".into()),
+                pack: Some(id),
+            },
+        );
+        let env: BTreeMap<String, String> = [("B_VAR".to_owned(), "value-b".to_owned())].into();
+        let values: Vec<(String, String)> = store
+            .every_value(&env)
+            .into_iter()
+            .map(|(key, secret)| (key, secret.expose().to_owned()))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                ("A_KEY".to_owned(), "value-a".to_owned()),
+                ("B_KEY".to_owned(), "value-b".to_owned())
+            ]
         );
     }
 

@@ -40,6 +40,8 @@ pub(crate) struct PlanText<'a> {
     pub child: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [String],
+    /// What it reads beyond the system folders.
+    pub reads: &'a [std::path::PathBuf],
     pub layers: &'a [LayerReport],
 }
 
@@ -49,13 +51,17 @@ pub(crate) struct PlanText<'a> {
 pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
     let child: Vec<std::borrow::Cow<'_, str>> =
         plan.child.iter().map(|arg| shell_words::quote(arg)).collect();
+    let reads: Vec<String> = std::iter::once("the system folders".to_owned())
+        .chain(plan.reads.iter().map(|path| path.display().to_string()))
+        .collect();
     let mut text = format!(
-        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nsandbox:\n",
+        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nreads:    {}\nsandbox:\n",
         plan.decision,
         plan.rule,
         child.join(" "),
         plan.cwd.display(),
         plan.env.join(", "),
+        reads.join(", "),
     );
     for layer in plan.layers {
         let state = match (layer.enforced, layer.needed) {

@@ -41,6 +41,7 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 &load_policies(ctx),
                 &load_bindings(ctx),
                 ctx.session.sandbox.machine(),
+                crate::sandbox::home::exposure(&ctx.home).as_deref(),
             )
         }
     };

@@ -21,12 +21,13 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     // A pack with no network and no write paths needs every layer there is.
+    let exposed = crate::sandbox::home::exposure(&ctx.home);
     let layers = crate::sandbox::layers(
         ctx.session.sandbox.machine(),
         crate::sandbox::Needs {
             network: false,
             writes: &[],
-            confined_reads: false,
+            exposed: exposed.as_deref(),
         },
     );
     let text = render::doctor_text(&Doctor {

@@ -20,12 +20,13 @@ use crate::context::{Context, env_vars};
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::install;
 use crate::invocation::{self, InvocationError};
-use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS, ScalarType};
+use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS};
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
 use crate::render::{self, PlanText, Question};
 use crate::runtime::{self, Ending, Finished};
-use crate::sandbox::{self, ChildPlan, LayerReport, Mode, Needs, Reads};
+use crate::sandbox::reads::ReadsError;
+use crate::sandbox::{self, ChildPlan, HomeView, LayerReport, Mode, Needs, Reads};
 
 /// One exec request, as parsed.
 #[derive(Debug, Clone)]
@@ -86,8 +87,9 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     let mut bindings = read_bindings(ctx, target.pack);
     let plan = decide(ctx, request, &target, &bindings, audit).await?;
     let pinned = bindings.pinned.take();
+    let every = std::mem::take(&mut bindings.every);
     let bound = bind(target.pack, bindings)?;
-    audit.redactor = Redactor::new(&bound);
+    audit.redactor = Redactor::new(&[bound.as_slice(), every.as_slice()].concat());
     let program = runnable(ctx, &target, &plan)?;
     if request.args.dry_run {
         return Ok(dry_run(ctx, &plan));
@@ -229,7 +231,12 @@ struct Plan {
     args: Vec<String>,
     /// Write grants: the manifest's, for commands that are not reads.
     writes: Vec<String>,
-    confined_reads: bool,
+    /// `$HCP_HOME` and every path of it.
+    home: HomeView,
+    /// The read allowlist beyond the system folders, or why it cannot be granted.
+    reads: Result<Reads, ReadsError>,
+    /// The same as paths, for people and `--dry-run`.
+    read: Vec<PathBuf>,
     layers: Vec<LayerReport>,
     env_names: Vec<String>,
     /// What a person confirms: the command, its effect, the folder, every parameter.
@@ -268,15 +275,40 @@ fn plan(
     } else {
         manifest.sandbox.write.clone()
     };
-    let confined_reads = command.params.iter().any(|param| param.ty == ScalarType::Path);
+    let home = ctx.session.sandbox.home_view(&ctx.home);
+    let reads = match &program {
+        Ok(program) => sandbox::reads::reads(&sandbox::reads::Request {
+            home: &home,
+            user_home: ctx.var(env_vars::HOME).map(Path::new),
+            cwd: &ctx.cwd,
+            pack_dir: match &target.pack.origin {
+                Origin::Installed { dir } => Some(dir.as_path()),
+                Origin::Builtin { .. } => None,
+            },
+            program,
+            path_var: ctx.var(env_vars::PATH),
+            declared: &manifest.sandbox.read,
+        }),
+        Err(_) => Ok(Reads::default()),
+    };
+    let exposed = sandbox::home::exposure(home.real());
     let layers = sandbox::layers(
         ctx.session.sandbox.machine(),
         Needs {
             network: manifest.sandbox.network,
             writes: &writes,
-            confined_reads,
+            exposed: exposed.as_deref(),
         },
     );
+    let read: Vec<PathBuf> = match &reads {
+        Ok(reads) => reads
+            .outside
+            .iter()
+            .cloned()
+            .chain(reads.pack.iter().map(|relative| home.real().join(relative)))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     let mut env_names: Vec<String> = sandbox::PASSED_ENV
         .iter()
         .filter(|name| **name == "PATH" || ctx.var(name).is_some())
@@ -292,7 +324,9 @@ fn plan(
         program,
         args: target.args.clone(),
         writes,
-        confined_reads,
+        home,
+        reads,
+        read,
         layers,
         env_names,
         summary,
@@ -314,7 +348,7 @@ fn plan(
             "mode": ctx.sandbox_mode,
             "network": manifest.sandbox.network,
             "write": plan.writes,
-            "reads": if confined_reads { "confined" } else { "everywhere" },
+            "read": plan.read,
             "layers": to_json(&plan.layers),
         },
     });
@@ -405,6 +439,9 @@ struct Bindings {
     held_back: Vec<(String, String)>,
     /// Why the store cannot be used, when the pack has bindings and it cannot.
     unusable: Option<String>,
+    /// Every value bound for any pack: redacted from this call's output too, so no
+    /// pack prints another's credential, wherever it found it.
+    every: Vec<(String, Secret)>,
 }
 
 fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
@@ -414,18 +451,19 @@ fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
         pinned: None,
         held_back: Vec::new(),
         unusable: None,
+        every: Vec::new(),
     };
-    if manifest.bindings.is_empty() {
-        return bindings;
-    }
     let store = match Store::load(&ctx.bindings_path()) {
         Ok(store) => store,
         Err(error) => {
-            bindings.unusable = Some(error.to_string());
+            if !manifest.bindings.is_empty() {
+                bindings.unusable = Some(error.to_string());
+            }
             return bindings;
         }
     };
-    if !store.has_any(&manifest.id) {
+    bindings.every = store.every_value(&ctx.env);
+    if manifest.bindings.is_empty() || !store.has_any(&manifest.id) {
         return bindings;
     }
     let (current, files) = install::identity_and_files(&ctx.home, pack);
@@ -515,27 +553,6 @@ fn sandbox_failure(error: String) -> Failure {
     .next("hcpx doctor")
 }
 
-/// What a command with confined reads may still read besides the working directory
-/// and the system's folders: its CLI's folder, the pack's, the folders on PATH, and
-/// the manifest's `sandbox.read` (`~/` in the caller's home).
-fn extra_reads(ctx: &Context, program: &Path, pack: &Pack) -> Vec<PathBuf> {
-    let mut reads: Vec<PathBuf> = program.parent().map(Path::to_path_buf).into_iter().collect();
-    if let Origin::Installed { dir } = &pack.origin {
-        reads.push(dir.clone());
-    }
-    for read in &pack.manifest.sandbox.read {
-        match (read.strip_prefix("~/"), ctx.var(env_vars::HOME)) {
-            (Some(rest), Some(home)) => reads.push(Path::new(home).join(rest)),
-            (Some(_), None) => {}
-            (None, _) => reads.push(PathBuf::from(read)),
-        }
-    }
-    if let Some(path) = ctx.var(env_vars::PATH) {
-        reads.extend(std::env::split_paths(path).filter(|dir| dir.is_absolute()));
-    }
-    reads
-}
-
 /// Step 4, first half (also for `--dry-run`): the pack's CLI is found, and the
 /// sandbox it needs can be enforced here (in strict mode).
 fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'p PathBuf, Failure> {
@@ -547,6 +564,17 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
     // or whose file is not a runnable regular file, is refused here.
     if let Some((problem, fix)) = crate::availability::cli_problem(target.pack, &ctx.env) {
         return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
+    }
+    if let Err(error) = &plan.reads {
+        let next = match (error, &target.pack.origin) {
+            (ReadsError::CwdInHome { .. }, _) => "run it from a folder outside HCP_HOME".to_owned(),
+            (ReadsError::Declared { .. }, Origin::Installed { dir }) => format!(
+                "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
+                shell_words::quote(&dir.display().to_string())
+            ),
+            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => "hcpx doctor".to_owned(),
+        };
+        return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
     }
     let missing: Vec<&LayerReport> = sandbox::missing(&plan.layers);
     if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
@@ -614,12 +642,8 @@ fn confine(
         env: sandbox::child_env(&ctx.env, tmpdir.path(), bound),
         tmpdir: tmpdir.path().to_path_buf(),
         writes: plan.writes.clone(),
-        home: ctx.home.clone(),
-        reads: if plan.confined_reads {
-            Reads::Confined(extra_reads(ctx, program, target.pack))
-        } else {
-            Reads::Everywhere
-        },
+        home: plan.home.clone(),
+        reads: plan.reads.clone().unwrap_or_default(),
         network: target.pack.manifest.sandbox.network,
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
@@ -640,6 +664,7 @@ fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
         child: &child,
         cwd: &ctx.cwd,
         env: &plan.env_names,
+        reads: &plan.read,
         layers: &plan.layers,
     });
     Reply {

@@ -124,6 +124,7 @@ pub(crate) fn flags(
     policies: &Policies,
     bindings: &Result<Store, String>,
     machine: &crate::sandbox::Machine,
+    exposed: Option<&str>,
 ) -> crate::availability::Availability {
     crate::availability::check(
         pack,
@@ -134,6 +135,7 @@ pub(crate) fn flags(
             identity: &|pack| crate::install::identity(&ctx.home, pack),
             machine,
             mode: ctx.sandbox_mode,
+            exposed,
         },
     )
 }

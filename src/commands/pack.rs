@@ -19,7 +19,15 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 .next("hcpx pack new ID   (to start a pack)"),
         );
     }
-    match catalog::load_dir(&dir) {
+    let loaded = catalog::load_dir(&dir).and_then(|(manifest, skill)| {
+        let problems = home_problems(ctx, &manifest.sandbox.read);
+        if problems.is_empty() {
+            Ok((manifest, skill))
+        } else {
+            Err(problems)
+        }
+    });
+    match loaded {
         Ok((manifest, _)) => {
             let commands: Vec<&str> = manifest
                 .commands
@@ -50,6 +58,32 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
             .data(json!({ "dir": dir, "problems": problems })))
         }
     }
+}
+
+/// The manifest's declared reads that reach this `$HCP_HOME`: a pack never reads it,
+/// so such a pack would be refused at every exec.
+fn home_problems(ctx: &Context, declared: &[String]) -> Vec<crate::manifest::Problem> {
+    let home = ctx.session.sandbox.home_view(&ctx.home);
+    let user_home = ctx.var(crate::context::env_vars::HOME).map(Path::new);
+    declared
+        .iter()
+        .enumerate()
+        .filter_map(|(index, read)| {
+            let path = crate::sandbox::reads::expand(read, user_home)?;
+            let conflict = home.conflict(&path)?;
+            let relation = match conflict {
+                crate::sandbox::home::Conflict::Inside => "is inside",
+                crate::sandbox::home::Conflict::Holds => "holds",
+            };
+            Some(crate::manifest::Problem {
+                path: format!("sandbox.read[{index}]"),
+                message: format!(
+                    "{relation} HCP_HOME ({}), which no pack may read; declare only the files the CLI needs",
+                    home.real().display()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The example binding `pack new` declares: `WEATHER_API_KEY` for `weather`, or
@@ -87,7 +121,7 @@ fn manifest_template(id: &str, key: &str) -> String {
       "required": false
     }}
   }},
-  "sandbox": {{ "network": false, "write": [], "timeoutMs": 30000 }},
+  "sandbox": {{ "network": false, "read": [], "write": [], "timeoutMs": 30000 }},
   "commands": {{
     "hello": {{
       "summary": "Greet someone by name",

@@ -15,11 +15,12 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.session.sandbox.machine();
+    let exposed = crate::sandbox::home::exposure(&ctx.home);
     let results: Vec<SearchResult> = found
         .hits
         .iter()
         .map(|(pack, score)| {
-            let report = flags(ctx, pack, &policies, &bindings, machine);
+            let report = flags(ctx, pack, &policies, &bindings, machine, exposed.as_deref());
             SearchResult {
                 id: pack.manifest.id.clone(),
                 version: pack.manifest.version.to_string(),

@@ -15,7 +15,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
 use super::enter::{Confinement, Keeper};
-use super::{ChildPlan, Control, Machine, Reads, SYSTEM_READS, SandboxError, Support};
+use super::hidden::{self, Shape};
+use super::{
+    ChildPlan, Control, DEVICES, HomeView, LINKED_CONFIG, Machine, SYSTEM_READS, SandboxError, Support,
+};
 
 /// The Landlock ABI with the filesystem rights hcpx asks for: up to ABI 5 (device
 /// ioctls). Newer kernels still enforce these.
@@ -27,17 +30,6 @@ const MIN_FS_ABI: i32 = 3;
 const NET_ABI: i32 = 4;
 /// Signal and abstract unix socket scopes.
 const SCOPE_ABI: i32 = 6;
-/// Devices every pack may use; the rest of `/dev` (terminals, shared memory) is
-/// hidden.
-const DEVICES: [&str; 5] = [
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-];
-/// The folders of `$HCP_HOME` a pack may read: they hold only pack files.
-const HOME_READS: [&str; 3] = ["packs", ".builtin", ".installed"];
 /// Devices every pack may write.
 const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
@@ -163,81 +155,11 @@ pub(super) fn probe() -> Machine {
     }
 }
 
-/// A folder on the way to `$HCP_HOME` as it was when the base layer was built: a
-/// new entry in it changes its modification time, and the layer is built again. In
-/// `$HCP_HOME` itself only its pack folders ([`HOME_READS`]) count (see
-/// [`base_ruleset`]), by identity: its own files come and go without changing the
-/// layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Stamp {
-    dir: PathBuf,
-    dev: u64,
-    ino: u64,
-    mtime: (i64, i64),
-}
-
-fn stamp(dir: &Path, with_mtime: bool) -> Option<Stamp> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(dir).ok()?;
-    Some(Stamp {
-        dir: dir.to_path_buf(),
-        dev: meta.dev(),
-        ino: meta.ino(),
-        mtime: if with_mtime {
-            (meta.mtime(), meta.mtime_nsec())
-        } else {
-            (0, 0)
-        },
-    })
-}
-
-/// What the base layer for these folders depends on.
-fn stamps(dirs: &[PathBuf], home_exists: bool) -> Vec<Stamp> {
-    let ancestors = if home_exists {
-        dirs.len().saturating_sub(1)
-    } else {
-        dirs.len()
-    };
-    let mut stamps: Vec<Stamp> = dirs
-        .iter()
-        .enumerate()
-        .filter_map(|(index, dir)| stamp(dir, index < ancestors))
-        .collect();
-    if let (true, Some(home)) = (home_exists, dirs.last()) {
-        stamps.extend(
-            HOME_READS
-                .iter()
-                .filter_map(|name| stamp(&home.join(name), false)),
-        );
-    }
-    stamps
-}
-
-/// The existing folders from `/` down to `home` (canonical), and whether `home`
-/// itself exists.
-fn chain(home: &Path) -> (Vec<PathBuf>, bool) {
-    let mut existing = home.to_path_buf();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_owned());
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let real = existing.canonicalize().unwrap_or(existing);
-    let mut dirs: Vec<PathBuf> = real.ancestors().map(Path::to_path_buf).collect();
-    dirs.reverse();
-    (dirs, rest.is_empty())
-}
-
-/// A built base layer, for one `$HCP_HOME`, with the stamps it was built from.
+/// A built base layer, for one `$HCP_HOME`, with the shape it was built from.
 #[derive(Debug)]
 struct BaseLayer {
     home: PathBuf,
-    stamps: Vec<Stamp>,
+    shape: Shape,
     ruleset: Arc<OwnedFd>,
 }
 
@@ -246,9 +168,8 @@ pub(super) struct Cache {
     base: Mutex<Option<BaseLayer>>,
     /// The mount namespace with a `/proc` of its own, made once when hcpx may.
     proc: OnceLock<Result<Arc<crate::runtime::ProcNamespace>, String>>,
-    /// `/`, [`SYSTEM_READS`] and [`WRITABLE_DEVICES`], opened once: the call's layer
-    /// names them in every call.
-    system: OnceLock<Vec<(&'static str, Opened)>>,
+    /// The system folders, opened once: the call's layer names them in every call.
+    system: OnceLock<System>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
     filters: [OnceLock<Result<Arc<Filters>, String>>; 2],
 }
@@ -260,25 +181,31 @@ pub(crate) struct Filters {
 }
 
 impl Cache {
-    fn base(&self, home: &Path, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
-        let abi = machine.landlock_abi;
-        let (dirs, home_exists) = chain(home);
-        let stamps = stamps(&dirs, home_exists);
+    /// The layer that hides `$HCP_HOME` (every path of it in `view`) and, as root, the
+    /// system's secrets; built again when a folder on the way changes.
+    fn base(&self, view: &HomeView, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
+        let shape = Shape::of(view, rustix::process::geteuid().is_root());
+        let home = view.real();
         let mut slot = self
             .base
             .lock()
             .map_err(|_| SandboxError::Landlock("the base layer cache is poisoned".into()))?;
         if let Some(built) = slot.as_ref()
             && built.home == home
-            && built.stamps == stamps
+            && built.shape == shape
         {
             return Ok(Arc::clone(&built.ruleset));
         }
         let proc = self.proc_root(machine);
-        let ruleset = Arc::new(base_ruleset(&dirs, home_exists, abi, proc.as_ref())?);
+        let ruleset = Arc::new(hidden::ruleset(
+            &shape,
+            home,
+            machine.landlock_abi,
+            proc.as_ref(),
+        )?);
         *slot = Some(BaseLayer {
             home: home.to_path_buf(),
-            stamps,
+            shape,
             ruleset: Arc::clone(&ruleset),
         });
         Ok(ruleset)
@@ -320,14 +247,30 @@ impl Cache {
             .and_then(|proc| proc.proc.try_clone().ok())
     }
 
-    fn system(&self, machine: &Machine) -> &[(&'static str, Opened)] {
+    fn system(&self, machine: &Machine) -> &System {
         self.system.get_or_init(|| {
             let proc = self.proc_root(machine);
-            std::iter::once("/")
-                .chain(SYSTEM_READS)
-                .chain(WRITABLE_DEVICES)
-                .filter_map(|path| open_root(Path::new(path), proc.as_ref()).map(|opened| (path, opened)))
-                .collect()
+            let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
+            // The folders that `/etc` files lead to when they are links (systemd-resolved
+            // keeps `resolv.conf` in `/run/systemd/resolve`).
+            let linked: Vec<PathBuf> = LINKED_CONFIG
+                .iter()
+                .filter_map(|file| Path::new(file).canonicalize().ok())
+                .filter_map(|real| real.parent().map(Path::to_path_buf))
+                .filter(|dir| !covered(dir) && dir != Path::new("/"))
+                .collect();
+            let reads = SYSTEM_READS
+                .iter()
+                .chain(DEVICES.iter())
+                .map(PathBuf::from)
+                .chain(linked)
+                .filter_map(|path| open_root(&path, proc.as_ref()))
+                .collect();
+            let writable = WRITABLE_DEVICES
+                .iter()
+                .filter_map(|path| Opened::path(Path::new(path)))
+                .collect();
+            System { reads, writable }
         })
     }
 
@@ -350,16 +293,25 @@ impl Cache {
     }
 }
 
+/// The system's folders and devices, opened once per process.
+#[derive(Debug)]
+struct System {
+    /// [`SYSTEM_READS`], [`DEVICES`] and the folders linked configuration leads to.
+    reads: Vec<Opened>,
+    /// [`WRITABLE_DEVICES`].
+    writable: Vec<Opened>,
+}
+
 /// A file or folder opened once (`O_PATH`) to be named in Landlock rules, and
 /// whether it is a folder (a file takes only file rights).
 #[derive(Debug)]
-struct Opened {
+pub(super) struct Opened {
     fd: OwnedFd,
     dir: bool,
 }
 
 /// Opens a path for rules; `/proc` as the pack will see it, when it gets its own.
-fn open_root(path: &Path, proc: Option<&OwnedFd>) -> Option<Opened> {
+pub(super) fn open_root(path: &Path, proc: Option<&OwnedFd>) -> Option<Opened> {
     match proc {
         Some(proc) if path == Path::new("/proc") => proc.try_clone().ok().map(|fd| Opened { fd, dir: true }),
         _ => Opened::path(path),
@@ -369,13 +321,13 @@ fn open_root(path: &Path, proc: Option<&OwnedFd>) -> Option<Opened> {
 impl Opened {
     /// `None` when the path does not exist (or is gone since it was listed): it
     /// simply gets no rule.
-    fn path(path: &Path) -> Option<Self> {
+    pub(super) fn path(path: &Path) -> Option<Self> {
         use rustix::fs::{Mode, OFlags};
         let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
         Some(Self::fd(fd))
     }
 
-    fn fd(fd: OwnedFd) -> Self {
+    pub(super) fn fd(fd: OwnedFd) -> Self {
         let dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
             rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
         });
@@ -384,16 +336,16 @@ impl Opened {
 }
 
 /// A Landlock ruleset being filled, with the filesystem rights this kernel handles.
-struct Rules {
-    fd: OwnedFd,
-    all: landlock::BitFlags<AccessFs>,
+pub(super) struct Rules {
+    pub(super) fd: OwnedFd,
+    pub(super) all: landlock::BitFlags<AccessFs>,
     file: landlock::BitFlags<AccessFs>,
 }
 
 impl Rules {
     /// Creates a ruleset handling every filesystem right of [`FS_ABI`] this kernel
     /// knows; `extra` adds network rights and scopes, as hard requirements.
-    fn new(
+    pub(super) fn new(
         abi: i32,
         extra: impl FnOnce(Ruleset) -> Result<Ruleset, landlock::RulesetError>,
     ) -> Result<Self, SandboxError> {
@@ -419,7 +371,11 @@ impl Rules {
     /// Allows `access` beneath an opened path (narrowed for a file), with one system
     /// call: the rule's sources are opened once and kept (see [`Cache`]).
     #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
-    fn allow(&self, opened: &Opened, access: landlock::BitFlags<AccessFs>) -> Result<(), SandboxError> {
+    pub(super) fn allow(
+        &self,
+        opened: &Opened,
+        access: landlock::BitFlags<AccessFs>,
+    ) -> Result<(), SandboxError> {
         use std::os::fd::AsRawFd as _;
         #[repr(C, packed)]
         struct PathBeneathAttr {
@@ -451,52 +407,6 @@ impl Rules {
             )))
         }
     }
-}
-
-/// Everything but `$HCP_HOME` (whose pack folders, [`HOME_READS`], stay readable:
-/// they hold only pack files), and of `/dev` only [`DEVICES`]. Each folder on the way
-/// to `$HCP_HOME` stays listable; all its other entries get full access, which the
-/// call's layer narrows.
-fn base_ruleset(
-    dirs: &[PathBuf],
-    home_exists: bool,
-    abi: i32,
-    proc: Option<&OwnedFd>,
-) -> Result<OwnedFd, SandboxError> {
-    let mut roots = Vec::new();
-    for (index, dir) in dirs.iter().enumerate() {
-        let next = dirs.get(index + 1);
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        if next.is_none() && home_exists {
-            // `$HCP_HOME` itself.
-            roots.extend(
-                HOME_READS
-                    .iter()
-                    .map(|name| dir.join(name))
-                    .filter(|path| path.exists()),
-            );
-            continue;
-        }
-        roots.extend(
-            entries
-                .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| Some(path) != next && path != Path::new("/dev")),
-        );
-    }
-    if !dirs.iter().any(|dir| dir == Path::new("/dev")) {
-        roots.extend(DEVICES.iter().map(PathBuf::from));
-    }
-    let rules = Rules::new(abi, Ok)?;
-    for root in roots.iter().filter_map(|root| open_root(root, proc)) {
-        rules.allow(&root, rules.all)?;
-    }
-    for dir in dirs.iter().filter_map(|dir| Opened::path(dir)) {
-        rules.allow(&dir, AccessFs::ReadDir.into())?;
-    }
-    Ok(rules.fd)
 }
 
 /// The keeper's layer: nothing but the signal scope, as a hard requirement.
@@ -577,31 +487,25 @@ fn call_ruleset(
     })?;
     let read = AccessFs::from_read(FS_ABI);
     let system = cache.system(machine);
-    let cached = |path: &str| {
-        system
-            .iter()
-            .find(|(known, _)| *known == path)
-            .map(|(_, opened)| opened)
-    };
-    match &plan.reads {
-        Reads::Everywhere => {
-            if let Some(root) = cached("/") {
-                rules.allow(root, read)?;
-            }
+    for opened in &system.reads {
+        rules.allow(opened, read)?;
+    }
+    let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
+    for path in plan.reads.outside.iter().filter(|path| !covered(path)) {
+        if let Some(opened) = Opened::path(path) {
+            rules.allow(&opened, read)?;
         }
-        Reads::Confined(extra) => {
-            for (_, opened) in system.iter().filter(|(path, _)| SYSTEM_READS.contains(path)) {
-                rules.allow(opened, read)?;
-            }
-            let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
-            for path in std::iter::once(&plan.cwd).chain(extra.iter().filter(|path| !covered(path))) {
-                if let Some(opened) = Opened::path(path) {
-                    rules.allow(&opened, read)?;
-                }
+    }
+    if !plan.reads.pack.is_empty()
+        && let Some(home) = hidden::open_home(plan.home.real())
+    {
+        for relative in &plan.reads.pack {
+            if let Some(opened) = hidden::open_beneath(&home, relative) {
+                rules.allow(&opened, read)?;
             }
         }
     }
-    for device in WRITABLE_DEVICES.iter().filter_map(|device| cached(device)) {
+    for device in &system.writable {
         rules.allow(device, rules.all)?;
     }
     if let Some(tmpdir) = Opened::path(&plan.tmpdir) {
@@ -616,7 +520,10 @@ fn call_ruleset(
 /// The seccomp program: on x86_64 first a guard that refuses the x32 ABI (its
 /// system call numbers would slip past the rules), then the rules: no kernel
 /// keyrings, no io_uring (it would make sockets past the filter), no terminal input
-/// injection, and without the network no socket but unix socket pairs.
+/// injection, no System V IPC or POSIX message queues (kept by the kernel after the
+/// call, and readable by the next one), no socket but unix socket pairs without the
+/// network, and with it only IPv4 and IPv6 sockets (no unix socket by path or name,
+/// no netlink, no raw packets).
 fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
@@ -639,6 +546,23 @@ fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_mq_timedsend,
+        libc::SYS_mq_timedreceive,
+        libc::SYS_mq_notify,
+        libc::SYS_mq_getsetattr,
     ]
     .into_iter()
     .map(|nr| (nr, Vec::new()))
@@ -650,13 +574,22 @@ fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler
             when(1, SeccompCmpOp::Eq, u64::from(libc::TIOCLINUX as u32))?,
         ],
     );
-    if !network {
-        rules.insert(libc::SYS_socket, Vec::new());
+    if network {
+        let family = |op, value: i32| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, value as u64);
         rules.insert(
-            libc::SYS_socketpair,
-            vec![when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![
+                family(SeccompCmpOp::Ne, libc::AF_INET)?,
+                family(SeccompCmpOp::Ne, libc::AF_INET6)?,
+            ])?],
         );
+    } else {
+        rules.insert(libc::SYS_socket, Vec::new());
     }
+    rules.insert(
+        libc::SYS_socketpair,
+        vec![when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
+    );
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -748,20 +681,6 @@ pub(super) fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_chain_runs_from_root_to_the_deepest_existing_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let (dirs, exists) = chain(&root.join("a/b"));
-        assert!(!exists);
-        assert_eq!(dirs.first().unwrap(), Path::new("/"));
-        assert_eq!(dirs.last().unwrap(), &root);
-        std::fs::create_dir_all(root.join("a/b")).unwrap();
-        let (dirs, exists) = chain(&root.join("a/b"));
-        assert!(exists);
-        assert_eq!(dirs.last().unwrap(), &root.join("a/b"));
-    }
 
     #[test]
     fn write_grants_stay_beneath_the_working_directory() {

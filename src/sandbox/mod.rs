@@ -26,23 +26,59 @@ use crate::binding::Secret;
 
 mod enter;
 #[cfg(target_os = "linux")]
+mod hidden;
+pub mod home;
+#[cfg(target_os = "linux")]
 mod linux;
+pub mod reads;
 
 pub use enter::Confinement;
 #[cfg(target_os = "linux")]
 pub(crate) use enter::supervise;
+#[cfg(target_os = "linux")]
+pub use hidden::ROOT_SECRETS;
+pub use home::HomeView;
+pub use reads::Reads;
 
 /// Environment names passed through from the caller (see docs/sandbox.md); TMPDIR is replaced.
 pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
 /// PATH for the child when the caller has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
-/// Folders a command that takes `path` parameters may still read besides the
-/// working directory: what programs and their libraries, locales, certificates and
-/// configuration need. `$HOME` is not among them.
-pub const SYSTEM_READS: [&str; 15] = [
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys", "/dev",
-    "/nix", "/gnu", "/snap",
+/// The system folders every pack reads (docs/sandbox.md): what programs, their
+/// libraries, locales, certificates and configuration need. Of `/dev` only the
+/// harmless devices are read (see [`DEVICES`]); `$HOME`, `/tmp`, `/var` and `/run`
+/// are not here.
+pub const SYSTEM_READS: [&str; 17] = [
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/nix/store",
+    "/nix/var/nix/profiles",
+    "/gnu/store",
+    "/snap",
+    "/run/current-system",
+    "/home/linuxbrew/.linuxbrew",
 ];
+/// The devices every pack may use; the rest of `/dev` (terminals, shared memory) is
+/// hidden.
+pub const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+/// Files of `/etc` that are often links out of the system folders (systemd-resolved
+/// keeps `resolv.conf` in `/run`): the folder each leads to is read too.
+pub const LINKED_CONFIG: [&str; 3] = ["/etc/resolv.conf", "/etc/hosts", "/etc/localtime"];
 
 /// How strictly missing layers are treated (`HCP_SANDBOX`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -186,9 +222,10 @@ pub struct Needs<'a> {
     pub network: bool,
     /// Write grants (relative to the working directory); empty for read commands.
     pub writes: &'a [String],
-    /// The command takes `path` parameters, so it reads only the working directory
-    /// and system folders.
-    pub confined_reads: bool,
+    /// Why `$HCP_HOME` can be read past the filesystem layer here (a state file
+    /// with a second hard link, see [`home::exposed`]): the layer then does not
+    /// hold, and is reported as not enforced.
+    pub exposed: Option<&'a str>,
 }
 
 /// The layers for one command on this machine.
@@ -213,11 +250,6 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
         "its private temporary folder".to_owned()
     } else {
         format!("{} and its private temporary folder", needs.writes.join(", "))
-    };
-    let reads = if needs.confined_reads {
-        "reads only the working directory, the pack and system folders (it takes paths)"
-    } else {
-        "reads anything but HCP_HOME"
     };
     let network = if needs.network {
         LayerReport {
@@ -266,12 +298,22 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             true,
             "no capabilities, no_new_privs: setuid files and file capabilities give nothing".to_owned(),
         ),
-        kernel(
-            "filesystem",
-            &machine.landlock,
-            true,
-            format!("Landlock: {reads}; writes only {writes}"),
-        ),
+        match needs.exposed {
+            Some(why) if machine.landlock.enforced => LayerReport {
+                layer: "filesystem",
+                enforced: false,
+                needed: true,
+                detail: why.to_owned(),
+            },
+            _ => kernel(
+                "filesystem",
+                &machine.landlock,
+                true,
+                format!(
+                    "Landlock: reads only the system folders, the working directory, the pack's own files and what it declares, never HCP_HOME; writes only {writes}"
+                ),
+            ),
+        },
         kernel(
             "process-isolation",
             &machine.scopes,
@@ -327,17 +369,6 @@ pub fn child_env(
     env
 }
 
-/// What the pack's command may read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reads {
-    /// Anything but `$HCP_HOME`.
-    Everywhere,
-    /// The working directory, [`SYSTEM_READS`] and these folders (the pack's own,
-    /// its CLI's, the folders on PATH), for commands that take `path` parameters:
-    /// a link swapped after the check still cannot lead the CLI out.
-    Confined(Vec<PathBuf>),
-}
-
 /// What the pack's CLI should run, before the sandbox is applied.
 #[derive(Debug, Clone)]
 pub struct ChildPlan {
@@ -352,9 +383,11 @@ pub struct ChildPlan {
     /// Write grants relative to `cwd`, as the manifest has them; resolved without
     /// following links out of `cwd`.
     pub writes: Vec<String>,
-    /// `$HCP_HOME`: never readable nor writable, but for its `packs`, `.builtin` and `.installed`
-    /// folders, which hold only pack files.
-    pub home: PathBuf,
+    /// `$HCP_HOME` and every path of it: never readable nor writable, but for the
+    /// pack's own files in [`Reads::pack`].
+    pub home: HomeView,
+    /// The allowlist beyond [`SYSTEM_READS`], [`DEVICES`] and the temporary folder
+    /// (see [`reads::reads`]).
     pub reads: Reads,
     pub network: bool,
 }
@@ -419,6 +452,8 @@ pub struct Cache {
     /// The folder the calls' private temporary folders are made in (see
     /// [`Cache::private_temp`]), and the folder it is in.
     temp: std::sync::Mutex<Option<(PathBuf, tempfile::TempDir)>>,
+    /// The mount table, read again only when it changed.
+    mounts: std::sync::Mutex<home::MountTable>,
     #[cfg(target_os = "linux")]
     linux: linux::Cache,
 }
@@ -443,6 +478,15 @@ impl Cache {
             #[cfg(not(target_os = "linux"))]
             probe()
         })
+    }
+
+    /// `$HCP_HOME` and every other path of it, from the mount table as it is now.
+    pub fn home_view(&self, home: &Path) -> HomeView {
+        match self.mounts.lock() {
+            Ok(mut mounts) => HomeView::new(home, mounts.current()),
+            // A poisoned table is read afresh.
+            Err(_) => HomeView::new(home, home::MountTable::default().current()),
+        }
     }
 
     /// A call's private temporary folder, removed when dropped. It is made in a
@@ -497,7 +541,7 @@ mod tests {
     const READ_ONLY: Needs<'static> = Needs {
         network: false,
         writes: &[],
-        confined_reads: false,
+        exposed: None,
     };
 
     #[test]
@@ -595,13 +639,13 @@ mod tests {
             Needs {
                 network: false,
                 writes: &["out".to_owned()],
-                confined_reads: true,
+                exposed: None,
             },
         );
         let filesystem = reports.iter().find(|layer| layer.layer == "filesystem").unwrap();
         assert_eq!(
             filesystem.detail,
-            "Landlock: reads only the working directory, the pack and system folders (it takes paths); writes only out and its private temporary folder"
+            "Landlock: reads only the system folders, the working directory, the pack's own files and what it declares, never HCP_HOME; writes only out and its private temporary folder"
         );
         let names: Vec<&str> = reports.iter().map(|layer| layer.layer).collect();
         assert_eq!(

@@ -652,7 +652,18 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
     assert_eq!(layers.len(), 14);
     assert!(layers.iter().all(|(_, enforced)| *enforced), "{layers:?}");
     assert_eq!(data["sandbox"]["write"], json!(["out"]));
-    assert_eq!(data["sandbox"]["reads"], json!("everywhere"));
+    // What it reads beyond the system folders: the working directory, the folders
+    // on PATH, and its own folder in HCP_HOME.
+    assert_eq!(
+        data["sandbox"]["read"],
+        json!([
+            "[TEMP]/work",
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+            "[TEMP]/home/packs/probe"
+        ])
+    );
     // The text a person reads quotes the child's arguments as a shell needs them.
     let output = env.run(&["exec", "probe", "args", "--dry-run", "--", "text=a b"]);
     assert_eq!(output.code, 0, "{output}");
@@ -665,10 +676,15 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
         ),
         "{text}"
     );
-    // `args` takes a path, so it reads only the working directory and system folders.
     assert!(
         text.contains(
-            "\n  filesystem         on       Landlock: reads only the working directory, the pack and system folders (it takes paths); writes only its private temporary folder\n"
+            "\nreads:    the system folders, [TEMP]/work, /usr/local/bin, /usr/bin, /bin, [TEMP]/home/packs/probe\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\n  filesystem         on       Landlock: reads only the system folders, the working directory, the pack's own files and what it declares, never HCP_HOME; writes only its private temporary folder\n"
         ),
         "{text}"
     );

@@ -21,6 +21,8 @@ mod exec;
 mod http;
 mod index;
 mod install;
+mod ipc;
+mod layouts;
 mod mcp;
 mod npm;
 mod pack;

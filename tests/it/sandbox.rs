@@ -348,29 +348,40 @@ impl Drop for Server {
     }
 }
 
-/// Escape 6: Without the network no unix socket opens, by path or abstract name, as root
-/// too; with it, the same command connects.
+/// Escape 6: No unix socket opens, by path or abstract name, as root too: not without
+/// the network, and not with it either (`"network": true` is IPv4 and IPv6, and a
+/// root-owned socket such as `docker.sock` would be a way out of every layer). TCP
+/// still works with the network: the control.
 #[test]
-fn no_unix_socket_opens_without_the_network() {
+fn no_unix_socket_opens_with_or_without_the_network() {
     use std::os::linux::net::SocketAddrExt as _;
     let env = attacker_env();
     let path = env.root.path().join("outside.sock");
     let _by_path = Server::serve(UnixListener::bind(&path).unwrap());
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
     let name = format!("hcpx-test-{}", std::process::id());
     let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
     let _abstract = Server::serve(UnixListener::bind_addr(&address).unwrap());
     let targets = [path.display().to_string(), format!("@{name}")];
-    for target in &targets {
-        let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
-        assert_eq!(output.code, 1, "{target}: {output}");
-        assert!(output.stderr.contains("PermissionError"), "{output}");
-        assert!(!output.stdout.contains("connected"), "{output}");
+    for network in [false, true] {
+        set_network(&env, "attacker", network);
+        for target in &targets {
+            let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
+            assert_eq!(output.code, 1, "network {network}, {target}: {output}");
+            assert!(output.stderr.contains("PermissionError"), "{output}");
+            assert!(!output.stdout.contains("connected"), "{output}");
+        }
     }
-    set_network(&env, "attacker", true);
-    for target in &targets {
-        let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
-        assert_eq!(output.stdout, "connected hi\n", "{target}: {output}");
-    }
+    set_network(&env, "probe", true);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let output = env.run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "connected\n"),
+        "{output}"
+    );
 }
 
 /// Renames a new link over `link`: the swap is atomic, as an attacker's would be.

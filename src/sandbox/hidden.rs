@@ -1,0 +1,302 @@
+//! The Landlock layer that hides `$HCP_HOME` (Linux): everything but every path of
+//! it the mount table shows ([`HomeView`]), and, when hcpx runs as root, the system's
+//! files that hold secrets only root reads ([`ROOT_SECRETS`]).
+//!
+//! Landlock cannot grant a folder minus a subfolder, so the layer grants, in each
+//! folder on the way to a hidden path, every entry but the one leading there. Each
+//! entry is opened without following links: a link is granted as nothing (its target
+//! is reached, or not, by its own path), and an entry that is the same folder as a
+//! hidden path or one on the way to it (a bind mount the table does not show) is left
+//! out. The folders on the way stay listable. The call's own layer then narrows this
+//! to the allowlist; the two intersect.
+
+use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use landlock::AccessFs;
+
+use super::home::HomeView;
+use super::linux::{Opened, Rules, open_root};
+use super::{DEVICES, SandboxError};
+
+/// Files and folders of the system that only root reads, and that hold secrets:
+/// password hashes, sudo rules, TLS, Kerberos, VPN and Wi-Fi keys. Hidden when hcpx
+/// runs as root (a pack then runs as root, without capabilities but the owner of
+/// these files); for anyone else the files' own modes keep them unread.
+pub const ROOT_SECRETS: [&str; 16] = [
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/security/opasswd",
+    "/etc/ssl/private",
+    "/etc/krb5.keytab",
+    "/etc/ipsec.secrets",
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    "/etc/wireguard",
+    "/etc/NetworkManager/system-connections",
+    "/etc/letsencrypt",
+    "/etc/libvirt/secrets",
+];
+/// The folder of the SSH server's host keys: its `ssh_host_*_key` files are private.
+const HOST_KEYS: &str = "/etc/ssh";
+/// The folders of `$HCP_HOME` a pack may read: they hold only pack files (the call's
+/// layer narrows them to the pack's own).
+pub(super) const HOME_READS: [&str; 3] = ["packs", ".builtin", ".installed"];
+/// What is hidden: every path of `$HCP_HOME`, then (as root) the secrets that exist.
+fn holes(view: &HomeView, root: bool) -> Vec<PathBuf> {
+    let mut holes = view.aliases.clone();
+    if root {
+        holes.extend(
+            ROOT_SECRETS
+                .iter()
+                .map(PathBuf::from)
+                .filter(|path| path.symlink_metadata().is_ok()),
+        );
+        if let Ok(entries) = std::fs::read_dir(HOST_KEYS) {
+            let mut keys: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with("ssh_host_") && name.ends_with("_key")
+                })
+                .map(|entry| entry.path())
+                .collect();
+            keys.sort();
+            holes.extend(keys);
+        }
+    }
+    holes
+}
+
+/// A folder on the way to a hidden path as it was when the layer was built: a new
+/// entry changes its modification time, and the layer is built again. A hidden path
+/// and `$HCP_HOME`'s pack folders count by identity only: their own files come and go
+/// without changing the layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Stamp {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+}
+
+fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(Stamp {
+        path: path.to_path_buf(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+        mtime: if with_mtime {
+            (meta.mtime(), meta.mtime_nsec())
+        } else {
+            (0, 0)
+        },
+    })
+}
+
+/// What a layer was built from, to tell whether it still holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Shape {
+    holes: Vec<PathBuf>,
+    /// The folders on the way, `/` first.
+    ways: Vec<PathBuf>,
+    stamps: Vec<Stamp>,
+}
+
+impl Shape {
+    pub(super) fn of(view: &HomeView, root: bool) -> Self {
+        let holes = holes(view, root);
+        let mut ways = BTreeSet::new();
+        ways.insert(PathBuf::from("/"));
+        for hole in &holes {
+            ways.extend(hole.ancestors().skip(1).map(Path::to_path_buf));
+        }
+        let ways: Vec<PathBuf> = ways.into_iter().collect();
+        let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
+        stamps.extend(holes.iter().filter_map(|hole| stamp(hole, false)));
+        stamps.extend(
+            HOME_READS
+                .iter()
+                .filter_map(|name| stamp(&view.real().join(name), false)),
+        );
+        Self { holes, ways, stamps }
+    }
+
+    /// The paths hidden.
+    #[cfg(test)]
+    pub(super) fn holes(&self) -> &[PathBuf] {
+        &self.holes
+    }
+}
+
+/// Builds the layer for `shape`: each folder on the way listable, its other entries
+/// (links and aliases left out) fully granted, `$HCP_HOME`'s pack folders granted
+/// beneath it without following links, and of `/dev` only [`DEVICES`].
+pub(super) fn ruleset(
+    shape: &Shape,
+    home: &Path,
+    abi: i32,
+    proc: Option<&OwnedFd>,
+) -> Result<OwnedFd, SandboxError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let rules = Rules::new(abi, Ok)?;
+    let identity = |path: &Path| rustix::fs::stat(path).ok().map(|stat| (stat.st_dev, stat.st_ino));
+    let avoid: BTreeSet<(u64, u64)> = shape
+        .holes
+        .iter()
+        .chain(&shape.ways)
+        .filter_map(|path| identity(path))
+        .collect();
+    let skip: BTreeSet<&Path> = shape
+        .holes
+        .iter()
+        .chain(&shape.ways)
+        .map(PathBuf::as_path)
+        .chain([Path::new("/dev")])
+        .collect();
+    for way in shape.ways.iter().filter(|way| way.as_path() != Path::new("/dev")) {
+        let Ok(dir) = rustix::fs::open(
+            way,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(way) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = way.join(entry.file_name());
+            if skip.contains(path.as_path()) {
+                continue;
+            }
+            // `/proc` as the pack will see it, when it gets one of its own.
+            if path == Path::new("/proc")
+                && let Some(opened) = open_root(&path, proc)
+            {
+                rules.allow(&opened, rules.all)?;
+                continue;
+            }
+            let Ok(fd) = rustix::fs::openat(
+                &dir,
+                entry.file_name().as_os_str(),
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) else {
+                continue;
+            };
+            let Ok(stat) = rustix::fs::fstat(&fd) else {
+                continue;
+            };
+            if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink
+                || avoid.contains(&(stat.st_dev, stat.st_ino))
+            {
+                continue;
+            }
+            rules.allow(&Opened::fd(fd), rules.all)?;
+        }
+        rules.allow(&Opened::fd(dir), AccessFs::ReadDir.into())?;
+    }
+    for opened in pack_folders(home) {
+        rules.allow(&opened, rules.all)?;
+    }
+    for device in DEVICES
+        .iter()
+        .filter_map(|device| Opened::path(Path::new(device)))
+    {
+        rules.allow(&device, rules.all)?;
+    }
+    Ok(rules.fd)
+}
+
+/// `$HCP_HOME`'s pack folders ([`HOME_READS`]), each opened beneath it without
+/// following a link: a link there leads nowhere.
+fn pack_folders(home: &Path) -> Vec<Opened> {
+    let Some(dir) = open_home(home) else {
+        return Vec::new();
+    };
+    HOME_READS
+        .iter()
+        .filter_map(|name| open_beneath(&dir, Path::new(name)))
+        .collect()
+}
+
+/// `$HCP_HOME` itself, opened to open its files beneath it.
+pub(super) fn open_home(home: &Path) -> Option<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        home,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
+/// A path beneath an opened folder, no link followed on the way.
+pub(super) fn open_beneath(dir: &OwnedFd, relative: &Path) -> Option<Opened> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    rustix::fs::openat2(
+        dir,
+        relative,
+        OFlags::PATH | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .ok()
+    .map(Opened::fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ways_run_from_root_to_every_hidden_path() {
+        let view = HomeView {
+            aliases: vec!["/home/u/.hcp".into(), "/mnt/h/u/.hcp".into()],
+        };
+        let shape = Shape::of(&view, false);
+        assert_eq!(
+            shape.holes(),
+            [PathBuf::from("/home/u/.hcp"), "/mnt/h/u/.hcp".into()]
+        );
+        assert_eq!(
+            shape.ways,
+            [
+                PathBuf::from("/"),
+                "/home".into(),
+                "/home/u".into(),
+                "/mnt".into(),
+                "/mnt/h".into(),
+                "/mnt/h/u".into(),
+            ]
+        );
+    }
+
+    #[test]
+    fn as_root_the_system_secrets_that_exist_are_hidden_too() {
+        let view = HomeView {
+            aliases: vec!["/nowhere/.hcp".into()],
+        };
+        let shape = Shape::of(&view, true);
+        let expected: Vec<PathBuf> = std::iter::once(PathBuf::from("/nowhere/.hcp"))
+            .chain(
+                ROOT_SECRETS
+                    .iter()
+                    .map(PathBuf::from)
+                    .filter(|path| path.symlink_metadata().is_ok()),
+            )
+            .collect();
+        assert_eq!(shape.holes[..expected.len()], expected[..]);
+        if Path::new("/etc/shadow").exists() {
+            assert!(shape.ways.contains(&PathBuf::from("/etc")));
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Every path by which `$HCP_HOME` can be reached, and whether a folder a pack would
+//! be granted lies inside it or holds it.
+//!
+//! A link only leads somewhere; what matters is where `$HCP_HOME` really is (its
+//! canonical path) and every other place the mount table shows the same folder: a
+//! bind mount of it or of a folder above it, wherever it is mounted, and an overlay
+//! built on it. A state file with a second hard link is reachable under that other
+//! name, which no mount table shows: [`exposed`] finds it. [`MountTable`] reads the
+//! table again only when the kernel says it changed.
+
+use std::path::{Component, Path, PathBuf};
+
+/// One line of `/proc/self/mountinfo` (see proc(5)): which filesystem, which of its
+/// folders is mounted, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mount {
+    /// `major:minor` of the filesystem.
+    device: String,
+    /// The folder of that filesystem seen at `point`.
+    root: PathBuf,
+    point: PathBuf,
+    fstype: String,
+    /// The filesystem's own options (an overlay's `lowerdir=`, `upperdir=`).
+    options: String,
+}
+
+/// A field of mountinfo with its octal escapes (`\040` for a space) undone.
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let octal = bytes
+            .get(index + 1..index + 4)
+            .filter(|digits| bytes[index] == b'\\' && digits.iter().all(|d| (b'0'..=b'7').contains(d)))
+            .map(|digits| digits.iter().fold(0_u32, |n, d| n * 8 + u32::from(d - b'0')));
+        match octal.and_then(|n| u8::try_from(n).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                index += 4;
+            }
+            None => {
+                out.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (head, tail) = line.split_once(" - ")?;
+            let head: Vec<&str> = head.split(' ').collect();
+            let mut tail = tail.split(' ');
+            let fstype = tail.next()?;
+            let _source = tail.next()?;
+            Some(Mount {
+                device: (*head.get(2)?).to_owned(),
+                root: PathBuf::from(unescape(head.get(3)?)),
+                point: PathBuf::from(unescape(head.get(4)?)),
+                fstype: fstype.to_owned(),
+                options: tail.next().map(unescape).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// `path` with `..` and `.` taken out, lexically (the mount table's paths are
+/// already canonical; this only keeps a joined path tidy).
+fn tidy(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The canonical form of `path`: its deepest existing ancestor resolved, the rest
+/// (which does not exist yet) joined as written.
+pub(crate) fn canonical(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return tidy(&out);
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => return tidy(path),
+        }
+    }
+}
+
+/// `/proc/self/mountinfo`, kept open: the kernel marks it when a mount is made or
+/// removed (proc(5): a priority event for poll), and only then is it read again.
+#[derive(Debug, Default)]
+pub struct MountTable {
+    #[cfg(target_os = "linux")]
+    file: Option<std::fs::File>,
+    text: Option<String>,
+}
+
+impl MountTable {
+    /// The table as it is now (`None` where there is none).
+    pub fn current(&mut self) -> Option<&str> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::event::{PollFd, PollFlags, poll};
+            let changed = match &self.file {
+                None => true,
+                Some(file) => {
+                    let mut fds = [PollFd::new(file, PollFlags::PRI)];
+                    let zero = rustix::event::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    poll(&mut fds, Some(&zero)).map_or(true, |ready| {
+                        ready > 0 && fds[0].revents().intersects(PollFlags::PRI | PollFlags::ERR)
+                    })
+                }
+            };
+            if changed || self.text.is_none() {
+                self.text = None;
+                self.file = std::fs::File::open("/proc/self/mountinfo").ok();
+                if let Some(file) = &self.file {
+                    let mut text = String::new();
+                    if std::io::Read::read_to_string(&mut &*file, &mut text).is_ok() {
+                        self.text = Some(text);
+                    }
+                }
+            }
+        }
+        self.text.as_deref()
+    }
+}
+
+/// Where `$HCP_HOME` is: its canonical path first, then every other path the mount
+/// table gives the same folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeView {
+    pub aliases: Vec<PathBuf>,
+}
+
+/// How a path stands to `$HCP_HOME`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// It is `$HCP_HOME` or lies inside it.
+    Inside,
+    /// It holds `$HCP_HOME`.
+    Holds,
+}
+
+impl HomeView {
+    /// `home`'s canonical path and its aliases in `mountinfo` (the text of
+    /// `/proc/self/mountinfo`; `None` where there is none).
+    pub fn new(home: &Path, mountinfo: Option<&str>) -> Self {
+        let real = canonical(home);
+        let mut aliases = vec![real.clone()];
+        let mounts = mountinfo.map(parse_mountinfo).unwrap_or_default();
+        // The mount `real` is on: the deepest mount point above it, the last one
+        // listed when several share it (that one is on top).
+        let on = mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, mount)| real.starts_with(&mount.point))
+            .max_by_key(|(index, mount)| (mount.point.components().count(), *index))
+            .map(|(_, mount)| mount);
+        if let Some(on) = on
+            && let Ok(below) = real.strip_prefix(&on.point)
+        {
+            // Where `real` is inside its filesystem, then wherever that filesystem
+            // shows a folder holding it.
+            let inside = on.root.join(below);
+            for mount in mounts.iter().filter(|mount| mount.device == on.device) {
+                if let Ok(rest) = inside.strip_prefix(&mount.root) {
+                    aliases.push(tidy(&mount.point.join(rest)));
+                }
+            }
+        }
+        for mount in mounts.iter().filter(|mount| mount.fstype == "overlay") {
+            for option in mount.options.split(',') {
+                let Some((key, dirs)) = option.split_once('=') else {
+                    continue;
+                };
+                if !matches!(key, "lowerdir" | "upperdir" | "lowerdir+" | "datadir+") {
+                    continue;
+                }
+                for dir in dirs.split(':').filter(|dir| !dir.is_empty()) {
+                    if let Ok(rest) = real.strip_prefix(dir) {
+                        aliases.push(tidy(&mount.point.join(rest)));
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        aliases.retain(|alias| seen.insert(alias.clone()));
+        Self { aliases }
+    }
+
+    /// `$HCP_HOME`'s canonical path.
+    pub fn real(&self) -> &Path {
+        self.aliases.first().map_or(Path::new("/"), PathBuf::as_path)
+    }
+
+    /// Whether `path` (resolved) is inside `$HCP_HOME` or holds it, through any of
+    /// its paths; a folder on the way that is the same folder as `$HCP_HOME` (a
+    /// bind mount the table does not show) counts too.
+    pub fn conflict(&self, path: &Path) -> Option<Conflict> {
+        let path = canonical(path);
+        if self.aliases.iter().any(|alias| path.starts_with(alias)) {
+            return Some(Conflict::Inside);
+        }
+        if self.aliases.iter().any(|alias| alias.starts_with(&path)) {
+            return Some(Conflict::Holds);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            let home = std::fs::metadata(self.real()).ok()?;
+            let same = |dir: &Path| {
+                std::fs::metadata(dir).is_ok_and(|meta| meta.dev() == home.dev() && meta.ino() == home.ino())
+            };
+            if path.ancestors().any(same) {
+                return Some(Conflict::Inside);
+            }
+        }
+        None
+    }
+}
+
+/// The state files of `$HCP_HOME` that can also be read under another name (a
+/// second hard link, which no mount table shows), as `(file name, links)`.
+pub fn exposed(home: &Path) -> Vec<(String, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let Ok(entries) = std::fs::read_dir(home) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(String, u64)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let meta = entry.metadata().ok()?;
+                (meta.is_file() && meta.nlink() > 1)
+                    .then(|| (entry.file_name().to_string_lossy().into_owned(), meta.nlink()))
+            })
+            .collect();
+        found.sort();
+        found
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = home;
+        Vec::new()
+    }
+}
+
+/// Why the filesystem layer does not hold for this `$HCP_HOME` (see [`exposed`]),
+/// in words that say how to fix it; `None` when it holds.
+pub fn exposure(home: &Path) -> Option<String> {
+    let real = canonical(home);
+    let found = exposed(&real);
+    let (name, links) = found.first()?;
+    let path = real.join(name);
+    Some(format!(
+        "HCP_HOME's {name} has {links} hard links, so a pack could read it under another name; \
+         find the others with `find / -xdev -samefile {}` and remove them",
+        path.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+60 27 254:0 /home/u /srv/u\\040copy rw,relatime - ext4 /dev/vda rw
+61 27 254:0 /home /mnt/h rw,relatime - ext4 /dev/vda rw
+62 27 254:0 /var rw,relatime - ext4 /dev/vda rw
+63 27 0:40 / /data rw - ext4 /dev/vdb rw
+64 27 0:41 / /merged rw - overlay overlay rw,lowerdir=/home/u:/base,upperdir=/up,workdir=/work
+";
+
+    #[test]
+    fn mountinfo_fields_are_unescaped() {
+        let mounts = parse_mountinfo(TABLE);
+        assert_eq!(mounts.len(), 7);
+        assert_eq!(
+            mounts[2],
+            Mount {
+                device: "254:0".into(),
+                root: "/home/u".into(),
+                point: "/srv/u copy".into(),
+                fstype: "ext4".into(),
+                options: "rw".into(),
+            }
+        );
+        assert_eq!(unescape("a\\134b\\011"), "a\\b\t");
+        assert_eq!(unescape("\\9x\\"), "\\9x\\");
+    }
+
+    #[test]
+    fn every_mount_of_a_folder_above_home_is_an_alias() {
+        let view = HomeView::new(Path::new("/home/u/.hcp"), Some(TABLE));
+        assert_eq!(
+            view.aliases,
+            [
+                PathBuf::from("/home/u/.hcp"),
+                "/srv/u copy/.hcp".into(),
+                "/mnt/h/u/.hcp".into(),
+                "/merged/.hcp".into(),
+            ]
+        );
+        // On another filesystem only its own mounts count.
+        let view = HomeView::new(Path::new("/data/hcp"), Some(TABLE));
+        assert_eq!(view.aliases, [PathBuf::from("/data/hcp")]);
+        // Without a mount table, the path alone.
+        let view = HomeView::new(Path::new("/home/u/.hcp"), None);
+        assert_eq!(view.aliases, [PathBuf::from("/home/u/.hcp")]);
+    }
+
+    #[test]
+    fn conflicts_are_inside_or_holding_through_any_alias() {
+        let view = HomeView::new(Path::new("/home/u/.hcp"), Some(TABLE));
+        assert_eq!(
+            view.conflict(Path::new("/home/u/.hcp/packs")),
+            Some(Conflict::Inside)
+        );
+        assert_eq!(view.conflict(Path::new("/mnt/h/u/.hcp")), Some(Conflict::Inside));
+        assert_eq!(view.conflict(Path::new("/mnt/h")), Some(Conflict::Holds));
+        assert_eq!(view.conflict(Path::new("/")), Some(Conflict::Holds));
+        assert_eq!(view.conflict(Path::new("/home/u/.config")), None);
+        assert_eq!(view.conflict(Path::new("/home/u/.hcpx")), None);
+    }
+
+    #[test]
+    fn canonical_resolves_the_existing_part_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("a")).unwrap();
+        std::os::unix::fs::symlink("a", real.join("l")).unwrap();
+        assert_eq!(canonical(&real.join("l/x/y")), real.join("a/x/y"));
+        assert_eq!(canonical(&real.join("l")), real.join("a"));
+    }
+
+    #[test]
+    fn hard_linked_state_files_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bindings.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("policy.json"), "{}").unwrap();
+        assert_eq!(exposed(dir.path()), Vec::<(String, u64)>::new());
+        std::fs::hard_link(dir.path().join("bindings.json"), dir.path().join("copy")).unwrap();
+        assert_eq!(
+            exposed(dir.path()),
+            [("bindings.json".to_owned(), 2), ("copy".to_owned(), 2)]
+        );
+    }
+}

@@ -1,0 +1,425 @@
+//! `$HCP_HOME` hidden from packs whatever the folders around it look like: a link
+//! (GNU stow, chezmoi), a link beside it pointing back, a link above it (`/home ->
+//! var/home` on atomic distributions), a bind mount of a folder above it beside it or
+//! deeper inside, and a hard link of a state file. Each layout is attacked from a
+//! working directory elsewhere, from `~`, and from a folder that holds `~`: a read pack
+//! prints `bindings.json` through every path that reaches it, a write pack (granted
+//! `.`) overwrites `packs.lock.json`. Then: another pack's credential is redacted
+//! wherever the pack found it, and declared reads that reach `$HCP_HOME` are refused.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::{BIN, TestEnv, copy_dir, fixture, is_root, require};
+
+/// The bound credential, and a line of `bindings.json` that redaction would not hide.
+const SECRET: &str = "layout-secret-93f1";
+/// The pack whose credential is bound: its id is in `bindings.json` in clear.
+const MARK: &str = "\"victim\"";
+
+/// Where the attack runs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cwd {
+    /// A folder beside `~`.
+    Elsewhere,
+    /// `~` itself (an MCP host started there), as `HOME` names it.
+    Home,
+    /// The folder that holds `~` and everything of the layout.
+    Top,
+}
+
+/// One layout: the environment hcpx runs with, the paths through which `$HCP_HOME`
+/// can be reached, and a bind mount to make first (in a mount namespace of the
+/// call's own), if any.
+struct Layout {
+    name: &'static str,
+    top: PathBuf,
+    home_var: PathBuf,
+    hcp_home_var: PathBuf,
+    aliases: Vec<PathBuf>,
+    bind: Option<(PathBuf, PathBuf)>,
+}
+
+fn mkdir(path: &Path) {
+    std::fs::create_dir_all(path).unwrap();
+}
+
+fn link(target: &str, at: &Path) {
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+/// Every layout of the issue, each in a fresh folder under `root`.
+fn layouts(root: &Path) -> Vec<Layout> {
+    let mut all = Vec::new();
+    // `~/.hcp -> dotfiles/hcp`: the real folder is a sibling of the link.
+    let top = root.join("stow");
+    mkdir(&top.join("u/dotfiles/hcp"));
+    link("dotfiles/hcp", &top.join("u/.hcp"));
+    all.push(Layout {
+        name: "HCP_HOME is a link",
+        home_var: top.join("u"),
+        hcp_home_var: top.join("u/.hcp"),
+        aliases: vec![top.join("u/.hcp"), top.join("u/dotfiles/hcp")],
+        bind: None,
+        top,
+    });
+    // `~/hcp-config -> ~/.hcp`.
+    let top = root.join("beside");
+    mkdir(&top.join("u/.hcp"));
+    link(".hcp", &top.join("u/hcp-config"));
+    all.push(Layout {
+        name: "a link beside HCP_HOME points back",
+        home_var: top.join("u"),
+        hcp_home_var: top.join("u/.hcp"),
+        aliases: vec![top.join("u/.hcp"), top.join("u/hcp-config")],
+        bind: None,
+        top,
+    });
+    // `/home -> var/home`, HOME given by the link, then by the real path.
+    for (name, by_link) in [
+        ("a link above, HOME through it", true),
+        ("a link above, HOME by the real path", false),
+    ] {
+        let top = root.join(if by_link { "above-link" } else { "above-real" });
+        mkdir(&top.join("var/home/u/.hcp"));
+        link("var/home", &top.join("home"));
+        let home = if by_link {
+            top.join("home/u")
+        } else {
+            top.join("var/home/u")
+        };
+        all.push(Layout {
+            name,
+            hcp_home_var: home.join(".hcp"),
+            home_var: home,
+            aliases: vec![top.join("home/u/.hcp"), top.join("var/home/u/.hcp")],
+            bind: None,
+            top,
+        });
+    }
+    if is_root() {
+        // `~` bind-mounted beside `$HCP_HOME`, then deeper inside `~`.
+        for (name, at) in [
+            ("a bind mount of ~ beside HCP_HOME", "u/mirror"),
+            ("a bind mount of ~ deeper inside it", "u/a/b"),
+        ] {
+            let top = root.join(at.replace('/', "-"));
+            mkdir(&top.join("u/.hcp"));
+            mkdir(&top.join(at));
+            all.push(Layout {
+                name,
+                home_var: top.join("u"),
+                hcp_home_var: top.join("u/.hcp"),
+                aliases: vec![top.join("u/.hcp"), top.join(at).join(".hcp")],
+                bind: Some((top.join("u"), top.join(at))),
+                top,
+            });
+        }
+    }
+    all
+}
+
+impl Layout {
+    fn cwd(&self, cwd: Cwd) -> PathBuf {
+        match cwd {
+            Cwd::Elsewhere => {
+                let dir = self.top.join("work");
+                mkdir(&dir);
+                dir
+            }
+            Cwd::Home => self.home_var.clone(),
+            Cwd::Top => self.top.clone(),
+        }
+    }
+
+    /// `hcpx ARGS` in this layout, from `cwd`, inside a mount namespace of its own
+    /// holding the layout's bind mount.
+    fn command(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut command = match &self.bind {
+            Some((from, to)) => {
+                let mut command = Command::new("unshare");
+                command
+                    .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                    .arg(r#"mount --bind "$1" "$2" && shift 2 && exec "$@""#)
+                    .arg("sh")
+                    .arg(from)
+                    .arg(to)
+                    .arg(BIN);
+                command
+            }
+            None => Command::new(BIN),
+        };
+        command
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home_var)
+            .env("HCP_HOME", &self.hcp_home_var)
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
+    fn run(&self, cwd: &Path, args: &[&str]) -> (i32, String, String) {
+        let output = self.command(cwd, args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// The attacker installed with a write grant of `.`, and a credential bound for
+    /// another pack.
+    fn prepare(&self) {
+        let packs = self.hcp_home_var.join("packs");
+        let attacker = packs.join("attacker");
+        copy_dir(&fixture("attacker"), &attacker);
+        let manifest = attacker.join("hcp.json");
+        let text = std::fs::read_to_string(&manifest).unwrap().replace(
+            "\"write\": [\n      \"out\"\n    ]",
+            "\"write\": [\n      \".\"\n    ]",
+        );
+        assert!(text.contains("\"write\": [\n      \".\"\n    ]"), "{text}");
+        std::fs::write(&manifest, text).unwrap();
+        let victim = packs.join("victim");
+        copy_dir(&fixture("probe"), &victim);
+        for file in ["hcp.json", "SKILL.md"] {
+            let path = victim.join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap()
+                .replace("\"id\": \"probe\"", "\"id\": \"victim\"")
+                .replace("name: probe\n", "name: victim\n");
+            std::fs::write(&path, text).unwrap();
+        }
+        use std::io::Write as _;
+        let mut bind = self
+            .command(&self.top, &["bind", "victim", "PROBE_TOKEN"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        bind.stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{SECRET}\n").as_bytes())
+            .unwrap();
+        assert!(bind.wait().unwrap().success(), "{}: bind", self.name);
+        let real = self.hcp_home_var.canonicalize().unwrap();
+        let bindings = std::fs::read_to_string(real.join("bindings.json")).unwrap();
+        assert!(bindings.contains(MARK) && bindings.contains(SECRET), "{bindings}");
+        std::fs::write(real.join("packs.lock.json"), "{\"packs\": []}\n").unwrap();
+    }
+}
+
+/// Every layout, from every working directory: nothing of `$HCP_HOME` is read or
+/// written through any path, while the pack still reads its working directory.
+#[test]
+fn hcp_home_stays_hidden_in_every_layout() {
+    if !require(
+        is_root() && Path::new("/usr/bin/unshare").exists(),
+        "root and unshare(1), for the bind-mount layouts",
+    ) {
+        return;
+    }
+    let root = tempfile::Builder::new()
+        .prefix("hcpx-layouts-")
+        .tempdir()
+        .unwrap();
+    let mut failures = Vec::new();
+    for layout in layouts(root.path()) {
+        layout.prepare();
+        let lock = layout
+            .hcp_home_var
+            .canonicalize()
+            .unwrap()
+            .join("packs.lock.json");
+        for cwd in [Cwd::Elsewhere, Cwd::Home, Cwd::Top] {
+            let dir = layout.cwd(cwd);
+            // The control: the pack runs and reads its working directory.
+            std::fs::write(dir.join("control.txt"), "control\n").unwrap();
+            let (code, stdout, stderr) =
+                layout.run(&dir, &["exec", "attacker", "cat", "--", "file=control.txt"]);
+            if (code, stdout.as_str()) != (0, "control\n") {
+                failures.push(format!(
+                    "{} from {cwd:?}: the control failed: {code} {stdout}{stderr}",
+                    layout.name
+                ));
+                continue;
+            }
+            for alias in &layout.aliases {
+                let target = alias.join("bindings.json");
+                let file = format!("file={}", target.display());
+                let (code, stdout, stderr) = layout.run(&dir, &["exec", "attacker", "cat", "--", &file]);
+                if stdout.contains(MARK) || stdout.contains(SECRET) || code == 0 {
+                    failures.push(format!(
+                        "{} from {cwd:?}: read {}: {code} {stdout}{stderr}",
+                        layout.name,
+                        target.display()
+                    ));
+                }
+                let target = alias.join("packs.lock.json");
+                let file = format!("file={}", target.display());
+                let (code, stdout, stderr) =
+                    layout.run(&dir, &["exec", "attacker", "clobber", "--yes", "--", &file]);
+                let now = std::fs::read_to_string(&lock).unwrap();
+                if now.contains("pwned") || code == 0 {
+                    failures.push(format!(
+                        "{} from {cwd:?}: wrote {}: {code} {stdout}{stderr}",
+                        layout.name,
+                        target.display()
+                    ));
+                    std::fs::write(&lock, "{\"packs\": []}\n").unwrap();
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} breaks:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A hard link of `bindings.json` elsewhere would be read through its other name:
+/// hcpx finds it and refuses to run packs (strict mode), and `doctor` says why.
+#[test]
+fn a_hard_link_of_a_state_file_is_found_and_refused() {
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    env.install_fixture("probe", "probe");
+    env.bind("probe", "PROBE_TOKEN", SECRET);
+    std::fs::hard_link(env.home().join("bindings.json"), env.work().join("b.json")).unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "cat", "--", "file=b.json"]);
+    assert!(!envelope.to_string().contains("\"probe\""), "{envelope}");
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("not_runnable"), "{envelope}");
+    assert_eq!(envelope["spawned"], json!(false));
+    let message = envelope["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "this machine cannot enforce what the pack needs: filesystem"
+    );
+    let (_, doctor) = env.json(&["doctor"]);
+    let layers = doctor["data"]["sandbox"]["layers"].as_array().unwrap();
+    let filesystem = layers
+        .iter()
+        .find(|layer| layer["layer"] == json!("filesystem"))
+        .unwrap();
+    assert_eq!(filesystem["enforced"], json!(false), "{filesystem}");
+    let detail = filesystem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("bindings.json") && detail.contains("2 hard links"),
+        "{detail}"
+    );
+    // Gone again, the pack runs.
+    std::fs::remove_file(env.work().join("b.json")).unwrap();
+    std::fs::write(env.work().join("c.txt"), "ok\n").unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "cat", "--", "file=c.txt"]);
+    assert_eq!((code, &envelope["stdout"]), (0, &json!("ok\n")), "{envelope}");
+}
+
+/// A credential of one pack, found by another in a file it may read, is redacted
+/// like the pack's own.
+#[test]
+fn another_packs_credential_is_redacted_wherever_it_is_found() {
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    env.install_fixture("probe", "probe");
+    env.bind("probe", "PROBE_TOKEN", SECRET);
+    std::fs::write(env.work().join(".env"), format!("PROBE_TOKEN={SECRET}\n")).unwrap();
+    let (code, envelope) = env.json(&["exec", "attacker", "cat", "--", "file=.env"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["stdout"], json!("PROBE_TOKEN=[REDACTED:PROBE_TOKEN]\n"));
+    let output = env.run(&["exec", "attacker", "cat", "--", "file=.env"]);
+    assert!(!output.stdout.contains(SECRET), "{output}");
+}
+
+/// Outside the allowlist nothing of `$HOME` is read: not `~/.ssh`, not a file
+/// beside the working directory; what the manifest declares is.
+#[test]
+fn reads_outside_the_allowlist_are_refused() {
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    let key = env.write("user/.ssh/id_ed25519", "PRIVATE KEY\n");
+    let beside = env.write("beside.txt", "beside\n");
+    for target in [&key, &beside] {
+        let file = format!("file={}", target.display());
+        let output = env.run(&["exec", "attacker", "cat", "--", &file]);
+        assert_eq!(output.code, 1, "{output}");
+        assert!(output.stderr.contains("Permission denied"), "{output}");
+    }
+    // Declared, it is read (and only that).
+    let manifest = env.home().join("packs/attacker/hcp.json");
+    let text = std::fs::read_to_string(&manifest).unwrap().replace(
+        "\"timeoutMs\": 20000",
+        "\"read\": [\"~/.ssh\"],\n    \"timeoutMs\": 20000",
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let output = env.run(&[
+        "exec",
+        "attacker",
+        "cat",
+        "--",
+        &format!("file={}", key.display()),
+    ]);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (0, "PRIVATE KEY\n"),
+        "{output}"
+    );
+    let output = env.run(&[
+        "exec",
+        "attacker",
+        "cat",
+        "--",
+        &format!("file={}", beside.display()),
+    ]);
+    assert_eq!(output.code, 1, "{output}");
+}
+
+/// A declared read that is `$HCP_HOME`, inside it, or holds it, is refused by `pack
+/// check` and at exec, before anything runs.
+#[test]
+fn a_declared_read_that_reaches_hcp_home_is_refused() {
+    let env = TestEnv::new();
+    let home = env.home().display().to_string();
+    for read in [
+        home.clone(),
+        format!("{home}/packs"),
+        env.root.path().display().to_string(),
+    ] {
+        let pack = env.root.path().join("reader");
+        let _ = std::fs::remove_dir_all(&pack);
+        copy_dir(&fixture("attacker"), &pack);
+        let manifest = pack.join("hcp.json");
+        let text = std::fs::read_to_string(&manifest).unwrap().replace(
+            "\"timeoutMs\": 20000",
+            &format!("\"read\": [{}],\n    \"timeoutMs\": 20000", json!(read)),
+        );
+        std::fs::write(&manifest, text).unwrap();
+        let (code, envelope) = env.json(&["pack", "check", pack.to_str().unwrap()]);
+        assert_eq!(code, 2, "{read}: {envelope}");
+        let problems = envelope["data"]["problems"].to_string();
+        assert!(
+            problems.contains("sandbox.read[0]") && problems.contains("HCP_HOME"),
+            "{read}: {envelope}"
+        );
+        let _ = std::fs::remove_dir_all(env.home().join("packs/attacker"));
+        copy_dir(&pack, &env.home().join("packs/attacker"));
+        std::fs::write(env.work().join("c.txt"), "ok\n").unwrap();
+        let (code, envelope) = env.json(&["exec", "attacker", "cat", "--", "file=c.txt"]);
+        assert_eq!(code, 2, "{read}: {envelope}");
+        assert_eq!(envelope["spawned"], json!(false), "{read}: {envelope}");
+        assert!(
+            envelope["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("HCP_HOME"),
+            "{read}: {envelope}"
+        );
+    }
+}
