@@ -423,3 +423,45 @@ fn a_declared_read_that_reaches_hcp_home_is_refused() {
         );
     }
 }
+
+/// As root a pack runs as root (without capabilities, but the owner of root's files):
+/// the system's secret files are hidden from it; the rest of `/etc` is read.
+#[test]
+fn as_root_the_systems_secrets_stay_hidden() {
+    if !require(is_root(), "root, whose packs own /etc/shadow") {
+        return;
+    }
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    let output = env.run(&["exec", "attacker", "cat", "--", "file=/etc/passwd"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(output.stdout.contains("root:"), "{output}");
+    for secret in ["/etc/shadow", "/etc/gshadow"] {
+        if !Path::new(secret).exists() {
+            continue;
+        }
+        let output = env.run(&["exec", "attacker", "cat", "--", &format!("file={secret}")]);
+        assert_eq!(output.code, 1, "{secret}: {output}");
+        assert!(output.stderr.contains("Permission denied"), "{output}");
+    }
+    let keys: Vec<PathBuf> = std::fs::read_dir("/etc/ssh")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("ssh_host_") && name.ends_with("_key")
+        })
+        .collect();
+    for key in keys {
+        let output = env.run(&[
+            "exec",
+            "attacker",
+            "cat",
+            "--",
+            &format!("file={}", key.display()),
+        ]);
+        assert_eq!(output.code, 1, "{}: {output}", key.display());
+    }
+}

@@ -671,6 +671,36 @@ fn an_unprivileged_user_gets_the_same_isolation() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(!nobody.base.join("escape.txt").exists());
+    // Reads are an allowlist: nothing of its home, nothing of HCP_HOME.
+    std::fs::create_dir_all(nobody.base.join("user/.ssh")).unwrap();
+    std::fs::write(nobody.base.join("user/.ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(nobody.base.join("home/bindings.json"), "{}\n").unwrap();
+    for file in [
+        "user/.ssh/id_ed25519",
+        "home/bindings.json",
+        "home/packs/probe/hcp.json",
+    ] {
+        let target = format!("file={}", nobody.base.join(file).display());
+        let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "cat", "--", &target]);
+        assert_eq!((code, stdout.as_str()), (1, ""), "{file}: {stderr}");
+        assert!(stderr.contains("Permission denied"), "{file}: {stderr}");
+    }
+    // No System V IPC or POSIX message queues.
+    let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "ipc", "--", "mode=leave", "tag=4111"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "shmget -1 1\nmsgget -1 1\nmq_open -1 1\n");
+    // With the network, still no unix socket.
+    let socket = nobody.base.join("user/s.sock");
+    let _server = Server::serve(UnixListener::bind(&socket).unwrap());
+    let manifest = nobody.base.join("home/packs/attacker/hcp.json");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("\"network\": false", "\"network\": true");
+    std::fs::write(&manifest, text).unwrap();
+    let target = format!("to={}", socket.display());
+    let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "unix", "--", &target]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("PermissionError"), "{stderr}");
     // hcpx killed: nothing stays.
     let mut hcpx = nobody
         .command(&["exec", "attacker", "escape", "--", "tag=4107", "wait=60"])
