@@ -147,6 +147,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         sandbox::Needs {
             network: pack.manifest.sandbox.network,
             writes: &pack.manifest.sandbox.write,
+            sockets: &pack.manifest.sandbox.sockets,
             exposed: here.exposed,
         },
     );
@@ -271,7 +272,7 @@ mod tests {
         assert_eq!(flags.problems[0].flag, Flag::Runnable);
         assert_eq!(
             flags.problems[0].reason,
-            "this machine cannot enforce the sandbox it needs: descriptors, containment, privileges, filesystem, process-isolation, network, syscall-filter"
+            "this machine cannot enforce the sandbox it needs: descriptors, containment, privileges, filesystem, process-isolation, network, sockets, syscall-filter"
         );
         assert!(flags_for("transit", &machine(false), Mode::BestEffort).runnable);
         assert!(flags_for("transit", &machine(true), Mode::Strict).ready);

@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 
 use crate::template::{Element, is_name, is_pack_id};
 
+/// The longest unix socket path the kernel takes (`sun_path` holds 108 bytes, the
+/// last a NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
 /// The only manifest format version this build reads.
 pub const FORMAT_VERSION: u64 = 1;
 /// Default `maxLength` of a parameter value, in bytes (see docs/packs.md).
@@ -271,10 +274,12 @@ pub struct BindingSpec {
 pub struct SandboxSpec {
     pub network: bool,
     pub write: Vec<String>,
-    /// Files and folders outside the working directory a command that takes `path`
-    /// parameters may still read (its reads are otherwise confined to the working
-    /// directory and system folders): absolute, or `~/…` in the caller's home.
+    /// Files and folders beyond the working directory and the system folders that
+    /// every command of the pack may read: absolute, or `~/…` in the caller's home.
     pub read: Vec<String>,
+    /// Unix socket paths the pack may connect to (absolute); no other unix socket
+    /// opens, with or without the network.
+    pub sockets: Vec<String>,
     pub timeout_ms: u64,
 }
 
@@ -284,6 +289,7 @@ impl Default for SandboxSpec {
             network: false,
             write: Vec::new(),
             read: Vec::new(),
+            sockets: Vec::new(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }
     }
@@ -587,7 +593,11 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
     let Some(object) = walk.object("sandbox", value) else {
         return sandbox;
     };
-    walk.unknown_fields("sandbox", object, &["network", "write", "read", "timeoutMs"]);
+    walk.unknown_fields(
+        "sandbox",
+        object,
+        &["network", "write", "read", "sockets", "timeoutMs"],
+    );
     sandbox.network = walk.bool("sandbox.network", object.get("network"), false);
     sandbox.write = walk.strings("sandbox.write", object.get("write"));
     for (index, path) in sandbox.write.iter().enumerate() {
@@ -605,6 +615,22 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
             walk.problem(
                 &format!("sandbox.read[{index}]"),
                 "must be an absolute path or start with ~/, without . or .. parts",
+            );
+        }
+    }
+    sandbox.sockets = walk.strings("sandbox.sockets", object.get("sockets"));
+    for (index, path) in sandbox.sockets.iter().enumerate() {
+        let rest = path.strip_prefix('/');
+        if rest.is_none_or(|rest| {
+            rest.is_empty()
+                || rest
+                    .split('/')
+                    .any(|part| part.is_empty() || part == ".." || part == ".")
+        }) || path.len() > MAX_SOCKET_PATH
+        {
+            walk.problem(
+                &format!("sandbox.sockets[{index}]"),
+                format!("must be an absolute path of at most {MAX_SOCKET_PATH} bytes, without empty, . or .. parts"),
             );
         }
     }

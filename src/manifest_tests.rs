@@ -187,6 +187,24 @@ fn sandbox_bounds() {
             "sandbox.read[4]: must be an absolute path or start with ~/, without . or .. parts"
         ]
     );
+    let long = format!("/{}", "s".repeat(107));
+    assert_eq!(
+        problems(|v| v["sandbox"]["sockets"] = json!([
+            "/run/postgresql/.s.PGSQL.5432",
+            "run/x",
+            "/",
+            "/a//b",
+            "/a/../b",
+            long
+        ])),
+        [
+            "sandbox.sockets[1]: must be an absolute path of at most 107 bytes, without empty, . or .. parts",
+            "sandbox.sockets[2]: must be an absolute path of at most 107 bytes, without empty, . or .. parts",
+            "sandbox.sockets[3]: must be an absolute path of at most 107 bytes, without empty, . or .. parts",
+            "sandbox.sockets[4]: must be an absolute path of at most 107 bytes, without empty, . or .. parts",
+            "sandbox.sockets[5]: must be an absolute path of at most 107 bytes, without empty, . or .. parts"
+        ]
+    );
 }
 
 #[test]

@@ -27,6 +27,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         crate::sandbox::Needs {
             network: false,
             writes: &[],
+            sockets: &[],
             exposed: exposed.as_deref(),
         },
     );

@@ -297,6 +297,7 @@ fn plan(
         Needs {
             network: manifest.sandbox.network,
             writes: &writes,
+            sockets: &manifest.sandbox.sockets,
             exposed: exposed.as_deref(),
         },
     );
@@ -347,6 +348,7 @@ fn plan(
         "sandbox": {
             "mode": ctx.sandbox_mode,
             "network": manifest.sandbox.network,
+            "sockets": manifest.sandbox.sockets,
             "write": plan.writes,
             "read": plan.read,
             "layers": to_json(&plan.layers),
@@ -645,6 +647,14 @@ fn confine(
         home: plan.home.clone(),
         reads: plan.reads.clone().unwrap_or_default(),
         network: target.pack.manifest.sandbox.network,
+        sockets: target
+            .pack
+            .manifest
+            .sandbox
+            .sockets
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())

@@ -37,6 +37,10 @@ pub struct Confinement {
     pub(crate) call: Option<std::os::fd::OwnedFd>,
     #[cfg(target_os = "linux")]
     pub(crate) filters: Option<Arc<super::linux::Filters>>,
+    /// The filter that sends `connect` to hcpx, and the end of the call's socket
+    /// pair its listener goes back through (packs that declare sockets).
+    #[cfg(target_os = "linux")]
+    pub(crate) notify: Option<super::notify::Notify>,
     /// The mount namespace with a `/proc` of its own, entered by the child.
     #[cfg(target_os = "linux")]
     pub(crate) proc: Option<Arc<crate::runtime::ProcNamespace>>,
@@ -171,9 +175,57 @@ impl Confinement {
                 };
                 syscall!(Sysno::seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const prog)?;
             }
+            if let Some(notify) = &self.notify {
+                let prog = libc::sock_fprog {
+                    len: u16::try_from(notify.program.len()).map_err(|_| Errno::EINVAL)?,
+                    filter: notify.program.as_ptr().cast_mut(),
+                };
+                let listener = syscall!(
+                    Sysno::seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &raw const prog
+                )?;
+                let sent = send_fd(raw(&notify.channel), listener);
+                let _ = syscall!(Sysno::close, listener);
+                sent?;
+            }
         }
         Ok(())
     }
+}
+
+/// Sends descriptor `fd` over the unix socket `channel` (`SCM_RIGHTS`), with one byte
+/// of data, from structures on this stack.
+#[cfg(target_os = "linux")]
+unsafe fn send_fd(channel: usize, fd: usize) -> Result<(), Errno> {
+    /// A control message holding one descriptor, laid out as `CMSG_SPACE(4)`.
+    #[repr(C)]
+    struct Rights {
+        header: libc::cmsghdr,
+        fd: libc::c_int,
+        pad: libc::c_int,
+    }
+    let mut byte = 0_u8;
+    let mut iov = libc::iovec {
+        iov_base: (&raw mut byte).cast(),
+        iov_len: 1,
+    };
+    // SAFETY: plain old data, every field set below.
+    let mut rights: Rights = unsafe { std::mem::zeroed() };
+    rights.header.cmsg_len = std::mem::size_of::<libc::cmsghdr>() + std::mem::size_of::<libc::c_int>();
+    rights.header.cmsg_level = libc::SOL_SOCKET;
+    rights.header.cmsg_type = libc::SCM_RIGHTS;
+    rights.fd = libc::c_int::try_from(fd).map_err(|_| Errno::EBADF)?;
+    // SAFETY: as above.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &raw mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = (&raw mut rights).cast();
+    message.msg_controllen = std::mem::size_of::<Rights>();
+    // SAFETY: sendmsg reads the message, its one byte and its control data, all on
+    // this stack.
+    unsafe { syscall!(Sysno::sendmsg, channel, &raw const message, libc::MSG_NOSIGNAL) }.map(|_| ())
 }
 
 /// A session of its own (no controlling terminal, so no input can be pushed into

@@ -96,6 +96,37 @@ fn probe_close_range() -> Support {
     }
 }
 
+#[expect(unsafe_code, reason = "probing system calls that rustix does not wrap")]
+fn probe_sockets(seccomp: &Support) -> Support {
+    if !seccomp.enforced {
+        return seccomp.clone();
+    }
+    let action: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: SECCOMP_GET_ACTION_AVAIL only reads the u32 it is given.
+    let notify = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0_u32,
+            &raw const action,
+        )
+    };
+    if notify != 0 {
+        return Support::no(
+            "this kernel has no seccomp user notification (Linux 5.5), which checks each unix socket a pack connects to",
+        );
+    }
+    // SAFETY: pidfd_getfd on no descriptor only tells whether the call exists
+    // (EBADF) or not (ENOSYS).
+    let getfd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, -1_i32, 0_i32, 0_u32) };
+    if getfd == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        return Support::no(
+            "this kernel has no pidfd_getfd (Linux 5.6), which hcpx needs to connect a pack's socket",
+        );
+    }
+    Support::yes("seccomp user notification")
+}
+
 fn probe_containment() -> Support {
     let pid = rustix::process::getpid();
     match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
@@ -133,11 +164,13 @@ pub(super) fn probe() -> Machine {
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .unwrap_or(40);
+    let seccomp = probe_seccomp();
     Machine {
         landlock,
         landlock_abi: abi,
         scopes,
-        seccomp: probe_seccomp(),
+        sockets: probe_sockets(&seccomp),
+        seccomp,
         containment: if descriptors.enforced {
             probe_containment()
         } else {
@@ -171,7 +204,10 @@ pub(super) struct Cache {
     /// The system folders, opened once: the call's layer names them in every call.
     system: OnceLock<System>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
-    filters: [OnceLock<Result<Arc<Filters>, String>>; 2],
+    /// By network, then declared sockets.
+    filters: [OnceLock<Result<Arc<Filters>, String>>; 4],
+    /// The filter that sends `connect` to hcpx, for packs that declare sockets.
+    notify: OnceLock<Arc<Vec<libc::sock_filter>>>,
 }
 
 /// The seccomp program, built once per network setting.
@@ -281,10 +317,10 @@ impl Cache {
             .map_err(SandboxError::Landlock)
     }
 
-    fn filters(&self, network: bool) -> Result<Arc<Filters>, SandboxError> {
-        self.filters[usize::from(network)]
+    fn filters(&self, network: bool, sockets: bool) -> Result<Arc<Filters>, SandboxError> {
+        self.filters[usize::from(network) + 2 * usize::from(sockets)]
             .get_or_init(|| {
-                seccomp_program(network)
+                seccomp_program(network, sockets)
                     .map(|program| Arc::new(Filters { program }))
                     .map_err(|error| error.to_string())
             })
@@ -524,7 +560,10 @@ fn call_ruleset(
 /// call, and readable by the next one), no socket but unix socket pairs without the
 /// network, and with it only IPv4 and IPv6 sockets (no unix socket by path or name,
 /// no netlink, no raw packets).
-fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
+fn seccomp_program(
+    network: bool,
+    sockets: bool,
+) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -574,18 +613,26 @@ fn seccomp_program(network: bool) -> Result<seccompiler::BpfProgram, seccompiler
             when(1, SeccompCmpOp::Eq, u64::from(libc::TIOCLINUX as u32))?,
         ],
     );
+    // The families a socket may have: IPv4 and IPv6 with the network, unix stream
+    // and seqpacket sockets when the pack declares sockets (each connect is then
+    // checked, see `notify`; a datagram socket could send to any path without one).
+    let family = |op, value: i32| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, value as u64);
+    let mut open: Vec<i32> = Vec::new();
     if network {
-        let family = |op, value: i32| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, value as u64);
-        rules.insert(
-            libc::SYS_socket,
-            vec![SeccompRule::new(vec![
-                family(SeccompCmpOp::Ne, libc::AF_INET)?,
-                family(SeccompCmpOp::Ne, libc::AF_INET6)?,
-            ])?],
-        );
-    } else {
-        rules.insert(libc::SYS_socket, Vec::new());
+        open.extend([libc::AF_INET, libc::AF_INET6]);
     }
+    if sockets {
+        open.push(libc::AF_UNIX);
+    }
+    let mut socket_rules = Vec::new();
+    if !open.is_empty() {
+        socket_rules.push(SeccompRule::new(
+            open.iter()
+                .map(|value| family(SeccompCmpOp::Ne, *value))
+                .collect::<Result<_, _>>()?,
+        )?);
+    }
+    rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
         libc::SYS_socketpair,
         vec![when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
@@ -647,10 +694,17 @@ pub(super) fn prepare(
     let call = landlock
         .then(|| call_ruleset(plan, machine, cache, writes))
         .transpose()?;
+    let sockets = !plan.sockets.is_empty();
     let filters = machine
         .seccomp
         .enforced
-        .then(|| cache.filters(plan.network))
+        .then(|| cache.filters(plan.network, sockets))
+        .transpose()?;
+    let notify = (sockets && machine.sockets.enforced)
+        .then(|| {
+            let program = Arc::clone(cache.notify.get_or_init(|| Arc::new(super::notify::program())));
+            super::notify::prepare(&plan.sockets, plan.network, program)
+        })
         .transpose()?;
     let (keeper, control) = if machine.containment.enforced {
         let scope = machine.scopes.enforced.then(|| cache.keeper()).transpose()?;
@@ -670,6 +724,7 @@ pub(super) fn prepare(
         base,
         call,
         filters,
+        notify,
         close_descriptors: machine.descriptors.enforced,
         drop_privileges: machine.privileges.enforced,
         drop_bounding: machine.drop_bounding,
@@ -708,8 +763,8 @@ mod tests {
 
     #[test]
     fn seccomp_program_builds_for_both_network_settings() {
-        for network in [false, true] {
-            let program = seccomp_program(network).unwrap();
+        for (network, sockets) in [(false, false), (true, false), (false, true), (true, true)] {
+            let program = seccomp_program(network, sockets).unwrap();
             // The x32 guard, then seccompiler's rules, which start with the arch check.
             let guard = if cfg!(target_arch = "x86_64") { 3 } else { 0 };
             assert_eq!(program[guard].k, 4, "the arch check loads seccomp_data.arch");

@@ -30,6 +30,8 @@ mod hidden;
 pub mod home;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod notify;
 pub mod reads;
 
 pub use enter::Confinement;
@@ -128,6 +130,9 @@ pub struct Machine {
     pub scopes: Support,
     /// seccomp filters, for the network and the syscall filter.
     pub seccomp: Support,
+    /// seccomp user notification and `pidfd_getfd`: a pack connects only to the
+    /// unix sockets it declares.
+    pub sockets: Support,
     /// The keeper: pidfds and child subreapers, so every process of a call ends.
     pub containment: Support,
     /// `close_range(CLOSE_RANGE_CLOEXEC)`, so only descriptors 0, 1 and 2 reach a pack.
@@ -155,6 +160,7 @@ impl Machine {
             landlock_abi: 0,
             scopes: Support::no(why),
             seccomp: Support::no(why),
+            sockets: Support::no(why),
             containment: Support::no(why),
             descriptors: Support::no(why),
             privileges: Support::no(why),
@@ -176,6 +182,7 @@ impl Machine {
             landlock_abi: 7,
             scopes: yes.clone(),
             seccomp: yes.clone(),
+            sockets: yes.clone(),
             containment: yes.clone(),
             descriptors: yes.clone(),
             privileges: yes.clone(),
@@ -222,6 +229,8 @@ pub struct Needs<'a> {
     pub network: bool,
     /// Write grants (relative to the working directory); empty for read commands.
     pub writes: &'a [String],
+    /// The unix sockets it declares.
+    pub sockets: &'a [String],
     /// Why `$HCP_HOME` can be read past the filesystem layer here (a state file
     /// with a second hard link, see [`home::exposed`]): the layer then does not
     /// hold, and is reported as not enforced.
@@ -256,7 +265,8 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             layer: "network",
             enforced: false,
             needed: false,
-            detail: "the pack declares network access, so it has the network".to_owned(),
+            detail: "the pack declares network access: IPv4 and IPv6 as the user has them, no other socket"
+                .to_owned(),
         }
     } else {
         kernel(
@@ -328,11 +338,29 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             "a /proc of its own: no other process is listed, command lines included".to_owned(),
         ),
         network,
+        if needs.sockets.is_empty() {
+            kernel(
+                "sockets",
+                &machine.seccomp,
+                true,
+                "none declared: no unix socket by path or name (seccomp); socketpair only".to_owned(),
+            )
+        } else {
+            kernel(
+                "sockets",
+                &machine.sockets,
+                true,
+                format!(
+                    "connects only to {} (seccomp user notification: hcpx checks and makes each connect)",
+                    needs.sockets.join(", ")
+                ),
+            )
+        },
         kernel(
             "syscall-filter",
             &machine.seccomp,
             true,
-            "seccomp: no kernel keyrings, io_uring or terminal input injection".to_owned(),
+            "seccomp: no kernel keyrings, io_uring, terminal input injection, System V IPC or POSIX message queues".to_owned(),
         ),
     ]
 }
@@ -390,6 +418,8 @@ pub struct ChildPlan {
     /// (see [`reads::reads`]).
     pub reads: Reads,
     pub network: bool,
+    /// The unix sockets it may connect to (absolute, as declared).
+    pub sockets: Vec<PathBuf>,
 }
 
 /// A ready-to-start process, for [`crate::runtime`].
@@ -441,6 +471,8 @@ pub enum SandboxError {
     Seccomp(String),
     #[error("cannot set up the keeper's pipe: {0}")]
     Pipe(#[source] std::io::Error),
+    #[error("cannot set up the check of the pack's unix sockets: {0}")]
+    Sockets(String),
 }
 
 /// What the sandbox keeps between calls: the probe, the Landlock layer that hides
@@ -541,6 +573,7 @@ mod tests {
     const READ_ONLY: Needs<'static> = Needs {
         network: false,
         writes: &[],
+        sockets: &[],
         exposed: None,
     };
 
@@ -618,6 +651,7 @@ mod tests {
                 "filesystem",
                 "process-isolation",
                 "network",
+                "sockets",
                 "syscall-filter"
             ]
         );
@@ -629,7 +663,26 @@ mod tests {
         let reports = layers(&machine, with_network);
         let network = reports.iter().find(|layer| layer.layer == "network").unwrap();
         assert!(!network.needed && !network.enforced);
-        assert_eq!(missing(&reports).len(), 6);
+        assert_eq!(missing(&reports).len(), 7);
+    }
+
+    /// Declared sockets need the check of each connect; where the kernel cannot make
+    /// it, strict mode refuses the pack (and only a pack that declares sockets).
+    #[test]
+    fn declared_sockets_need_user_notification() {
+        let mut machine = everything();
+        machine.sockets = Support::no("no user notification here");
+        let sockets = ["/run/postgresql/.s.PGSQL.5432".to_owned()];
+        let declared = Needs {
+            sockets: &sockets,
+            ..READ_ONLY
+        };
+        let gaps: Vec<&str> = missing(&layers(&machine, declared))
+            .iter()
+            .map(|layer| layer.layer)
+            .collect();
+        assert_eq!(gaps, ["sockets"]);
+        assert_eq!(missing(&layers(&machine, READ_ONLY)), Vec::<&LayerReport>::new());
     }
 
     #[test]
@@ -639,6 +692,7 @@ mod tests {
             Needs {
                 network: false,
                 writes: &["out".to_owned()],
+                sockets: &[],
                 exposed: None,
             },
         );
@@ -664,6 +718,7 @@ mod tests {
                 "process-isolation",
                 "process-list",
                 "network",
+                "sockets",
                 "syscall-filter"
             ]
         );

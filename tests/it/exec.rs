@@ -649,7 +649,7 @@ fn dry_run_shows_the_plan_and_runs_nothing() {
             )
         })
         .collect();
-    assert_eq!(layers.len(), 14);
+    assert_eq!(layers.len(), 15);
     assert!(layers.iter().all(|(_, enforced)| *enforced), "{layers:?}");
     assert_eq!(data["sandbox"]["write"], json!(["out"]));
     // What it reads beyond the system folders: the working directory, the folders

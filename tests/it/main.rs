@@ -29,4 +29,5 @@ mod pack;
 mod policy;
 mod readme;
 mod sandbox;
+mod sockets;
 mod transit;

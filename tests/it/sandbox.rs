@@ -3,7 +3,6 @@
 //! CI and containers run it) and, where the answer differs, as an unprivileged user.
 //! Each fails when the protection it names is taken out.
 
-use std::io::Write as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +12,7 @@ use serde_json::json;
 
 use crate::common::{BIN, TestEnv, is_root, pids_of, require, wait_until};
 use crate::mcp::Process;
+use crate::sockets::Server;
 
 fn attacker_env() -> TestEnv {
     let env = TestEnv::new();
@@ -21,7 +21,7 @@ fn attacker_env() -> TestEnv {
     env
 }
 
-fn set_network(env: &TestEnv, pack: &str, network: bool) {
+pub(crate) fn set_network(env: &TestEnv, pack: &str, network: bool) {
     let manifest = env.home().join("packs").join(pack).join("hcp.json");
     let text = std::fs::read_to_string(&manifest).unwrap().replace(
         &format!("\"network\": {}", !network),
@@ -323,67 +323,6 @@ fn only_descriptors_0_1_and_2_reach_the_pack() {
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "");
 }
 
-/// A unix socket server that answers `hi` to every connection, until dropped.
-struct Server {
-    listener: UnixListener,
-}
-
-impl Server {
-    fn serve(listener: UnixListener) -> Self {
-        let server = Self {
-            listener: listener.try_clone().unwrap(),
-        };
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let _ = (&stream).write_all(b"hi");
-            }
-        });
-        server
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.listener.set_nonblocking(true);
-    }
-}
-
-/// Escape 6: No unix socket opens, by path or abstract name, as root too: not without
-/// the network, and not with it either (`"network": true` is IPv4 and IPv6, and a
-/// root-owned socket such as `docker.sock` would be a way out of every layer). TCP
-/// still works with the network: the control.
-#[test]
-fn no_unix_socket_opens_with_or_without_the_network() {
-    use std::os::linux::net::SocketAddrExt as _;
-    let env = attacker_env();
-    let path = env.root.path().join("outside.sock");
-    let _by_path = Server::serve(UnixListener::bind(&path).unwrap());
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
-    let name = format!("hcpx-test-{}", std::process::id());
-    let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
-    let _abstract = Server::serve(UnixListener::bind_addr(&address).unwrap());
-    let targets = [path.display().to_string(), format!("@{name}")];
-    for network in [false, true] {
-        set_network(&env, "attacker", network);
-        for target in &targets {
-            let output = env.run(&["exec", "attacker", "unix", "--", &format!("to={target}")]);
-            assert_eq!(output.code, 1, "network {network}, {target}: {output}");
-            assert!(output.stderr.contains("PermissionError"), "{output}");
-            assert!(!output.stdout.contains("connected"), "{output}");
-        }
-    }
-    set_network(&env, "probe", true);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let output = env.run(&["exec", "probe", "connect", "--", &format!("port={port}")]);
-    assert_eq!(
-        (output.code, output.stdout.as_str()),
-        (0, "connected\n"),
-        "{output}"
-    );
-}
-
 /// Renames a new link over `link`: the swap is atomic, as an attacker's would be.
 fn swap_link(link: &Path, target: &Path) {
     let fresh = link.with_extension("new");
@@ -543,7 +482,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
     assert_eq!(error.reason, hcpx::error::Reason::NotRunnable);
     assert_eq!(
         error.message,
-        "this machine cannot enforce what the pack needs: descriptors, containment, privileges, filesystem, process-isolation, network, syscall-filter"
+        "this machine cannot enforce what the pack needs: descriptors, containment, privileges, filesystem, process-isolation, network, sockets, syscall-filter"
     );
     assert_eq!(
         envelope.next.as_deref(),
@@ -692,6 +631,9 @@ fn an_unprivileged_user_gets_the_same_isolation() {
     // With the network, still no unix socket.
     let socket = nobody.base.join("user/s.sock");
     let _server = Server::serve(UnixListener::bind(&socket).unwrap());
+    // Open to nobody: only the sandbox can refuse it.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let manifest = nobody.base.join("home/packs/attacker/hcp.json");
     let text = std::fs::read_to_string(&manifest)
         .unwrap()
@@ -701,6 +643,14 @@ fn an_unprivileged_user_gets_the_same_isolation() {
     let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "unix", "--", &target]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stderr.contains("PermissionError"), "{stderr}");
+    // Declared, it is reached: hcpx connects the pack's socket, as nobody too.
+    let text = std::fs::read_to_string(&manifest).unwrap().replace(
+        "\"timeoutMs\": 20000",
+        &format!("\"sockets\": [{}],\n    \"timeoutMs\": 20000", json!(socket)),
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let (code, stdout, stderr) = nobody.run(&["exec", "attacker", "unix", "--", &target]);
+    assert_eq!((code, stdout.as_str()), (0, "connected hi\n"), "{stderr}");
     // hcpx killed: nothing stays.
     let mut hcpx = nobody
         .command(&["exec", "attacker", "escape", "--", "tag=4107", "wait=60"])
