@@ -179,15 +179,13 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         )
         .next("install Node.js and npm")
     })?;
-    let dir = tempfile::Builder::new()
-        .prefix("hcpx-npm-")
-        .tempdir_in(&ctx.temp_dir)
-        .map_err(|error| {
-            Failure::new(
-                Reason::NotRunnable,
-                format!("cannot create a temporary folder: {error}"),
-            )
-        })?;
+    // A folder of the process's own (mode 0700, swept should hcpx be killed).
+    let dir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            format!("cannot create a temporary folder: {error}"),
+        )
+    })?;
     // The user's own environment: their registry, credentials and proxy apply.
     let spawn = Spawn {
         program: npm,

@@ -21,6 +21,7 @@ mod exec;
 mod http;
 mod index;
 mod install;
+mod leftovers;
 mod mcp;
 mod npm;
 mod pack;
