@@ -209,3 +209,37 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
         .collect();
     assert_eq!(left, ["hcpx-keepme"]);
 }
+/// The temporary files of an atomic write (`.NAME.XXXXXX.tmp`) that hcpx was killed
+/// in the middle of: the next command that takes the state lock removes them, in
+/// `$HCP_HOME` and in the folders of the CLIs it writes there; other names stay.
+#[test]
+fn temporaries_of_a_cut_short_write_go_with_the_next_locked_command() {
+    let env = TestEnv::new();
+    let home = env.home();
+    let program_dir = home.join(".builtin/jq-1.0.0-0123abcd");
+    std::fs::create_dir_all(&program_dir).unwrap();
+    let planted = [
+        home.join(".packs.lock.json.Ab3dE9.tmp"),
+        home.join(".packs.generation.Zz9Yy8.tmp"),
+        home.join(".bindings.json.q1W2e3.tmp"),
+        home.join(".packs.index.AAAAAA.tmp"),
+        program_dir.join(".jq.x1y2z3.tmp"),
+    ];
+    let kept = [
+        home.join("notes.tmp"),
+        home.join(".packs.lock.json.tmp"),
+        home.join(".policy.json.short.tmp"),
+        program_dir.join("jq"),
+    ];
+    for path in planted.iter().chain(&kept) {
+        std::fs::write(path, "half written").unwrap();
+    }
+    let output = env.run(&["policy", "set", "git.*", "allow"]);
+    assert_eq!(output.code, 0, "{output}");
+    for path in &planted {
+        assert!(!path.exists(), "{} is left behind", path.display());
+    }
+    for path in &kept {
+        assert!(path.exists(), "{} was removed", path.display());
+    }
+}
