@@ -64,7 +64,7 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
             "{:width$}  {}  {}\n{:width$}  commands: {}  [{flags}]",
             result.id,
             result.version,
-            result.description,
+            super::inert_line(&result.description),
             "",
             result.commands.join(", "),
         );

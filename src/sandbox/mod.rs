@@ -451,7 +451,7 @@ impl Cache {
     /// the process), made once: a call then leaves `temp_dir` itself unchanged, which
     /// keeps the cached layer that hides `$HCP_HOME` valid when `$HCP_HOME` is beneath
     /// it. Making that folder first sweeps the folders of hcpx processes that are gone
-    /// (see [`temp`]).
+    /// (see `sandbox/temp.rs`).
     pub fn private_temp(&self, temp_dir: &Path) -> std::io::Result<tempfile::TempDir> {
         let mut slot = self
             .temp

@@ -20,6 +20,7 @@ mod confine;
 mod exec;
 mod http;
 mod index;
+mod inert;
 mod install;
 mod leftovers;
 mod mcp;
