@@ -21,26 +21,42 @@ fn shared_tmp(base: &Path) -> PathBuf {
     tmp
 }
 
-/// The `note` files that calls of the probe's `tmp` command wrote in `tmp`.
+/// The `note` files that calls of the probe's `tmp` command wrote under `tmp`
+/// (`hcpx-UID/PROCESS/call-XXXXXX/note`).
 fn notes(tmp: &Path) -> Vec<PathBuf> {
+    let folders = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect()
+    };
     let mut found = Vec::new();
-    for process in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
-        for call in std::fs::read_dir(process.path()).into_iter().flatten().flatten() {
-            let note = call.path().join("note");
-            if note.is_file() {
-                found.push(note);
+    for user in folders(tmp) {
+        for process in folders(&user) {
+            for call in folders(&process) {
+                if call.join("note").is_file() {
+                    found.push(call.join("note"));
+                }
             }
         }
     }
     found
 }
 
+/// The user's folder hcpx keeps its processes' folders in.
+fn user_folder(tmp: &Path) -> PathBuf {
+    tmp.join(format!("hcpx-{}", rustix::process::geteuid().as_raw()))
+}
+
 fn mode(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
 }
 
-/// How hcpx names the folder of process `pid` (its pid namespace, pid and start
-/// time), so the test can make folders of live and of dead processes.
+/// How hcpx names the folder of process `pid` in the user's folder (its pid
+/// namespace, pid and start time), so the test can make folders of live and of dead
+/// processes.
 fn process_tag(pid: u32) -> String {
     let namespace = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -86,8 +102,11 @@ fn another_user_cannot_read_a_calls_temporary_files() {
         let listed = as_user(65534, "ls").unwrap().arg(&call).output().unwrap();
         assert!(!listed.status.success(), "another user listed the call's folder");
     }
-    assert_eq!(mode(&call), 0o700, "{}", call.display());
-    assert_eq!(mode(call.parent().unwrap()), 0o700);
+    let process = call.parent().unwrap();
+    assert_eq!(process.parent(), Some(user_folder(&tmp).as_path()));
+    for folder in [&call, process, &user_folder(&tmp)] {
+        assert_eq!(mode(folder), 0o700, "{}", folder.display());
+    }
     let output = hcpx.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -129,7 +148,7 @@ fn an_unprivileged_users_temporary_files_are_its_own() {
     // A dead process's folder that root owns: not nobody's to sweep.
     let ours = process_tag(std::process::id());
     let this_pid = ours.rsplit_once('-').unwrap().0;
-    let roots = tmp.join(format!("hcpx-{this_pid}-1-r00t00"));
+    let roots = folder.parent().unwrap().join(format!("{this_pid}-1-r00t00"));
     std::fs::create_dir(&roots).unwrap();
     let mut next = nobody.command(&["exec", "probe", "args", "--", "count=1"]);
     next.env("TMPDIR", &tmpdir);
@@ -140,7 +159,7 @@ fn an_unprivileged_users_temporary_files_are_its_own() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(!folder.exists(), "the killed call's folder is still there");
-    assert!(roots.exists());
+    assert!(roots.exists(), "a folder of root's went");
 }
 
 /// The attack: hcpx is killed (SIGKILL, the OOM killer) mid-call, so no clean-up
@@ -162,18 +181,19 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
 
     let ours = process_tag(std::process::id());
     // This very test process: alive, so its folder stays.
-    let live = tmp.join(format!("hcpx-{ours}-live00"));
+    let user = user_folder(&tmp);
+    let live = user.join(format!("{ours}-live00"));
     // The pid of this process with another start time: a process that is gone
     // (its pid now reused), so its folder goes.
     let this_pid = ours.rsplit_once('-').unwrap().0;
-    let reused = tmp.join(format!("hcpx-{this_pid}-1-reuse0"));
+    let reused = user.join(format!("{this_pid}-1-reuse0"));
     // Another user's folder of a gone process: not ours to remove.
-    let others = tmp.join(format!("hcpx-{this_pid}-1-other0"));
+    let others = user.join(format!("{this_pid}-1-other0"));
     // A name hcpx does not make.
-    let unnamed = tmp.join("hcpx-keepme");
+    let unnamed = user.join("keepme");
     // A link named as hcpx names its folders, to a folder elsewhere.
     let elsewhere = env.root.path().join("elsewhere");
-    let link = tmp.join(format!("hcpx-{this_pid}-1-link00"));
+    let link = user.join(format!("{this_pid}-1-link00"));
     for dir in [&live, &reused, &others, &unnamed, &elsewhere] {
         std::fs::create_dir(dir).unwrap();
         std::fs::write(dir.join("file"), "kept?").unwrap();
@@ -202,13 +222,39 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
     }
     // The folder of the call that just ran went with it, and the sweep runs once a
     // process: a second call in the same server would not sweep again (unit tests).
-    let left: Vec<String> = std::fs::read_dir(&tmp)
+    let left: Vec<String> = std::fs::read_dir(&user)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|name| !name.ends_with("live00") && !name.ends_with("other0") && !name.ends_with("link00"))
         .collect();
-    assert_eq!(left, ["hcpx-keepme"]);
+    assert_eq!(left, ["keepme"]);
 }
+/// The attack: another local user makes `hcpx-UID` in the shared `/tmp` first (open
+/// to all, or a link to a folder of theirs), to read what calls write there. hcpx
+/// takes only a folder of its user's own, that no one else may enter: the call runs
+/// in a folder of its own beside it, and nothing lands in the other user's.
+#[test]
+fn a_users_folder_that_someone_else_made_is_not_used() {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let tmp = shared_tmp(env.root.path());
+    let squatted = user_folder(&tmp);
+    std::fs::create_dir(&squatted).unwrap();
+    std::fs::set_permissions(&squatted, std::fs::Permissions::from_mode(0o777)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&squatted, Some(65534), Some(65534)).unwrap();
+    }
+    let env = env.env("TMPDIR", &tmp.display().to_string());
+    let output = env.run(&["exec", "probe", "tmp"]);
+    assert_eq!(output.code, 0, "{output}");
+    let mut lines = output.stdout.lines();
+    assert_eq!(lines.next(), Some("700"), "{output}");
+    let used = PathBuf::from(lines.next().unwrap());
+    assert!(!used.starts_with(&squatted), "the call ran in {}", used.display());
+    assert_eq!(used.parent().unwrap().parent(), Some(tmp.as_path()));
+    assert_eq!(std::fs::read_dir(&squatted).unwrap().count(), 0);
+}
+
 /// The temporary files of an atomic write (`.NAME.XXXXXX.tmp`) that hcpx was killed
 /// in the middle of: the next command that takes the state lock removes them, in
 /// `$HCP_HOME` and in the folders of the CLIs it writes there; other names stay.
