@@ -60,6 +60,7 @@ pub(crate) struct Terminals {
     pub stderr: bool,
 }
 
+/// The [`Shown`] text of one call, for streams that go `to` a terminal or not.
 pub(crate) fn shown<'a>(envelope: &'a Envelope, text: &'a str, errors: &'a str, to: Terminals) -> Shown<'a> {
     let output = |output: &'a str, terminal: bool| {
         if terminal {
