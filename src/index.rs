@@ -449,9 +449,18 @@ impl Snapshot {
         }
         let snapshot = Self::from_catalog(Catalog::load(&packs_dir), &packs_dir, &stamps);
         if key.packs.present && !key.racy(now) {
-            let bytes = snapshot.encode(&key);
-            if let Err(error) = state::write_atomic(&home.join(INDEX_FILE), &bytes, 0o600) {
-                tracing::debug!("the packs index was not written: {error}");
+            // Under the state lock, as every write in `HCP_HOME` is, so that whoever
+            // takes it may remove the temporary file of a write cut short; never
+            // waited for: a change in flight leaves this index stale anyway.
+            match state::Lock::try_acquire(home) {
+                Ok(Some(_lock)) => {
+                    let bytes = snapshot.encode(&key);
+                    if let Err(error) = state::write_atomic(&home.join(INDEX_FILE), &bytes, 0o600) {
+                        tracing::debug!("the packs index was not written: {error}");
+                    }
+                }
+                Ok(None) => tracing::debug!("the packs index was not written: the state is being changed"),
+                Err(error) => tracing::debug!("the packs index was not written: {error}"),
             }
         }
         snapshot
@@ -1012,6 +1021,19 @@ mod tests {
             )),
             ["tides", "weather"]
         );
+    }
+
+    /// The index is written under the state lock (whoever takes it removes the
+    /// temporary files of writes cut short), and not at all while it is held.
+    #[test]
+    fn the_index_is_written_only_under_the_state_lock() {
+        let home = home_with_packs();
+        let held = state::Lock::acquire(home.path()).unwrap();
+        Snapshot::build(home.path(), Key::read(home.path(), None), later());
+        assert!(on_disk(home.path()).is_none(), "written while the lock was held");
+        drop(held);
+        Snapshot::build(home.path(), Key::read(home.path(), None), later());
+        assert!(on_disk(home.path()).is_some());
     }
 
     #[test]

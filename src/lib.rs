@@ -58,6 +58,17 @@ pub use crate::terminal::Terminal;
 pub trait Sink: Send {
     fn stdout(&mut self, text: &str);
     fn stderr(&mut self, text: &str);
+
+    /// Whether `stdout` reaches a terminal: the pack's own output is then shown with
+    /// its control characters escaped, else byte for byte.
+    fn stdout_is_terminal(&self) -> bool {
+        false
+    }
+
+    /// The same for `stderr`.
+    fn stderr_is_terminal(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that keeps everything, for tests and in-process callers.
@@ -280,10 +291,13 @@ pub async fn run_to_sink(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) 
         writer.pending.push(b'\n');
         writer.finish();
     } else {
-        sink.stdout(&executed.envelope.stdout);
-        sink.stdout(&executed.text);
-        sink.stderr(&executed.envelope.stderr);
-        sink.stderr(&executed.errors);
+        let to = render::Terminals {
+            stdout: sink.stdout_is_terminal(),
+            stderr: sink.stderr_is_terminal(),
+        };
+        let shown = render::shown(&executed.envelope, &executed.text, &executed.errors, to);
+        shown.stdout.iter().for_each(|text| sink.stdout(text));
+        shown.stderr.iter().for_each(|text| sink.stderr(text));
     }
     Outcome {
         envelope: executed.envelope,

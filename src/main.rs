@@ -10,9 +10,10 @@ use hcpx::context::{Human, SecretInput};
 
 /// Writes straight to the process's streams, ignoring a closed pipe (`hcpx … | head`).
 /// A progress line shown meanwhile is cleared before the first output.
-#[derive(Default)]
 struct StdStreams {
     progress_shown: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether stdout and stderr are terminals, read once.
+    terminals: (bool, bool),
 }
 
 impl StdStreams {
@@ -36,6 +37,14 @@ impl hcpx::Sink for StdStreams {
     fn stderr(&mut self, text: &str) {
         self.clear_progress();
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    }
+
+    fn stdout_is_terminal(&self) -> bool {
+        self.terminals.0
+    }
+
+    fn stderr_is_terminal(&self) -> bool {
+        self.terminals.1
     }
 }
 
@@ -180,7 +189,11 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.
         cancel_on_signals(ctx.cancel.clone());
-        hcpx::run_to_sink(argv, &ctx, &mut StdStreams { progress_shown }).await
+        let mut streams = StdStreams {
+            progress_shown,
+            terminals: (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
+        };
+        hcpx::run_to_sink(argv, &ctx, &mut streams).await
     });
     ExitCode::from(outcome.exit_code)
 }

@@ -1,7 +1,8 @@
 //! Writes to the user's state files (see README.md): `$HCP_HOME` created 0700 on first
 //! write; every file replaced atomically (a temporary file in the same folder, synced,
 //! then renamed) while holding an exclusive lock, so a crash leaves the old or the new
-//! file and a second `hcpx` process never interleaves with this one.
+//! file and a second `hcpx` process never interleaves with this one. Taking the lock
+//! removes the temporary files of writes that a kill cut short.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -52,15 +53,34 @@ pub(crate) struct Lock {
     _file: File,
 }
 
+/// The state lock's file in `$HCP_HOME`.
+const STATE_LOCK: &str = ".lock";
+
 impl Lock {
-    /// The lock for the state files (policy, bindings, packs).
+    /// The lock for the state files (policy, bindings, packs), waited for. Taking it
+    /// removes the temporary files of writes cut short (see [`sweep_temporaries`]).
     pub(crate) fn acquire(home: &Path) -> Result<Self, StateError> {
-        Self::named(home, ".lock")
+        let lock = Self::named(home, STATE_LOCK, Wait::Yes)?.ok_or_else(|| StateError::Lock {
+            path: home.join(STATE_LOCK),
+            source: std::io::ErrorKind::WouldBlock.into(),
+        })?;
+        sweep_temporaries(home);
+        Ok(lock)
+    }
+
+    /// The state lock if no one holds it now, without waiting: for writes that may
+    /// as well not happen (a cache).
+    pub(crate) fn try_acquire(home: &Path) -> Result<Option<Self>, StateError> {
+        let lock = Self::named(home, STATE_LOCK, Wait::No)?;
+        if lock.is_some() {
+            sweep_temporaries(home);
+        }
+        Ok(lock)
     }
 
     /// A lock of its own, so appending to the audit log while holding the state lock
-    /// can never wait on itself.
-    fn named(home: &Path, name: &str) -> Result<Self, StateError> {
+    /// can never wait on itself. `None` when `wait` is [`Wait::No`] and it is held.
+    fn named(home: &Path, name: &str, wait: Wait) -> Result<Option<Self>, StateError> {
         ensure_home(home)?;
         let path = home.join(name);
         let lock_error = |source| StateError::Lock {
@@ -74,14 +94,82 @@ impl Lock {
             .open(&path)
             .map_err(lock_error)?;
         #[cfg(unix)]
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|errno| lock_error(std::io::Error::from(errno)))?;
-        Ok(Self { _file: file })
+        {
+            use rustix::fs::FlockOperation;
+            let operation = match wait {
+                Wait::Yes => FlockOperation::LockExclusive,
+                Wait::No => FlockOperation::NonBlockingLockExclusive,
+            };
+            match rustix::fs::flock(&file, operation) {
+                Ok(()) => {}
+                Err(rustix::io::Errno::WOULDBLOCK) if matches!(wait, Wait::No) => return Ok(None),
+                Err(errno) => return Err(lock_error(std::io::Error::from(errno))),
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = wait;
+        Ok(Some(Self { _file: file }))
     }
 }
 
-/// Replaces `path` with `contents` atomically, with the given Unix mode. The caller
-/// holds the [`Lock`] when it read the old contents to compute the new ones.
+#[derive(Clone, Copy)]
+enum Wait {
+    Yes,
+    No,
+}
+
+/// Where [`write_atomic`] writes under the state lock: `$HCP_HOME` itself and the
+/// folders of the CLIs hcpx writes there (`.builtin/*/`, `.installed/*/`). The
+/// install work folder (`packs/.work`) goes whole when a change ends or is
+/// recovered, and host files (`adopt`) are not hcpx's folders: another `HCP_HOME`'s
+/// hcpx may be writing one.
+const PROGRAM_FOLDERS: [&str; 2] = [".builtin", ".installed"];
+
+/// Removes the temporary files (`.NAME.XXXXXX.tmp`) that atomic writes left when
+/// hcpx was killed in the middle of one. The caller holds the state lock, and every
+/// writer of these folders writes under it, so none of them is a write in flight.
+fn sweep_temporaries(home: &Path) {
+    remove_temporaries_in(home);
+    for folder in PROGRAM_FOLDERS {
+        for entry in std::fs::read_dir(home.join(folder))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                remove_temporaries_in(&entry.path());
+            }
+        }
+    }
+}
+
+fn remove_temporaries_in(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let temporary = entry.file_name().to_str().is_some_and(is_temporary);
+        if temporary
+            && entry.file_type().is_ok_and(|kind| kind.is_file())
+            && let Err(error) = std::fs::remove_file(entry.path())
+        {
+            tracing::debug!("cannot remove {}: {error}", entry.path().display());
+        }
+    }
+}
+
+/// Whether `name` is one [`write_atomic`] gives its temporary files: `.`, the
+/// file's name, `.`, tempfile's six random letters and digits, `.tmp`.
+fn is_temporary(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|name| name.strip_suffix(".tmp"))
+        .and_then(|stem| stem.rsplit_once('.'))
+        .is_some_and(|(file, random)| {
+            !file.is_empty() && random.len() == 6 && random.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+/// Replaces `path` with `contents` atomically, with the given Unix mode, through a
+/// temporary file `.NAME.XXXXXX.tmp` beside it. The caller holds the [`Lock`]: when
+/// it read the old contents to compute the new ones, and always in `$HCP_HOME`,
+/// where taking the lock removes such files.
 pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<(), StateError> {
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
@@ -119,7 +207,7 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()
 /// Appends one line with a single `write` on an `O_APPEND` file (mode 0600) under
 /// the lock, so concurrent writers never interleave inside a line.
 pub(crate) fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), StateError> {
-    let _lock = Lock::named(home, ".append.lock")?;
+    let _lock = Lock::named(home, ".append.lock", Wait::Yes)?;
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
@@ -177,6 +265,57 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("bindings.json")]);
+    }
+
+    #[test]
+    fn temporaries_are_the_names_write_atomic_gives() {
+        for name in [
+            ".packs.lock.json.Ab3dE9.tmp",
+            ".bindings.json.000000.tmp",
+            ".x.zzzzzz.tmp",
+        ] {
+            assert!(is_temporary(name), "{name}");
+        }
+        for name in [
+            "packs.lock.json.Ab3dE9.tmp",
+            ".packs.lock.json.tmp",
+            ".policy.json.short.tmp",
+            "..Ab3dE9.tmp",
+            ".x.Ab3d-9.tmp",
+            ".x.Ab3dE9.tmp.old",
+            ".lock",
+        ] {
+            assert!(!is_temporary(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn taking_the_state_lock_removes_temporaries_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let program = home.join(".installed/probe-abc");
+        std::fs::create_dir_all(&program).unwrap();
+        let left = [
+            home.join(".bindings.json.Ab3dE9.tmp"),
+            program.join(".probe.x1y2z3.tmp"),
+        ];
+        let kept = [home.join("notes.tmp"), program.join("probe")];
+        for path in left.iter().chain(&kept) {
+            std::fs::write(path, "x").unwrap();
+        }
+        // A folder so named is not a temporary file.
+        std::fs::create_dir(home.join(".adopted.json.qwerty.tmp")).unwrap();
+        let lock = Lock::acquire(home).unwrap();
+        assert!(left.iter().all(|path| !path.exists()));
+        assert!(kept.iter().all(|path| path.exists()));
+        assert!(home.join(".adopted.json.qwerty.tmp").is_dir());
+        // Held: another taker does not wait, and takes nothing away.
+        std::fs::write(&left[0], "in flight").unwrap();
+        assert!(Lock::try_acquire(home).unwrap().is_none());
+        assert!(left[0].exists());
+        drop(lock);
+        assert!(Lock::try_acquire(home).unwrap().is_some());
+        assert!(!left[0].exists());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The person at the terminal, for `main.rs` to hand to the command tree: y/N
-//! confirmations read from `/dev/tty`, and secrets read without echo (or from stdin
-//! when it is not a terminal). Nothing else in the crate touches the terminal.
+//! confirmations read from `/dev/tty` (the question shown inert, see
+//! [`crate::render::inert`]), and secrets read without echo (or from stdin when it is
+//! not a terminal). Nothing else in the crate touches the terminal.
 
 use std::future::Future;
 use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
@@ -14,7 +15,8 @@ impl Human for Terminal {
     fn confirm<'a>(&'a self, question: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
             let mut stderr = std::io::stderr();
-            let _ = write!(stderr, "{question} [y/N] ");
+            // The question quotes the caller's words (a source, a value): inert.
+            let _ = write!(stderr, "{} [y/N] ", crate::render::inert(question));
             let _ = stderr.flush();
             let Ok(tty) = std::fs::File::open("/dev/tty") else {
                 return Answer::No;
@@ -35,7 +37,7 @@ impl SecretInput for Terminal {
     fn read_secret(&self, prompt: &str) -> Result<String, String> {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
-            return rpassword::prompt_password(prompt)
+            return rpassword::prompt_password(crate::render::inert_line(prompt))
                 .map_err(|error| format!("cannot read from the terminal: {error}"));
         }
         let mut value = String::new();

@@ -179,15 +179,13 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         )
         .next("install Node.js and npm")
     })?;
-    let dir = tempfile::Builder::new()
-        .prefix("hcpx-npm-")
-        .tempdir_in(&ctx.temp_dir)
-        .map_err(|error| {
-            Failure::new(
-                Reason::NotRunnable,
-                format!("cannot create a temporary folder: {error}"),
-            )
-        })?;
+    // A folder of the process's own (mode 0700, swept should hcpx be killed).
+    let dir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            format!("cannot create a temporary folder: {error}"),
+        )
+    })?;
     // The user's own environment: their registry, credentials and proxy apply.
     let spawn = Spawn {
         program: npm,
@@ -324,6 +322,17 @@ pub(crate) async fn install(
         .next("hcpx install ./my-pack"));
     };
     let manifest = install::validate(&files).map_err(failure)?;
+    if let Err(refusal) = may_replace(ctx, &manifest.id, &recorded, source) {
+        let _ = super::write_audit_line(
+            ctx,
+            argv,
+            super::policy::PSEUDO_PACK,
+            "install",
+            Decision::Refused,
+            started,
+        );
+        return Err(refusal);
+    }
     let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now()).map_err(failure)?;
     let (id, version) = (&manifest.id, manifest.version.to_string());
     let sum = install::integrity(&files);
@@ -376,6 +385,26 @@ pub(crate) async fn install(
         warnings: warning,
         run: None,
     })
+}
+
+/// Replacing a built-in pack with a pack from another source (a folder or an npm
+/// package whose id is `git`) is a person's act, as binding is: it decides what the
+/// person's own `hcpx exec git` runs next. An agent is refused whatever the policy
+/// says; installing the built-in id itself stays an ordinary install.
+fn may_replace(ctx: &Context, id: &str, recorded: &str, source: &str) -> Result<(), Failure> {
+    let replaces = builtin_files(id).is_some() && recorded != format!("builtin:{id}");
+    if !replaces || crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow {
+        return Ok(());
+    }
+    Err(Failure::new(
+        Reason::AccessRefused,
+        "an agent cannot replace a built-in pack with a pack from another source; nothing was installed",
+    )
+    .next(format!(
+        "a person runs, at a terminal and without HCP_AGENT=1: hcpx install {}",
+        shell_words::quote(source)
+    ))
+    .data(json!({ "id": id, "builtin": true })))
 }
 
 /// After an install: a person's update from the same place (the same npm package,

@@ -342,6 +342,82 @@ pub(crate) fn require_kernel_layers() -> bool {
     }
 }
 
+/// `program` run as the user `uid` (group `uid`, no other groups) through setpriv(1),
+/// with a cleared environment; `None` (said, and a failure in CI) unless the tests
+/// run as root and setpriv is there.
+pub(crate) fn as_user(uid: u32, program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|path| Path::new(path).exists());
+    if !require(
+        is_root() && setpriv.is_some(),
+        "root and setpriv(1), to run as another user",
+    ) {
+        return None;
+    }
+    let mut command = Command::new(setpriv?);
+    command
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(program)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(std::process::Stdio::null());
+    Some(command)
+}
+
+/// A tree `nobody` owns, with its own copy of the binary, for the unprivileged runs.
+pub(crate) struct Nobody {
+    _dir: tempfile::TempDir,
+    pub(crate) base: PathBuf,
+}
+
+impl Nobody {
+    pub(crate) fn new() -> Option<Self> {
+        as_user(65534, "true")?;
+        let dir = tempfile::Builder::new().prefix("hcpx-unpriv-").tempdir().unwrap();
+        let base = dir.path().to_path_buf();
+        for sub in ["home/packs", "work/out", "user"] {
+            std::fs::create_dir_all(base.join(sub)).unwrap();
+        }
+        for pack in ["probe", "attacker"] {
+            copy_dir(&fixture(pack), &base.join("home/packs").join(pack));
+        }
+        std::fs::copy(BIN, base.join("hcpx")).unwrap();
+        let chown = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&base)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Some(Self { _dir: dir, base })
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        // `new` made sure that setpriv is there.
+        let mut command = as_user(65534, self.base.join("hcpx")).unwrap();
+        command
+            .args(args)
+            .current_dir(self.base.join("work"))
+            .env("HOME", self.base.join("user"))
+            .env("HCP_HOME", self.base.join("home"))
+            .env("HCPX_PARENT_SECRET", "parent-secret-0b3f");
+        command
+    }
+
+    pub(crate) fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self.command(args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
 /// Whether the tests run as root.
 pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|status| {

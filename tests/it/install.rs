@@ -212,6 +212,90 @@ fn installs_go_through_the_policy() {
     );
 }
 
+/// A copy of the probe fixture whose pack id is `git`, a built-in's.
+fn posing_as_git(env: &TestEnv, name: &str) -> PathBuf {
+    let dir = source(env, name, "9.9.9");
+    for file in ["hcp.json", "SKILL.md"] {
+        let text = std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .replacen("\"id\": \"probe\"", "\"id\": \"git\"", 1)
+            .replacen("name: probe", "name: git", 1);
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir
+}
+
+/// The attack: an agent installs a folder (or an npm package) whose pack id is a
+/// built-in's, `git`, and the person's next `hcpx exec git ...` runs the agent's
+/// pack. Replacing a built-in with a pack from another source is a person's act:
+/// an agent is refused (`access_refused`) and nothing is written, confirmed or not;
+/// the built-in id itself stays an ordinary install, and a person may replace it.
+#[test]
+fn an_agent_cannot_replace_a_builtin_and_a_person_can() {
+    let env = TestEnv::new();
+    posing_as_git(&env, "mygit");
+    let output = env
+        .command(&["--json", "install", "mygit", "--yes"])
+        .env("HCP_AGENT", "1")
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2, "reason": "access_refused",
+            "message": "an agent cannot replace a built-in pack with a pack from another source; nothing was installed",
+        })
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("a person runs, at a terminal and without HCP_AGENT=1: hcpx install mygit")
+    );
+    assert_eq!(envelope["data"], json!({ "id": "git", "builtin": true }));
+    assert!(!env.home().join("packs/git").exists());
+    assert!(!env.home().join("packs.lock.json").exists());
+    let (_, skill) = env.json(&["skill", "git"]);
+    assert_eq!(skill["data"]["source"], json!("builtin"), "{skill}");
+    assert_eq!(
+        crate::common::audit_decisions(&env),
+        ["refused"],
+        "the refusal is audited"
+    );
+
+    // Over MCP, confirmed: refused the same way.
+    let mut server = crate::mcp::Process::initialized(&env);
+    server.send(
+        &json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["install", "mygit"], "confirm": true } } }),
+    );
+    let response = server.until(2).pop().unwrap();
+    let result = &response["result"]["structuredContent"];
+    assert_eq!(result["error"]["reason"], json!("access_refused"), "{response}");
+    assert_eq!(server.close().0, 0);
+    assert!(!env.home().join("packs/git").exists());
+
+    // The built-in itself: an ordinary install, for an agent too.
+    let installed = env.install_ok("git", true);
+    assert_eq!(installed["data"]["source"], json!("builtin:git"));
+    // A person may replace it.
+    let installed = env.install_ok("mygit", false);
+    let folder = env.work().join("mygit").canonicalize().unwrap();
+    assert_eq!(installed["data"]["source"], json!(folder.display().to_string()));
+    // And an agent may not install over the person's replacement either, even from
+    // the same folder: what it installs is still not the built-in.
+    let skill = env.work().join("mygit/SKILL.md");
+    let changed = std::fs::read_to_string(&skill).unwrap() + "\nChanged by the agent.\n";
+    std::fs::write(&skill, changed).unwrap();
+    let output = env
+        .command(&["--json", "install", "mygit", "--yes"])
+        .env("HCP_AGENT", "1")
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(envelope["error"]["reason"], json!("access_refused"), "{envelope}");
+}
+
 #[test]
 fn unknown_sources_say_what_is_accepted() {
     let env = TestEnv::new();

@@ -4,13 +4,13 @@
 //! Each fails when the protection it names is taken out.
 
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{BIN, TestEnv, is_root, pids_of, require, wait_until};
+use crate::common::{BIN, Nobody, TestEnv, is_root, pids_of, require, wait_until};
 use crate::mcp::Process;
 use crate::sockets::Server;
 
@@ -500,74 +500,6 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
     ));
     let outcome = hcpx::run_to_sink(argv, &ctx, &mut hcpx::BufferSink::default()).await;
     assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
-}
-
-/// A tree `nobody` owns, with its own copy of the binary, for the unprivileged runs.
-struct Nobody {
-    _dir: tempfile::TempDir,
-    base: PathBuf,
-    setpriv: &'static str,
-}
-
-impl Nobody {
-    fn new() -> Option<Self> {
-        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
-            .into_iter()
-            .find(|path| Path::new(path).exists());
-        if !require(
-            is_root() && setpriv.is_some(),
-            "root and setpriv(1), to run as nobody",
-        ) {
-            return None;
-        }
-        let dir = tempfile::Builder::new().prefix("hcpx-unpriv-").tempdir().unwrap();
-        let base = dir.path().to_path_buf();
-        for sub in ["home/packs", "work/out", "user"] {
-            std::fs::create_dir_all(base.join(sub)).unwrap();
-        }
-        for pack in ["probe", "attacker"] {
-            crate::common::copy_dir(&crate::common::fixture(pack), &base.join("home/packs").join(pack));
-        }
-        std::fs::copy(BIN, base.join("hcpx")).unwrap();
-        let chown = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(&base)
-            .status()
-            .unwrap();
-        assert!(chown.success());
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Some(Self {
-            _dir: dir,
-            base,
-            setpriv: setpriv?,
-        })
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(self.setpriv);
-        command
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(self.base.join("hcpx"))
-            .args(args)
-            .current_dir(self.base.join("work"))
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", self.base.join("user"))
-            .env("HCP_HOME", self.base.join("home"))
-            .env("HCPX_PARENT_SECRET", "parent-secret-0b3f")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let output = self.command(args).output().unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
 }
 
 /// Most people are not root: the same escapes, as `nobody`.
