@@ -101,9 +101,24 @@ fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
     })
 }
 
+/// The folders on the way, with their times; the hidden paths and `$HCP_HOME`'s
+/// pack folders, by identity.
+fn stamps(view: &HomeView, holes: &[PathBuf], ways: &[PathBuf]) -> Vec<Stamp> {
+    let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
+    stamps.extend(holes.iter().filter_map(|hole| stamp(hole, false)));
+    stamps.extend(
+        HOME_READS
+            .iter()
+            .filter_map(|name| stamp(&view.real().join(name), false)),
+    );
+    stamps
+}
+
 /// What a layer was built from, to tell whether it still holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Shape {
+    view: HomeView,
+    root: bool,
     holes: Vec<PathBuf>,
     /// The folders on the way, `/` first.
     ways: Vec<PathBuf>,
@@ -119,14 +134,22 @@ impl Shape {
             ways.extend(hole.ancestors().skip(1).map(Path::to_path_buf));
         }
         let ways: Vec<PathBuf> = ways.into_iter().collect();
-        let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
-        stamps.extend(holes.iter().filter_map(|hole| stamp(hole, false)));
-        stamps.extend(
-            HOME_READS
-                .iter()
-                .filter_map(|name| stamp(&view.real().join(name), false)),
-        );
-        Self { holes, ways, stamps }
+        let stamps = stamps(view, &holes, &ways);
+        Self {
+            view: view.clone(),
+            root,
+            holes,
+            ways,
+            stamps,
+        }
+    }
+
+    /// Whether a layer built for this shape still holds for `view`: the same paths
+    /// of `$HCP_HOME`, and no folder on the way changed. A hidden file that appears
+    /// or goes (a new host key) changes its folder, which is on the way: so the
+    /// hidden paths need not be listed again.
+    pub(super) fn holds(&self, view: &HomeView, root: bool) -> bool {
+        self.view == *view && self.root == root && stamps(view, &self.holes, &self.ways) == self.stamps
     }
 
     /// The paths hidden.

@@ -191,7 +191,6 @@ pub(super) fn probe() -> Machine {
 /// A built base layer, for one `$HCP_HOME`, with the shape it was built from.
 #[derive(Debug)]
 struct BaseLayer {
-    home: PathBuf,
     shape: Shape,
     ruleset: Arc<OwnedFd>,
 }
@@ -220,27 +219,25 @@ impl Cache {
     /// The layer that hides `$HCP_HOME` (every path of it in `view`) and, as root, the
     /// system's secrets; built again when a folder on the way changes.
     fn base(&self, view: &HomeView, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
-        let shape = Shape::of(view, rustix::process::geteuid().is_root());
-        let home = view.real();
+        let root = rustix::process::geteuid().is_root();
         let mut slot = self
             .base
             .lock()
             .map_err(|_| SandboxError::Landlock("the base layer cache is poisoned".into()))?;
         if let Some(built) = slot.as_ref()
-            && built.home == home
-            && built.shape == shape
+            && built.shape.holds(view, root)
         {
             return Ok(Arc::clone(&built.ruleset));
         }
+        let shape = Shape::of(view, root);
         let proc = self.proc_root(machine);
         let ruleset = Arc::new(hidden::ruleset(
             &shape,
-            home,
+            view.real(),
             machine.landlock_abi,
             proc.as_ref(),
         )?);
         *slot = Some(BaseLayer {
-            home: home.to_path_buf(),
             shape,
             ruleset: Arc::clone(&ruleset),
         });
