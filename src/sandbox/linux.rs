@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
+use super::bpf;
 use super::enter::{Confinement, Keeper};
 use super::hidden::{self, Shape};
 use super::{
@@ -561,6 +562,20 @@ fn seccomp_program(
     network: bool,
     sockets: bool,
 ) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
+    program(network, sockets, true)
+}
+
+/// The program without the network and declared sockets, with or without the
+/// IPC guard ([`bpf::ipc_guard`]): what `cargo bench --bench ipc` weighs.
+pub(super) fn program_for_bench(refuse_ipc: bool) -> Result<seccompiler::BpfProgram, String> {
+    program(false, false, refuse_ipc).map_err(|error| error.to_string())
+}
+
+fn program(
+    network: bool,
+    sockets: bool,
+    refuse_ipc: bool,
+) -> Result<seccompiler::BpfProgram, seccompiler::BackendError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -582,23 +597,6 @@ fn seccomp_program(
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
-        libc::SYS_shmget,
-        libc::SYS_shmat,
-        libc::SYS_shmctl,
-        libc::SYS_msgget,
-        libc::SYS_msgsnd,
-        libc::SYS_msgrcv,
-        libc::SYS_msgctl,
-        libc::SYS_semget,
-        libc::SYS_semop,
-        libc::SYS_semtimedop,
-        libc::SYS_semctl,
-        libc::SYS_mq_open,
-        libc::SYS_mq_unlink,
-        libc::SYS_mq_timedsend,
-        libc::SYS_mq_timedreceive,
-        libc::SYS_mq_notify,
-        libc::SYS_mq_getsetattr,
     ]
     .into_iter()
     .map(|nr| (nr, Vec::new()))
@@ -643,39 +641,15 @@ fn seccomp_program(
     let main: seccompiler::BpfProgram = filter.try_into()?;
     // One program, not two: the kernel compiles each program it loads, per call.
     let mut program = if cfg!(target_arch = "x86_64") {
-        x32_guard()
+        bpf::x32_guard()
     } else {
         Vec::new()
     };
+    if refuse_ipc {
+        program.extend(bpf::ipc_guard());
+    }
     program.extend(main);
     Ok(program)
-}
-
-/// The start of the program: refuses every system call made through the x32 ABI
-/// (numbers with bit 30 set), then falls through to the rules that follow (their
-/// jumps are relative, so they need no change).
-fn x32_guard() -> seccompiler::BpfProgram {
-    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-    let statement = |code: u16, k: u32| seccompiler::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let ld_nr = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
-    let jset = (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16;
-    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
-    vec![
-        // seccomp_data.nr is at offset 0.
-        statement(ld_nr, 0),
-        seccompiler::sock_filter {
-            code: jset,
-            jt: 0,
-            jf: 1,
-            k: X32_SYSCALL_BIT,
-        },
-        statement(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-    ]
 }
 
 /// Prepares everything the forked processes apply, with the layers this machine

@@ -24,6 +24,8 @@ use serde::Serialize;
 
 use crate::binding::Secret;
 
+#[cfg(target_os = "linux")]
+mod bpf;
 mod enter;
 #[cfg(target_os = "linux")]
 mod hidden;
@@ -386,6 +388,15 @@ impl Cache {
         *slot = Some((temp_dir.to_path_buf(), parent));
         Ok(call)
     }
+}
+
+/// The seccomp program of a pack without the network, with or without its System V
+/// IPC and message queue rules: for `cargo bench --bench ipc`, which weighs them
+/// against an IPC namespace per call.
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub fn seccomp_program_for_bench(refuse_ipc: bool) -> Result<Vec<seccompiler::sock_filter>, String> {
+    linux::program_for_bench(refuse_ipc)
 }
 
 /// Prepares the plan's confinement with the layers this machine enforces.
