@@ -296,6 +296,8 @@ pub(crate) fn policy_unset_text(matcher: &str, was: Decision, file: &Path) -> St
 pub(crate) struct Doctor<'a> {
     pub home: &'a Path,
     pub home_exists: bool,
+    /// Every path of `$HCP_HOME` the sandbox hides (its real path first).
+    pub home_paths: &'a [std::path::PathBuf],
     pub principal: Principal,
     pub builtin: usize,
     pub installed: usize,
@@ -321,6 +323,16 @@ pub(crate) fn doctor_text(doctor: &Doctor<'_>) -> String {
             " (not created yet)"
         }
     );
+    if let [real, others @ ..] = doctor.home_paths
+        && (!others.is_empty() || real != doctor.home)
+    {
+        let paths: Vec<String> = doctor
+            .home_paths
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        let _ = writeln!(text, "  hidden from packs at {}", paths.join(", "));
+    }
     let _ = writeln!(text, "caller     {}", doctor.principal.as_str());
     let _ = writeln!(
         text,

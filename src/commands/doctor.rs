@@ -31,9 +31,11 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
             exposed: exposed.as_deref(),
         },
     );
+    let view = ctx.session.sandbox.home_view(&ctx.home);
     let text = render::doctor_text(&Doctor {
         home: &ctx.home,
         home_exists: ctx.home.is_dir(),
+        home_paths: &view.aliases,
         principal: ctx.principal,
         builtin,
         installed,
@@ -48,6 +50,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         data: Some(json!({
             "home": ctx.home,
             "homeExists": ctx.home.is_dir(),
+            "homePaths": view.aliases,
             "principal": ctx.principal,
             "packs": { "builtin": builtin, "installed": installed, "broken": catalog.broken },
             "policy": { "user": policies.user.to_json(), "project": policies.project.to_json() },

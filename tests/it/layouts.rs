@@ -231,6 +231,18 @@ fn hcp_home_stays_hidden_in_every_layout() {
     let mut failures = Vec::new();
     for layout in layouts(root.path()) {
         layout.prepare();
+        // `doctor` names every path of HCP_HOME the mount table shows.
+        if let Some((_, at)) = &layout.bind {
+            let (_, doctor, _) = layout.run(&layout.top, &["--json", "doctor"]);
+            let doctor: serde_json::Value = serde_json::from_str(&doctor).unwrap();
+            let real = layout.hcp_home_var.canonicalize().unwrap();
+            assert_eq!(
+                doctor["data"]["homePaths"],
+                json!([real, at.join(".hcp")]),
+                "{}",
+                layout.name
+            );
+        }
         let lock = layout
             .hcp_home_var
             .canonicalize()
