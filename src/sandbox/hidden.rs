@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use landlock::AccessFs;
 
 use super::home::HomeView;
-use super::linux::{Opened, Rules, open_root};
+use super::rules::{Opened, Rules, open_root};
 use super::{DEVICES, SandboxError};
 
 /// Files and folders of the system that only root reads, and that hold secrets:

@@ -12,18 +12,16 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
+use landlock::{AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
 use super::bpf;
 use super::enter::{Confinement, Keeper};
 use super::hidden::{self, Shape};
+use super::rules::{FS_ABI, Opened, Rules, landlock_error, open_root};
 use super::{
     ChildPlan, Control, DEVICES, HomeView, LINKED_CONFIG, Machine, SYSTEM_READS, SandboxError, Support,
 };
 
-/// The Landlock ABI with the filesystem rights hcpx asks for: up to ABI 5 (device
-/// ioctls). Newer kernels still enforce these.
-const FS_ABI: landlock::ABI = landlock::ABI::V5;
 /// Truncation (ABI 3) is the last write path Landlock closes: below it a pack could
 /// truncate files it was never granted.
 const MIN_FS_ABI: i32 = 3;
@@ -33,10 +31,6 @@ const NET_ABI: i32 = 4;
 const SCOPE_ABI: i32 = 6;
 /// Devices every pack may write.
 const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
-
-fn landlock_error(error: impl std::fmt::Display) -> SandboxError {
-    SandboxError::Landlock(error.to_string())
-}
 
 #[expect(unsafe_code, reason = "probing system calls that rustix does not wrap")]
 fn landlock_abi() -> i32 {
@@ -334,113 +328,6 @@ struct System {
     reads: Vec<Opened>,
     /// [`WRITABLE_DEVICES`].
     writable: Vec<Opened>,
-}
-
-/// A file or folder opened once (`O_PATH`) to be named in Landlock rules, and
-/// whether it is a folder (a file takes only file rights).
-#[derive(Debug)]
-pub(super) struct Opened {
-    fd: OwnedFd,
-    dir: bool,
-}
-
-/// Opens a path for rules; `/proc` as the pack will see it, when it gets its own.
-pub(super) fn open_root(path: &Path, proc: Option<&OwnedFd>) -> Option<Opened> {
-    match proc {
-        Some(proc) if path == Path::new("/proc") => proc.try_clone().ok().map(|fd| Opened { fd, dir: true }),
-        _ => Opened::path(path),
-    }
-}
-
-impl Opened {
-    /// `None` when the path does not exist (or is gone since it was listed): it
-    /// simply gets no rule.
-    pub(super) fn path(path: &Path) -> Option<Self> {
-        use rustix::fs::{Mode, OFlags};
-        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).ok()?;
-        Some(Self::fd(fd))
-    }
-
-    pub(super) fn fd(fd: OwnedFd) -> Self {
-        let dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
-            rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
-        });
-        Self { fd, dir }
-    }
-}
-
-/// A Landlock ruleset being filled, with the filesystem rights this kernel handles.
-pub(super) struct Rules {
-    pub(super) fd: OwnedFd,
-    pub(super) all: landlock::BitFlags<AccessFs>,
-    file: landlock::BitFlags<AccessFs>,
-}
-
-impl Rules {
-    /// Creates a ruleset handling every filesystem right of [`FS_ABI`] this kernel
-    /// knows; `extra` adds network rights and scopes, as hard requirements.
-    pub(super) fn new(
-        abi: i32,
-        extra: impl FnOnce(Ruleset) -> Result<Ruleset, landlock::RulesetError>,
-    ) -> Result<Self, SandboxError> {
-        let known = landlock::ABI::from(abi.min(5));
-        let all = AccessFs::from_all(known) & AccessFs::from_all(FS_ABI);
-        let ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(all)
-            .map_err(landlock_error)?;
-        let created = extra(ruleset)
-            .map_err(landlock_error)?
-            .create()
-            .map_err(landlock_error)?;
-        let fd = Option::<OwnedFd>::from(created)
-            .ok_or_else(|| SandboxError::Landlock("the kernel did not create the ruleset".into()))?;
-        Ok(Self {
-            fd,
-            all,
-            file: AccessFs::from_file(known) & all,
-        })
-    }
-
-    /// Allows `access` beneath an opened path (narrowed for a file), with one system
-    /// call: the rule's sources are opened once and kept (see [`Cache`]).
-    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
-    pub(super) fn allow(
-        &self,
-        opened: &Opened,
-        access: landlock::BitFlags<AccessFs>,
-    ) -> Result<(), SandboxError> {
-        use std::os::fd::AsRawFd as _;
-        #[repr(C, packed)]
-        struct PathBeneathAttr {
-            allowed_access: u64,
-            parent_fd: i32,
-        }
-        let access = access & if opened.dir { self.all } else { self.file };
-        let attr = PathBeneathAttr {
-            allowed_access: access.bits(),
-            parent_fd: opened.fd.as_raw_fd(),
-        };
-        // SAFETY: a ruleset we own, LANDLOCK_RULE_PATH_BENEATH (1) and its attribute
-        // on this stack, laid out as the kernel's packed structure.
-        let added = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
-                1_i32,
-                &raw const attr,
-                0_u32,
-            )
-        };
-        if added == 0 {
-            Ok(())
-        } else {
-            Err(SandboxError::Landlock(format!(
-                "cannot add a rule: {}",
-                std::io::Error::last_os_error()
-            )))
-        }
-    }
 }
 
 /// The keeper's layer: nothing but the signal scope, as a hard requirement.

@@ -36,6 +36,8 @@ mod linux;
 #[cfg(target_os = "linux")]
 mod notify;
 pub mod reads;
+#[cfg(target_os = "linux")]
+mod rules;
 mod temp;
 
 pub use enter::Confinement;
