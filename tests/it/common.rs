@@ -113,19 +113,7 @@ impl TestEnv {
 
     /// Binds a credential as a person does, the value on stdin.
     pub(crate) fn bind(&self, pack: &str, key: &str, value: &str) {
-        use std::io::Write as _;
-        let mut bind = self
-            .command(&["bind", pack, key])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        bind.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{value}\n").as_bytes())
-            .unwrap();
-        assert!(bind.wait().unwrap().success());
+        bind_with(self.command(&["bind", pack, key]), value);
     }
 
     /// A shell line run under script(1), so that it has a terminal of its own (the
@@ -154,6 +142,36 @@ impl TestEnv {
         let value = serde_json::from_str(&output.stdout)
             .unwrap_or_else(|error| panic!("stdout is not one JSON envelope ({error}):\n{output}"));
         (output.code, value)
+    }
+}
+
+/// Runs `hcpx bind …` as `command` sets it up, the value on stdin; it must succeed.
+pub(crate) fn bind_with(mut command: Command, value: &str) {
+    use std::io::Write as _;
+    let mut bind = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    bind.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{value}\n").as_bytes())
+        .unwrap();
+    assert!(bind.wait().unwrap().success());
+}
+
+/// Copies fixture pack `name` to `target` as a pack with id `id` (its manifest's id
+/// and its skill's name changed): the same code as another pack.
+pub(crate) fn copy_fixture_as(name: &str, id: &str, target: &Path) {
+    copy_dir(&fixture(name), target);
+    for file in ["hcp.json", "SKILL.md"] {
+        let path = target.join(file);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace(&format!("\"id\": \"{name}\""), &format!("\"id\": \"{id}\""))
+            .replace(&format!("name: {name}\n"), &format!("name: {id}\n"));
+        std::fs::write(&path, text).unwrap();
     }
 }
 

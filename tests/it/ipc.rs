@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::common::{TestEnv, copy_dir, fixture};
+use crate::common::{TestEnv, copy_fixture_as};
 
 /// The segments whose key is `tag`, from the kernel's table.
 fn segments(tag: i64) -> Vec<String> {
@@ -23,16 +23,7 @@ fn a_call_leaves_no_ipc_object_for_the_next() {
     let env = TestEnv::new();
     env.install_fixture("attacker", "attacker");
     // Another pack, the same code: what it reads would have crossed between packs.
-    let other = env.home().join("packs/other");
-    copy_dir(&fixture("attacker"), &other);
-    for file in ["hcp.json", "SKILL.md"] {
-        let path = other.join(file);
-        let text = std::fs::read_to_string(&path)
-            .unwrap()
-            .replace("\"id\": \"attacker\"", "\"id\": \"other\"")
-            .replace("name: attacker\n", "name: other\n");
-        std::fs::write(&path, text).unwrap();
-    }
+    copy_fixture_as("attacker", "other", &env.home().join("packs/other"));
     let tag = 0x4863_0000 + i64::from(std::process::id() % 0xffff);
     let (code, envelope) = env.json(&[
         "exec",

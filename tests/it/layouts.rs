@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{BIN, TestEnv, copy_dir, fixture, is_root, require};
+use crate::common::{BIN, TestEnv, bind_with, copy_dir, copy_fixture_as, fixture, is_root, require};
 
 /// The bound credential, and a line of `bindings.json` that redaction would not hide.
 const SECRET: &str = "layout-secret-93f1";
@@ -184,29 +184,11 @@ impl Layout {
         );
         assert!(text.contains("\"write\": [\n      \".\"\n    ]"), "{text}");
         std::fs::write(&manifest, text).unwrap();
-        let victim = packs.join("victim");
-        copy_dir(&fixture("probe"), &victim);
-        for file in ["hcp.json", "SKILL.md"] {
-            let path = victim.join(file);
-            let text = std::fs::read_to_string(&path)
-                .unwrap()
-                .replace("\"id\": \"probe\"", "\"id\": \"victim\"")
-                .replace("name: probe\n", "name: victim\n");
-            std::fs::write(&path, text).unwrap();
-        }
-        use std::io::Write as _;
-        let mut bind = self
-            .command(&self.top, &["bind", "victim", "PROBE_TOKEN"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        bind.stdin
-            .take()
-            .unwrap()
-            .write_all(format!("{SECRET}\n").as_bytes())
-            .unwrap();
-        assert!(bind.wait().unwrap().success(), "{}: bind", self.name);
+        copy_fixture_as("probe", "victim", &packs.join("victim"));
+        bind_with(
+            self.command(&self.top, &["bind", "victim", "PROBE_TOKEN"]),
+            SECRET,
+        );
         let real = self.hcp_home_var.canonicalize().unwrap();
         let bindings = std::fs::read_to_string(real.join("bindings.json")).unwrap();
         assert!(bindings.contains(MARK) && bindings.contains(SECRET), "{bindings}");
