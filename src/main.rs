@@ -67,12 +67,13 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Runs the MCP server on stdio until the client closes stdin, or over HTTP, until
+/// Runs the MCP server on stdio until the client closes stdin, or over HTTP (a TCP
+/// address or a unix socket), until
 /// SIGTERM, SIGINT or SIGHUP (running calls are cancelled first). `--help` and bad arguments go through the command tree like
 /// any other command.
 fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
-    if args.http.is_some() {
+    if args.http.is_some() || args.unix.is_some() {
         let settings = match hcpx::mcp::http::Settings::resolve(args, &ctx) {
             Ok(settings) => settings,
             Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
@@ -83,8 +84,8 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
             let bound = hcpx::mcp::http::bind(settings).await?;
             let _ = writeln!(
                 std::io::stderr(),
-                "hcpx: serving MCP at http://{}/mcp (stop with Ctrl-C or SIGTERM)",
-                bound.address()
+                "hcpx: serving MCP at {} (stop with Ctrl-C or SIGTERM)",
+                bound.endpoint()
             );
             cancel_on_signals(cancel);
             bound.serve(server).await

@@ -403,6 +403,16 @@ impl HttpServer {
         Self::start_command(env.command(&args))
     }
 
+    /// Starts `hcpx mcp --unix PATH EXTRA...` and waits for its line.
+    pub(crate) fn start_unix(env: &TestEnv, path: &Path, extra: &[&str]) -> Self {
+        let path_text = path.to_str().unwrap();
+        let mut args = vec!["mcp", "--unix", path_text];
+        args.extend_from_slice(extra);
+        let mut server = Self::start_command(env.command(&args));
+        server.unix = Some(path.to_path_buf());
+        server
+    }
+
     /// Starts a prepared `hcpx mcp` command and waits for the line saying where it
     /// serves.
     pub(crate) fn start_command(mut command: Command) -> Self {
