@@ -1,6 +1,6 @@
 //! How much the HTTP server gives any one client: how many connections it holds,
-//! how long a request's head and body may take to arrive, and how big they may be.
-//! A client past a bound is told so (503, 408, 413, 431)
+//! how long a request's head and body may take to arrive, how big they may be, and
+//! how many sessions live. A client past a bound is told so (503, 408, 413, 431)
 //! instead of being left to hang, and nothing it sent before being checked is kept.
 
 use std::time::Duration;
@@ -15,6 +15,11 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
 /// The largest request body read; a bigger one gets 413 without being held.
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// The largest `initialize` request: a session keeps what its client said about
+/// itself (capabilities, client info) for as long as it lives, so that must be small.
+/// Real clients send well under 4 KiB.
+pub(super) const MAX_SESSION_START: usize = 64 * 1024;
 
 /// How long a request head (its line and headers) may take to arrive once a
 /// connection is open or done with its last answer. It is also how long an idle
@@ -33,6 +38,16 @@ pub(super) const MAX_HEAD: usize = 16 * 1024;
 
 /// The most connections served at once, whatever the descriptor limit allows.
 const MAX_CONNECTIONS: usize = 256;
+
+/// The most sessions alive at once; past it the one idle the longest ends. A
+/// session costs about 60 KiB, so the bound keeps a flood of `initialize` to tens
+/// of MiB; real servers have a handful.
+pub(super) const MAX_SESSIONS: usize = 1000;
+
+/// How long a finished answer stays replayable for a client whose event stream
+/// broke (rmcp keeps 60 s by default): clients reconnect after 3 s. Every answer a
+/// session gives is held that long, so this bounds what one busy session holds.
+pub(super) const ANSWERS_KEPT: Duration = Duration::from_secs(10);
 
 /// How long a refused connection is given to take its answer before it is closed.
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
@@ -103,8 +118,8 @@ where
 
 /// Reads a request's body before anything else sees it: within
 /// [`BODY_READ_TIMEOUT`] (else 408) and [`MAX_BODY`] (else 413, as soon as it passes
-/// the bound). Runs after the token check, so an unauthenticated client has none of
-/// its body read.
+/// the bound), and an `initialize` within [`MAX_SESSION_START`]. Runs after the
+/// token check, so an unauthenticated client has none of its body read.
 pub(super) async fn read_body(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let limited = http_body_util::Limited::new(body, MAX_BODY);
@@ -131,7 +146,27 @@ pub(super) async fn read_body(request: Request, next: Next) -> Response {
         }
         Ok(Ok(collected)) => collected.to_bytes(),
     };
+    if bytes.len() > MAX_SESSION_START
+        && !parts.headers.contains_key("mcp-session-id")
+        && starts_a_session(&bytes)
+    {
+        return plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: an initialize request may be at most 64 KiB\n",
+        );
+    }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// Whether a JSON-RPC body is an `initialize` request.
+fn starts_a_session(body: &[u8]) -> bool {
+    // An owned string: the name may be written with escapes (`\u0069nitialize`).
+    #[derive(serde::Deserialize)]
+    struct Method {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Method>(body)
+        .is_ok_and(|request| request.method.as_deref() == Some("initialize"))
 }
 
 fn plain(status: StatusCode, message: &'static str) -> Response {
@@ -154,5 +189,18 @@ mod tests {
         assert_eq!(connection_cap(Some(1 << 20)), 256);
         assert_eq!(connection_cap(Some(16)), 8);
         assert_eq!(connection_cap(None), 256);
+    }
+
+    #[test]
+    fn only_initialize_starts_a_session() {
+        assert!(starts_a_session(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#
+        ));
+        assert!(!starts_a_session(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}"#
+        ));
+        assert!(!starts_a_session(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(!starts_a_session(b"not json"));
+        assert!(starts_a_session(br#"{"method":"\u0069nitialize"}"#));
     }
 }

@@ -4,14 +4,15 @@
 //! the user who started it), who may call (a bearer token, checked in constant time
 //! and never logged), which `Host` and `Origin` values are accepted (against DNS
 //! rebinding and foreign web pages), what any one client may take ([`limits`],
-//! [`connections`]), and an orderly stop that cancels running calls so that their
-//! children are killed. The tool, the resources and confirmation are
+//! [`connections`], [`sessions`]), and an orderly stop that cancels running calls
+//! so that their children are killed. The tool, the resources and confirmation are
 //! [`super::Server`]'s, unchanged.
 
 mod connections;
 mod limits;
 mod listener;
 mod peer;
+mod sessions;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -22,7 +23,6 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest as _, Sha256};
 
@@ -306,12 +306,15 @@ impl Bound {
             .enforce_origin_validation()
             .with_max_request_body_bytes(MAX_BODY)
             .with_cancellation_token(shutdown.child_token());
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(settings.session_idle);
+        let sessions = Arc::new(sessions::BoundedSessions::new(
+            limits::MAX_SESSIONS,
+            settings.session_idle,
+            limits::ANSWERS_KEPT,
+        ));
         // Every session (and every stateless request) gets a clone: the same agent
         // context, policy and read-only setting, sharing the listeners and calls.
         let factory = server.clone();
-        let service = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(sessions), config);
+        let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions, config);
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(middleware::from_fn(session_ended))

@@ -1,6 +1,7 @@
 //! The HTTP server under load it did not ask for: connections that never finish
 //! their request (a cap with a clear 503, header and body read timeouts, idle
-//! keep-alive connections closed).
+//! keep-alive connections closed), and a flood of `initialize` (a bound on live
+//! sessions, the oldest idle one ended first, and on what one session may hold).
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -197,4 +198,94 @@ fn a_body_that_stops_coming_gets_408() {
     );
     let response = parse_response(&raw);
     assert_eq!(response.status, 408, "{response:?}");
+}
+
+fn rss_anon_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|value| value.parse().ok())
+        .unwrap()
+}
+
+fn in_session(session: &str) -> [(&str, &str); 2] {
+    [
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ]
+}
+
+/// 5,000 `initialize` requests grew the server by about 309 MiB (63 KiB each),
+/// kept for 30 minutes. Now at most 1,000 sessions live: past that the one idle
+/// the longest ends (and the log says which), a session with an open stream is
+/// not idle, and an `initialize` cannot make a session hold megabytes.
+#[test]
+fn live_sessions_are_bounded_and_the_oldest_idle_one_goes_first() {
+    let env = TestEnv::new().env("HCP_LOG", "warn,hcpx=info");
+    let server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    let oldest = server.session(&[]);
+    // A session whose client keeps its event stream open is in use, however old.
+    let streaming = server.session(&[]);
+    let mut stream = TcpStream::connect(server.loopback()).unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\
+                 Mcp-Session-Id: {streaming}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let mut opened = [0_u8; 12];
+    stream.read_exact(&mut opened).unwrap();
+    assert_eq!(&opened, b"HTTP/1.1 200");
+
+    let pid = server.child.id();
+    let before = rss_anon_kib(pid);
+    let started = Instant::now();
+    let mut connection = TcpStream::connect(server.loopback()).unwrap();
+    let body = initialize().to_string();
+    let mut last = String::new();
+    for _ in 0..5000 {
+        send_post(&mut connection, &[], body.as_bytes());
+        let response = read_one(&mut connection);
+        assert_eq!(response.status, 200, "{response:?}");
+        last = response.header("mcp-session-id").unwrap().to_owned();
+    }
+    let after = rss_anon_kib(pid);
+    let grown = after.saturating_sub(before);
+    eprintln!(
+        "5000 initialize in {:?}: RssAnon {before} KiB -> {after} KiB, {:.1} KiB a session",
+        started.elapsed(),
+        grown as f64 / 5000.0
+    );
+    // 1,000 live sessions of about 63 KiB, with room for the allocator.
+    assert!(grown < 150 * 1024, "the server grew by {grown} KiB");
+
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let gone = server.post(&in_session(&oldest), &list);
+    assert_eq!(gone.status, 404, "the oldest idle session still lives: {gone:?}");
+    let kept = server.post(&in_session(&streaming), &list);
+    assert_eq!(
+        kept.status, 200,
+        "the session with an open stream was ended: {kept:?}"
+    );
+    let newest = server.post(&in_session(&last), &list);
+    assert_eq!(newest.status, 200, "{newest:?}");
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(
+        log.lines()
+            .any(|line| line.contains(&oldest) && line.contains("ended")),
+        "the log does not say which session ended: {}",
+        log.lines().rev().take(5).collect::<Vec<_>>().join("\n")
+    );
+
+    // A session holds what its `initialize` said: that is bounded too.
+    let mut big = initialize();
+    big["params"]["capabilities"]["experimental"] = json!({ "x": { "y": "z".repeat(200 * 1024) } });
+    let refused = server.post(&[], &big);
+    assert_eq!(refused.status, 413, "{refused:?}");
+    drop(stream);
 }
