@@ -113,13 +113,23 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let levels = tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into());
+        // Logs go to stderr (stdout is the MCP channel), without rmcp's errors about
+        // a client that merely went away.
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false)
+                    .with_filter(levels)
+                    .with_filter(hcpx::mcp::logs::ClientGone),
+            )
+            .init();
+    }
     #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
     let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
     let Ok(cwd) = cwd else {

@@ -5,8 +5,8 @@
 //! and never logged), which `Host` and `Origin` values are accepted (against DNS
 //! rebinding and foreign web pages), what any one client may take ([`limits`],
 //! [`connections`], [`sessions`]), and an orderly stop that cancels running calls
-//! so that their children are killed. The tool, the resources and confirmation are
-//! [`super::Server`]'s, unchanged.
+//! so that their children are killed, and ends each open stream with its final
+//! result. The tool, the resources and confirmation are [`super::Server`]'s, unchanged.
 
 mod connections;
 mod limits;
@@ -25,6 +25,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest as _, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
 pub use limits::MAX_BODY;
@@ -292,12 +293,16 @@ impl Bound {
 
     /// Serves until the server's cancellation token fires (main.rs fires it on
     /// SIGTERM or SIGINT), then stops: listening ends, running calls are cancelled
-    /// (their children killed) and awaited, sessions end, and open connections get a
-    /// moment to send what they hold.
+    /// (their children killed) and awaited, `subscriptions/listen` streams end with
+    /// their final result, sessions end, and open connections get a moment to send
+    /// what they hold.
     pub async fn serve(self, server: super::Server) -> Result<(), HttpError> {
         let Self { listener, settings } = self;
         let address = listener.tcp_address();
         let shutdown = server.base.cancel.clone();
+        // rmcp cuts every event stream when its own token fires: it fires last, so
+        // that the streams the stop ends (listen streams, calls) send their end first.
+        let streams = CancellationToken::new();
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(!settings.stateless)
             .with_json_response(settings.stateless)
@@ -305,7 +310,7 @@ impl Bound {
             .with_allowed_origins(allowed_origins(address, &settings.allow_origins))
             .enforce_origin_validation()
             .with_max_request_body_bytes(MAX_BODY)
-            .with_cancellation_token(shutdown.child_token());
+            .with_cancellation_token(streams.clone());
         let sessions = Arc::new(sessions::BoundedSessions::new(
             limits::MAX_SESSIONS,
             settings.session_idle,
@@ -314,7 +319,7 @@ impl Bound {
         // Every session (and every stateless request) gets a clone: the same agent
         // context, policy and read-only setting, sharing the listeners and calls.
         let factory = server.clone();
-        let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions, config);
+        let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions.clone(), config);
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(middleware::from_fn(session_ended))
@@ -329,8 +334,10 @@ impl Bound {
         // No new connection from here on (and a socket file goes away).
         drop(listener);
         let _ = tokio::time::timeout(super::CALLS_GRACE, server.shut_down()).await;
+        sessions.close_all().await;
         // An event stream still open does not hold the stop for long.
         let _ = tokio::time::timeout(CLOSE_GRACE, connections.closed()).await;
+        streams.cancel();
         Ok(())
     }
 }

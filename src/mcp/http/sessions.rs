@@ -89,6 +89,15 @@ impl BoundedSessions {
         };
         oldest(true).or_else(|| oldest(false))
     }
+
+    /// Ends every session (the server is stopping): their event streams end, so
+    /// their connections can close.
+    pub(super) async fn close_all(&self) {
+        let ids: Vec<SessionId> = self.live().drain().map(|(id, _)| id).collect();
+        for id in ids {
+            let _ = self.inner.close_session(&id).await;
+        }
+    }
 }
 
 impl SessionManager for BoundedSessions {
@@ -224,6 +233,8 @@ mod tests {
         let _fifth = sessions.create_session().await.unwrap();
         assert!(!sessions.has_session(&ids[0]).await.unwrap());
         assert_eq!(sessions.live().len(), 3);
+        sessions.close_all().await;
+        assert!(sessions.live().is_empty());
     }
 
     /// A stream that ends at once.

@@ -1,16 +1,21 @@
 //! The HTTP server under load it did not ask for: connections that never finish
 //! their request (a cap with a clear 503, header and body read timeouts, idle
-//! keep-alive connections closed), and a flood of `initialize` (a bound on live
-//! sessions, the oldest idle one ended first, and on what one session may hold).
+//! keep-alive connections closed), a flood of `initialize` (a bound on live
+//! sessions, the oldest idle one ended first, and on what one session may hold),
+//! and `subscriptions/listen` streams, which must end with their final result on
+//! SIGTERM and whose client may go away without an error in the log.
 
 use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{BIN, HttpResponse, HttpServer, TestEnv, http_request, parse_response, wait_until};
+use crate::common::{
+    BIN, HttpResponse, HttpServer, TestEnv, dechunk, http_request, parse_response, wait_until,
+};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -288,4 +293,134 @@ fn live_sessions_are_bounded_and_the_oldest_idle_one_goes_first() {
     let refused = server.post(&[], &big);
     assert_eq!(refused.status, 413, "{refused:?}");
     drop(stream);
+}
+
+/// A `subscriptions/listen` request (protocol 2026-07-28) on its own connection:
+/// everything the server sends on it, as it arrives.
+struct Listener {
+    seen: Arc<Mutex<Vec<u8>>>,
+    ended: Arc<std::sync::atomic::AtomicBool>,
+    stream: TcpStream,
+}
+
+impl Listener {
+    fn open(address: SocketAddr) -> Self {
+        let mut stream = TcpStream::connect(address).unwrap();
+        let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+            "notifications": { "resourcesListChanged": true },
+            "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {},
+                       "io.modelcontextprotocol/clientInfo": { "name": "listener", "version": "0" } } } })
+        .to_string();
+        send_post(
+            &mut stream,
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "subscriptions/listen"),
+            ],
+            body.as_bytes(),
+        );
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut reader = stream.try_clone().unwrap();
+        let (into, end) = (seen.clone(), ended.clone());
+        std::thread::spawn(move || {
+            let mut buffer = [0_u8; 4096];
+            while let Ok(read) = reader.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                into.lock().unwrap().extend_from_slice(&buffer[..read]);
+            }
+            end.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Self { seen, ended, stream }
+    }
+
+    /// The JSON-RPC messages received so far.
+    fn messages(&self) -> Vec<Value> {
+        let raw = self.seen.lock().unwrap().clone();
+        let Some(end) = raw.windows(4).position(|window| window == b"\r\n\r\n") else {
+            return Vec::new();
+        };
+        String::from_utf8_lossy(&dechunk(&raw[end + 4..]))
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+
+    fn heard(&self, method: &str) -> bool {
+        self.messages()
+            .iter()
+            .any(|message| message["method"] == json!(method))
+    }
+}
+
+/// A listen stream lives past the server's read timeouts (they bound requests,
+/// not answers), hears an install, and on SIGTERM ends with its final result, as
+/// on stdio; nothing is logged as an error.
+#[test]
+fn a_listen_stream_outlives_the_timeouts_and_ends_with_its_final_result() {
+    let env = TestEnv::new();
+    let mut server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    let listener = Listener::open(server.loopback());
+    assert!(
+        wait_until(Duration::from_secs(10), || listener
+            .heard("notifications/subscriptions/acknowledged")),
+        "{:?}",
+        listener.messages()
+    );
+    // Longer than a request head may take to arrive.
+    std::thread::sleep(Duration::from_secs(12));
+    assert!(
+        !listener.ended.load(std::sync::atomic::Ordering::SeqCst),
+        "the stream was cut"
+    );
+    let session = server.session(&[]);
+    let install = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "hcp", "arguments": { "argv": ["install", "transit"], "confirm": true } } });
+    let installed = server.post(&in_session(&session), &install);
+    assert_eq!(installed.status, 200, "{installed:?}");
+    assert!(
+        wait_until(Duration::from_secs(10), || listener
+            .heard("notifications/resources/list_changed")),
+        "{:?}",
+        listener.messages()
+    );
+
+    let status = crate::common::terminate(&mut server.child).expect("stopped within 8 s");
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        wait_until(Duration::from_secs(5), || listener
+            .ended
+            .load(std::sync::atomic::Ordering::SeqCst)),
+        "the stream did not end"
+    );
+    let last = listener.messages().pop().unwrap();
+    assert_eq!(last["id"], json!(7), "no final result: {:?}", listener.messages());
+    assert!(last.get("result").is_some(), "{last}");
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(!log.contains("ERROR"), "{log}");
+}
+
+/// Every `claude mcp list` closes its listen stream: that is no error.
+#[test]
+fn a_client_closing_its_listen_stream_is_not_an_error() {
+    let env = TestEnv::new();
+    let server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    for _ in 0..3 {
+        let listener = Listener::open(server.loopback());
+        assert!(wait_until(Duration::from_secs(10), || listener
+            .heard("notifications/subscriptions/acknowledged")));
+        listener.stream.shutdown(std::net::Shutdown::Both).unwrap();
+        drop(listener);
+    }
+    let logged_an_error = wait_until(Duration::from_secs(3), || {
+        server.stderr.lock().unwrap().contains("ERROR")
+    });
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(!logged_an_error, "{log}");
+    // And the server is fine.
+    assert!(!server.session(&[]).is_empty());
 }
