@@ -61,8 +61,18 @@ fn runuser() -> &'static Path {
         .unwrap_or(Path::new("runuser"))
 }
 
-/// Whether another user can be played here: root, runuser(1), and a python3 that
-/// `nobody` can run. Fails in CI when not.
+/// setpriv(1), which runs a command as another user in the same process (runuser
+/// forks, so killing it would leave a server behind).
+fn setpriv() -> &'static Path {
+    ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .map(Path::new)
+        .find(|path| path.exists())
+        .unwrap_or(Path::new("setpriv"))
+}
+
+/// Whether another user can be played here: root, runuser(1) and setpriv(1), and a
+/// python3 that `nobody` can run. Fails in CI when not.
 fn other_user_available() -> bool {
     let python_as_nobody = Command::new(runuser())
         .args(["-u", "nobody", "--", "python3", "-c", "pass"])
@@ -72,8 +82,8 @@ fn other_user_available() -> bool {
         .status()
         .is_ok_and(|status| status.success());
     require(
-        is_root() && python_as_nobody,
-        "root, runuser(1) and a python3 that nobody can run (to connect as another user)",
+        is_root() && python_as_nobody && setpriv().exists(),
+        "root, runuser(1), setpriv(1) and a python3 that nobody can run (to connect as another user)",
     )
 }
 
@@ -224,11 +234,11 @@ impl NobodysFolder {
         Self { _dir: dir, base }
     }
 
-    /// `hcpx ARGS` as nobody, in its own folders.
+    /// `hcpx ARGS` as nobody, in its own folders: the child is hcpx itself.
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(runuser());
+        let mut command = Command::new(setpriv());
         command
-            .args(["-u", "nobody", "--"])
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(self.base.join("hcpx"))
             .args(args)
             .env_clear()
