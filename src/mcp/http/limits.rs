@@ -36,7 +36,9 @@ pub(super) const BODY_READ_TIMEOUT: Duration = Duration::from_secs(20);
 /// token is checked.
 pub(super) const MAX_HEAD: usize = 16 * 1024;
 
-/// The most connections served at once, whatever the descriptor limit allows.
+/// The most connections served at once, whatever the descriptor limit allows: each
+/// costs a descriptor and buffers, and the hosts of one user open a handful (an
+/// event stream and a request or two each), so 256 is room to spare.
 const MAX_CONNECTIONS: usize = 256;
 
 /// The most sessions alive at once; past it the one idle the longest ends. A
