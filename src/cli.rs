@@ -169,14 +169,18 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
     },
-    /// Serve hcpx to MCP hosts over stdio, or over Streamable HTTP with --http: one tool, `hcp`, taking the same argv.
+    /// Serve hcpx to MCP hosts over stdio, or over Streamable HTTP with --http or --unix: one tool, `hcp`, taking the same argv.
     #[command(
         after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.\n\n\
                             Over HTTP:\n  hcpx mcp --http 127.0.0.1:8765\n  \
+                            hcpx mcp --unix ~/.hcp/mcp.sock\n  \
                             HCP_MCP_TOKEN=... hcpx mcp --http 0.0.0.0:8765 --allow-host my-host.lan\n\n\
-                            The endpoint is /mcp. A loopback address needs no token; any other address needs one \
+                            The endpoint is /mcp. Without a token, a loopback address or a socket file serves only \
+                            the user who started the server (others get 403); any other address needs a token \
                             (--token-file PATH or HCP_MCP_TOKEN), which every request must then carry as \
-                            `Authorization: Bearer TOKEN`."
+                            `Authorization: Bearer TOKEN`. A request head must arrive within 10 s and a body \
+                            within 20 s; at most 256 connections (fewer under a low descriptor limit) and 1,000 \
+                            sessions are held."
     )]
     Mcp(McpArgs),
     /// Show the effective policy, check one decision, or set or unset a rule.
@@ -253,32 +257,39 @@ impl CompletionShell {
 
 /// `hcpx mcp`'s options.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("listen").args(["http", "unix"])))]
 pub struct McpArgs {
     /// Deny every command that is not a read, and say so in the tool's annotations.
     #[arg(long)]
     pub read_only: bool,
     /// Serve Streamable HTTP at /mcp on this IP:PORT instead of stdio (port 0 picks a free one,
-    /// printed on stderr).
+    /// printed on stderr). Without a token only loopback is allowed, and only connections of the
+    /// user who started the server are accepted.
     #[arg(long, value_name = "IP:PORT")]
     pub http: Option<String>,
+    /// Serve Streamable HTTP at /mcp on a new unix socket file at PATH (mode 0600) instead of
+    /// stdio; only the user who started the server may connect, unless a token is set.
+    #[arg(long, value_name = "PATH")]
+    pub unix: Option<PathBuf>,
     /// Read the bearer token every HTTP request must carry from this file (else HCP_MCP_TOKEN).
-    /// Required on an address that is not loopback.
-    #[arg(long, value_name = "PATH", requires = "http")]
+    /// Required on an address that is not loopback; with it, any user who has it may connect.
+    #[arg(long, value_name = "PATH", requires = "listen")]
     pub token_file: Option<PathBuf>,
     /// Also accept requests from this browser origin (scheme://host:port); repeatable.
-    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    #[arg(long, value_name = "ORIGIN", requires = "listen")]
     pub allow_origin: Vec<String>,
     /// Also accept this name in the Host header (besides loopback names and the bound address);
     /// repeatable.
-    #[arg(long, value_name = "HOST", requires = "http")]
+    #[arg(long, value_name = "HOST", requires = "listen")]
     pub allow_host: Vec<String>,
-    /// End an HTTP session after this many seconds without a request.
-    #[arg(long, value_name = "N", default_value_t = 1800, requires = "http",
+    /// End an HTTP session after this many seconds without a request (at most 1,000 sessions
+    /// live; past that the one idle the longest ends).
+    #[arg(long, value_name = "N", default_value_t = 1800, requires = "listen",
           value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub session_idle_secs: u64,
     /// Keep no HTTP sessions: every request stands alone (no elicitation; list changes only through
     /// subscriptions/listen).
-    #[arg(long, requires = "http")]
+    #[arg(long, requires = "listen")]
     pub stateless: bool,
 }
 

@@ -76,12 +76,13 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
-/// Runs the MCP server on stdio until the client closes stdin, or over HTTP, until
+/// Runs the MCP server on stdio until the client closes stdin, or over HTTP (a TCP
+/// address or a unix socket), until
 /// SIGTERM, SIGINT or SIGHUP (running calls are cancelled first). `--help` and bad arguments go through the command tree like
 /// any other command.
 fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
-    if args.http.is_some() {
+    if args.http.is_some() || args.unix.is_some() {
         let settings = match hcpx::mcp::http::Settings::resolve(args, &ctx) {
             Ok(settings) => settings,
             Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
@@ -92,8 +93,8 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
             let bound = hcpx::mcp::http::bind(settings).await?;
             let _ = writeln!(
                 std::io::stderr(),
-                "hcpx: serving MCP at http://{}/mcp (stop with Ctrl-C or SIGTERM)",
-                bound.address()
+                "hcpx: serving MCP at {} (stop with Ctrl-C or SIGTERM)",
+                bound.endpoint()
             );
             cancel_on_signals(cancel);
             bound.serve(server).await
@@ -121,13 +122,23 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .init();
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let levels = tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into());
+        // Logs go to stderr (stdout is the MCP channel), without rmcp's errors about
+        // a client that merely went away.
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false)
+                    .with_filter(levels)
+                    .with_filter(hcpx::mcp::logs::ClientGone),
+            )
+            .init();
+    }
     #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
     let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
     let Ok(cwd) = cwd else {

@@ -5,7 +5,7 @@
 //! through the client), [`view`] (a call's result as a model sees it) and
 //! [`resources`] (resources and list changes). The transports, [`lines`] (stdio)
 //! and [`http`] (Streamable HTTP), only carry messages; nothing else here writes
-//! to stdout.
+//! to stdout. [`logs`] keeps rmcp's "the client went away" out of the error log.
 
 pub mod args;
 mod confirm;
@@ -14,6 +14,7 @@ mod help;
 mod hints;
 pub mod http;
 pub mod lines;
+pub mod logs;
 mod resources;
 mod tool;
 mod view;

@@ -4,7 +4,9 @@ protocol eras it supports: its default mode (2026-07-28 `server/discover`, no
 session) and legacy `initialize` mode (2025-11-25, with a session). In each: a tool
 call works, and an install made through the tool is announced the way that era
 allows: on a `subscriptions/listen` stream on 2026-07-28 (and never as a bare
-notification), as `notifications/resources/list_changed` on 2025-11-25.
+notification), as `notifications/resources/list_changed` on 2025-11-25. And over
+`hcpx mcp --unix PATH`, through an httpx client bound to the socket file, the way
+a host that can speak to a unix socket connects.
 
 Usage: python tests/interop/python_http.py PATH_TO_HCPX
 Prints one line per check and ends with `N passed, N failed`.
@@ -18,8 +20,10 @@ import subprocess
 import sys
 import tempfile
 
+import httpx2
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 HCPX = os.path.abspath(sys.argv[1])
 passed = 0
@@ -37,15 +41,15 @@ def check(name, condition, detail=""):
 
 
 class Server:
-    """`hcpx mcp --http 127.0.0.1:0` with its own HCP_HOME; the URL it printed."""
+    """`hcpx mcp --http 127.0.0.1:0` (or LISTEN) with its own HCP_HOME; the URL it printed."""
 
-    def __init__(self, root, name):
+    def __init__(self, root, name, listen=("--http", "127.0.0.1:0")):
         home = os.path.join(root, name, "home")
         work = os.path.join(root, name, "work")
         os.makedirs(work)
         env = {"HCP_HOME": home, "HOME": root, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         self.process = subprocess.Popen(
-            [HCPX, "mcp", "--http", "127.0.0.1:0"], cwd=work, env=env, stderr=subprocess.PIPE, text=True
+            [HCPX, "mcp", *listen], cwd=work, env=env, stderr=subprocess.PIPE, text=True
         )
         line = self.process.stderr.readline()
         found = re.search(r"(http://\S+/mcp)", line)
@@ -139,9 +143,25 @@ async def legacy(root):
         check("2025-11-25: SIGTERM stops the server cleanly", code == 0, code)
 
 
+async def unix(root):
+    socket = os.path.join(root, "hcp.sock")
+    server = Server(root, "unix", ("--unix", socket))
+    try:
+        check("unix socket: its mode is 0600", (os.stat(socket).st_mode & 0o777) == 0o600, oct(os.stat(socket).st_mode))
+        http_client = httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=socket))
+        async with http_client, Client(streamable_http_client("http://localhost/mcp", http_client=http_client)) as client:
+            result = await client.call_tool("hcp", {"argv": ["search", "journey"]})
+            first = ((result.structured_content or {}).get("data") or {}).get("results", [{}])[0].get("id")
+            check("unix socket: tool call", first == "transit" and result.is_error is False, result)
+    finally:
+        code = server.stop()
+        check("unix socket: SIGTERM stops the server cleanly", code == 0, code)
+        check("unix socket: the socket file is removed", not os.path.exists(socket))
+
+
 async def main():
     with tempfile.TemporaryDirectory() as root:
-        for name, session in (("2026-07-28", modern), ("2025-11-25", legacy)):
+        for name, session in (("2026-07-28", modern), ("2025-11-25", legacy), ("unix socket", unix)):
             try:
                 await session(root)
             except Exception as error:  # a crash is a failure, reported, not hidden

@@ -86,7 +86,12 @@ impl TestEnv {
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
+        self.command_of(Path::new(BIN), args)
+    }
+
+    /// [`Self::command`] with another program, e.g. `sh` in front of hcpx.
+    pub(crate) fn command_of(&self, program: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(program);
         command
             .args(args)
             .current_dir(self.work())
@@ -473,10 +478,13 @@ pub(crate) fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> b
     }
 }
 
-/// `hcpx mcp --http ...` running as a child, with the address it printed.
+/// `hcpx mcp --http ...` (or `--unix`) running as a child, with the address it printed.
 pub(crate) struct HttpServer {
     pub(crate) child: std::process::Child,
+    /// The TCP address it listens on (unspecified for a unix socket).
     pub(crate) address: std::net::SocketAddr,
+    /// The socket file, when it serves on one.
+    pub(crate) unix: Option<PathBuf>,
     /// Everything it wrote to stderr so far.
     pub(crate) stderr: std::sync::Arc<std::sync::Mutex<String>>,
 }
@@ -484,37 +492,59 @@ pub(crate) struct HttpServer {
 impl HttpServer {
     /// Starts `hcpx mcp --http ADDRESS EXTRA...` and waits for the address line.
     pub(crate) fn start(env: &TestEnv, address: &str, extra: &[&str]) -> Self {
-        use std::io::BufRead as _;
         let mut args = vec!["mcp", "--http", address];
         args.extend_from_slice(extra);
-        let mut child = env
-            .command(&args)
+        Self::start_command(env.command(&args))
+    }
+
+    /// Starts `hcpx mcp --unix PATH EXTRA...` and waits for its line.
+    pub(crate) fn start_unix(env: &TestEnv, path: &Path, extra: &[&str]) -> Self {
+        let path_text = path.to_str().unwrap();
+        let mut args = vec!["mcp", "--unix", path_text];
+        args.extend_from_slice(extra);
+        let mut server = Self::start_command(env.command(&args));
+        server.unix = Some(path.to_path_buf());
+        server
+    }
+
+    /// Starts a prepared `hcpx mcp` command and waits for the line saying where it
+    /// serves.
+    pub(crate) fn start_command(mut command: Command) -> Self {
+        use std::io::BufRead as _;
+        let mut child = command
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let (found, bound) = std::sync::mpsc::channel();
+        let (found, serving) = std::sync::mpsc::channel();
         let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
         let log = stderr.clone();
         std::thread::spawn(move || {
             while let Some(Ok(line)) = lines.next() {
-                if let Some(rest) = line.split("http://").nth(1)
-                    && let Some(address) = rest.split("/mcp").next()
                 {
-                    let _ = found.send(address.to_owned());
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
                 }
-                let mut log = log.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
+                if line.contains("serving MCP") {
+                    let _ = found.send(line);
+                }
             }
         });
-        let address = bound
+        let line = serving
             .recv_timeout(std::time::Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("no address printed; stderr: {}", stderr.lock().unwrap()));
+        let address = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split("/mcp").next())
+            .and_then(|address| address.parse().ok())
+            .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
         Self {
             child,
-            address: address.parse().unwrap(),
+            address,
+            unix: None,
             stderr,
         }
     }
@@ -524,6 +554,27 @@ impl HttpServer {
         std::net::SocketAddr::from(([127, 0, 0, 1], self.address.port()))
     }
 
+    /// One request, over the unix socket when the server has one, else to loopback.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> HttpResponse {
+        match &self.unix {
+            Some(socket) => http_exchange(
+                std::os::unix::net::UnixStream::connect(socket).unwrap(),
+                "localhost",
+                method,
+                path,
+                headers,
+                body,
+            ),
+            None => http_request(self.loopback(), method, path, headers, body),
+        }
+    }
+
     /// One request to `/mcp` with the usual MCP headers plus `headers`.
     pub(crate) fn post(&self, headers: &[(&str, &str)], body: &serde_json::Value) -> HttpResponse {
         let mut all = vec![
@@ -531,7 +582,7 @@ impl HttpServer {
             ("Accept", "application/json, text/event-stream"),
         ];
         all.extend_from_slice(headers);
-        http_request(self.loopback(), "POST", "/mcp", &all, body.to_string().as_bytes())
+        self.request("POST", "/mcp", &all, body.to_string().as_bytes())
     }
 
     /// `initialize` on protocol 2025-11-25, then `notifications/initialized`: the
@@ -604,14 +655,24 @@ pub(crate) fn http_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> HttpResponse {
-    use std::io::{Read as _, Write as _};
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
+    let stream = std::net::TcpStream::connect(address).unwrap();
+    http_exchange(stream, &address.to_string(), method, path, headers, body)
+}
+
+/// [`http_request`] on a connected stream (TCP or a unix socket), `host` the
+/// default `Host`.
+pub(crate) fn http_exchange<S: std::io::Read + std::io::Write + ReadTimeout>(
+    mut stream: S,
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    stream.read_timeout(std::time::Duration::from_secs(30));
     let mut head = format!("{method} {path} HTTP/1.1\r\n");
     if !headers.iter().any(|(key, _)| key.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: {address}\r\n"));
+        head.push_str(&format!("Host: {host}\r\n"));
     }
     for (key, value) in headers {
         head.push_str(&format!("{key}: {value}\r\n"));
@@ -633,10 +694,15 @@ pub(crate) fn http_request(
             Err(_) => break,
         }
     }
+    parse_response(&raw)
+}
+
+/// An HTTP/1.1 response as read from the wire, its chunked body decoded.
+pub(crate) fn parse_response(raw: &[u8]) -> HttpResponse {
     let split = raw
         .windows(4)
         .position(|window| window == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("not an HTTP response: {:?}", String::from_utf8_lossy(&raw)));
+        .unwrap_or_else(|| panic!("not an HTTP response: {:?}", String::from_utf8_lossy(raw)));
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let rest = &raw[split + 4..];
     let mut lines = head.lines();
@@ -660,7 +726,24 @@ pub(crate) fn http_request(
     }
 }
 
-fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+/// A stream whose reads can be bounded in time.
+pub(crate) trait ReadTimeout {
+    fn read_timeout(&self, limit: std::time::Duration);
+}
+
+impl ReadTimeout for std::net::TcpStream {
+    fn read_timeout(&self, limit: std::time::Duration) {
+        self.set_read_timeout(Some(limit)).unwrap();
+    }
+}
+
+impl ReadTimeout for std::os::unix::net::UnixStream {
+    fn read_timeout(&self, limit: std::time::Duration) {
+        self.set_read_timeout(Some(limit)).unwrap();
+    }
+}
+
+pub(crate) fn dechunk(mut rest: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     while let Some(end) = rest.windows(2).position(|window| window == b"\r\n") {
         let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..end]).trim(), 16) else {

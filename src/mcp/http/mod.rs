@@ -1,10 +1,18 @@
-//! `hcpx mcp --http ADDR`: the same server as on stdio, behind rmcp's Streamable
-//! HTTP transport at `/mcp`. This module is only the front end: where to listen,
-//! who may call (a bearer token, checked in constant time and never logged), which
-//! `Host` and `Origin` values are accepted (against DNS rebinding and foreign web
-//! pages), how big a request may be, how long an idle session lives, and an orderly
-//! stop that cancels running calls so that their children are killed. The tool, the
-//! resources and confirmation are [`super::Server`]'s, unchanged.
+//! `hcpx mcp --http ADDR` (or `--unix PATH`): the same server as on stdio, behind
+//! rmcp's Streamable HTTP transport at `/mcp`. This module is only the front end:
+//! where to listen ([`listener`]), who may connect ([`peer`]: without a token, only
+//! the user who started it), who may call (a bearer token, checked in constant time
+//! and never logged), which `Host` and `Origin` values are accepted (against DNS
+//! rebinding and foreign web pages), what any one client may take ([`limits`],
+//! [`connections`], [`sessions`]), and an orderly stop that cancels running calls
+//! so that their children are killed, and ends each open stream with its final
+//! result. The tool, the resources and confirmation are [`super::Server`]'s, unchanged.
+
+mod connections;
+mod limits;
+mod listener;
+mod peer;
+mod sessions;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -15,20 +23,18 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse as _, Response};
-use axum::serve::ListenerExt as _;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest as _, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
+pub use limits::MAX_BODY;
 
 /// The environment variable that holds the bearer token when no file is given.
 pub const TOKEN_VAR: &str = "HCP_MCP_TOKEN";
-/// The largest request body read; a bigger one gets 413 without being held.
-pub const MAX_BODY: usize = 4 * 1024 * 1024;
 /// The shortest token accepted: anything shorter is guessable.
 const MIN_TOKEN: usize = 16;
-/// How long a stop waits for open connections (event streams) to close by themselves.
+/// How long a stop waits for open connections to finish what they are sending.
 const CLOSE_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +46,11 @@ pub enum HttpError {
          or set HCP_MCP_TOKEN"
     )]
     TokenRequired(SocketAddr),
+    #[error(
+        "without a token, a server on loopback serves only the user who started it, and {0}: pass \
+         --token-file PATH (or set HCP_MCP_TOKEN), or serve on a socket file with --unix PATH"
+    )]
+    PeersUnknown(String),
     #[error("the token file {path} cannot be read: {source}")]
     TokenFile {
         path: PathBuf,
@@ -50,14 +61,14 @@ pub enum HttpError {
     TokenTooShort,
     #[error("--allow-origin `{0}` is not an origin: give scheme://host[:port], e.g. https://app.example.com")]
     Origin(String),
+    #[error("{path} cannot be the server's socket: {reason}")]
+    UnixPath { path: PathBuf, reason: String },
     #[error("cannot listen on {address}: {source}")]
     Bind {
-        address: SocketAddr,
+        address: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("the HTTP server stopped: {0}")]
-    Serve(#[source] std::io::Error),
 }
 
 /// A bearer token. Its `Debug` never shows it, and it is compared in constant time.
@@ -84,10 +95,19 @@ impl Token {
     }
 }
 
-/// What `hcpx mcp --http` was asked for, resolved and checked.
+/// Where the server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A TCP address (`--http`).
+    Tcp(SocketAddr),
+    /// A unix socket file (`--unix`).
+    Unix(PathBuf),
+}
+
+/// What `hcpx mcp --http` (or `--unix`) was asked for, resolved and checked.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub address: SocketAddr,
+    pub place: Place,
     pub token: Option<Token>,
     pub allow_hosts: Vec<String>,
     pub allow_origins: Vec<String>,
@@ -99,8 +119,13 @@ impl Settings {
     /// Resolves the command line's HTTP options: the token comes from `--token-file`
     /// or else `HCP_MCP_TOKEN` in `ctx`'s environment.
     pub fn resolve(args: &crate::cli::McpArgs, ctx: &Context) -> Result<Self, HttpError> {
-        let raw = args.http.as_deref().unwrap_or_default();
-        let address: SocketAddr = raw.parse().map_err(|_| HttpError::Address(raw.to_owned()))?;
+        let place = match &args.unix {
+            Some(path) => Place::Unix(path.clone()),
+            None => {
+                let raw = args.http.as_deref().unwrap_or_default();
+                Place::Tcp(raw.parse().map_err(|_| HttpError::Address(raw.to_owned()))?)
+            }
+        };
         let token = match &args.token_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| HttpError::TokenFile {
@@ -115,8 +140,11 @@ impl Settings {
         if token.as_ref().is_some_and(|token| token.len() < MIN_TOKEN) {
             return Err(HttpError::TokenTooShort);
         }
-        if token.is_none() && !address.ip().is_loopback() {
-            return Err(HttpError::TokenRequired(address));
+        if let (Place::Tcp(address), None) = (&place, &token) {
+            if !address.ip().is_loopback() {
+                return Err(HttpError::TokenRequired(*address));
+            }
+            peer::tcp_peers_known().map_err(HttpError::PeersUnknown)?;
         }
         for origin in &args.allow_origin {
             if origin != "null" && !origin.contains("://") {
@@ -124,7 +152,7 @@ impl Settings {
             }
         }
         Ok(Self {
-            address,
+            place,
             token: token.map(|token| Token(Arc::from(token.into_bytes()))),
             allow_hosts: args.allow_host.clone(),
             allow_origins: args.allow_origin.clone(),
@@ -136,35 +164,49 @@ impl Settings {
 
 /// A listening socket, before it serves.
 pub struct Bound {
-    listener: tokio::net::TcpListener,
-    address: SocketAddr,
+    listener: listener::Listener,
     settings: Settings,
 }
 
-/// Binds the address (port 0 picks a free one: see [`Bound::address`]).
+/// Where a bound server can be reached, as its start line says.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Tcp(address) => write!(f, "http://{address}/mcp"),
+            Self::Unix(path) => write!(f, "http://localhost/mcp over the unix socket {}", path.display()),
+        }
+    }
+}
+
+/// Binds the address (port 0 picks a free one: see [`Bound::endpoint`]) or makes
+/// the socket file.
 pub async fn bind(settings: Settings) -> Result<Bound, HttpError> {
-    let listener = tokio::net::TcpListener::bind(settings.address)
-        .await
-        .map_err(|source| HttpError::Bind {
-            address: settings.address,
-            source,
-        })?;
-    let address = listener.local_addr().map_err(|source| HttpError::Bind {
-        address: settings.address,
-        source,
-    })?;
-    Ok(Bound {
-        listener,
-        address,
-        settings,
-    })
+    let listener = match &settings.place {
+        Place::Tcp(address) => listener::Listener::tcp(*address).await?,
+        #[cfg(unix)]
+        Place::Unix(path) => listener::Listener::unix(path)?,
+        #[cfg(not(unix))]
+        Place::Unix(path) => {
+            return Err(HttpError::UnixPath {
+                path: path.clone(),
+                reason: "unix sockets exist only on Unix".to_owned(),
+            });
+        }
+    };
+    Ok(Bound { listener, settings })
 }
 
 /// The names a `Host` header may carry: loopback names, the bound address (unless it
 /// is the wildcard) and any the user added. Any port.
-fn allowed_hosts(address: SocketAddr, extra: &[String]) -> Vec<String> {
+fn allowed_hosts(address: Option<SocketAddr>, extra: &[String]) -> Vec<String> {
     let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(str::to_owned).to_vec();
-    if !address.ip().is_unspecified() {
+    if let Some(address) = address.filter(|address| !address.ip().is_unspecified()) {
         hosts.push(address.ip().to_string());
     }
     hosts.extend(extra.iter().cloned());
@@ -172,9 +214,14 @@ fn allowed_hosts(address: SocketAddr, extra: &[String]) -> Vec<String> {
 }
 
 /// The browser origins accepted: the server's own (loopback names on the bound
-/// port) and any the user added. A request without `Origin` (not from a browser)
-/// is not concerned.
-fn allowed_origins(address: SocketAddr, extra: &[String]) -> Vec<String> {
+/// port, or without a port on a unix socket) and any the user added. A request
+/// without `Origin` (not from a browser) is not concerned.
+fn allowed_origins(address: Option<SocketAddr>, extra: &[String]) -> Vec<String> {
+    let Some(address) = address else {
+        let mut origins = vec!["http://localhost".to_owned()];
+        origins.extend(extra.iter().cloned());
+        return origins;
+    };
     let port = address.port();
     let mut origins = vec![
         format!("http://localhost:{port}"),
@@ -235,21 +282,27 @@ async fn session_ended(request: Request, next: Next) -> Response {
 }
 
 impl Bound {
-    /// The address actually listened on.
-    pub fn address(&self) -> SocketAddr {
-        self.address
+    /// Where the server is reached.
+    pub fn endpoint(&self) -> Endpoint {
+        match (&self.settings.place, self.listener.tcp_address()) {
+            (Place::Unix(path), _) => Endpoint::Unix(path.clone()),
+            (Place::Tcp(_), Some(address)) => Endpoint::Tcp(address),
+            (Place::Tcp(address), None) => Endpoint::Tcp(*address),
+        }
     }
 
     /// Serves until the server's cancellation token fires (main.rs fires it on
-    /// SIGTERM or SIGINT), then stops: running calls are cancelled (their
-    /// children killed) and awaited, and sessions end.
+    /// SIGTERM or SIGINT), then stops: listening ends, running calls are cancelled
+    /// (their children killed) and awaited, `subscriptions/listen` streams end with
+    /// their final result, sessions end, and open connections get a moment to send
+    /// what they hold.
     pub async fn serve(self, server: super::Server) -> Result<(), HttpError> {
-        let Self {
-            listener,
-            address,
-            settings,
-        } = self;
+        let Self { listener, settings } = self;
+        let address = listener.tcp_address();
         let shutdown = server.base.cancel.clone();
+        // rmcp cuts every event stream when its own token fires: it fires last, so
+        // that the streams the stop ends (listen streams, calls) send their end first.
+        let streams = CancellationToken::new();
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(!settings.stateless)
             .with_json_response(settings.stateless)
@@ -257,38 +310,34 @@ impl Bound {
             .with_allowed_origins(allowed_origins(address, &settings.allow_origins))
             .enforce_origin_validation()
             .with_max_request_body_bytes(MAX_BODY)
-            .with_cancellation_token(shutdown.child_token());
-        let mut sessions = LocalSessionManager::default();
-        sessions.session_config.keep_alive = Some(settings.session_idle);
+            .with_cancellation_token(streams.clone());
+        let sessions = Arc::new(sessions::BoundedSessions::new(
+            limits::MAX_SESSIONS,
+            settings.session_idle,
+            limits::ANSWERS_KEPT,
+        ));
         // Every session (and every stateless request) gets a clone: the same agent
         // context, policy and read-only setting, sharing the listeners and calls.
         let factory = server.clone();
-        let service = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(sessions), config);
+        let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions.clone(), config);
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(middleware::from_fn(session_ended))
+            .layer(middleware::from_fn(limits::read_body))
             .layer(middleware::from_fn_with_state(
                 settings.token.clone(),
                 require_token,
             ));
-        let stop = shutdown.clone();
-        // An answer goes out in several writes (headers, events, the end): without
-        // NODELAY, Nagle holds the last one for the client's delayed ACK (40 ms).
-        let listener = listener.tap_io(|stream| {
-            let _ = stream.set_nodelay(true);
-        });
-        let serving =
-            axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
-        let lingering = async {
-            shutdown.cancelled().await;
-            tokio::time::sleep(CLOSE_GRACE).await;
-        };
-        tokio::select! {
-            served = serving => served.map_err(HttpError::Serve)?,
-            // An event stream still open does not hold the stop.
-            () = lingering => {}
-        }
+        let gate = peer::Gate::new(settings.token.is_some(), peer::Gate::effective_uid());
+        let connections = connections::Connections::new(limits::connection_cap(limits::descriptor_limit()));
+        connections.serve(&listener, app, gate, &shutdown).await;
+        // No new connection from here on (and a socket file goes away).
+        drop(listener);
         let _ = tokio::time::timeout(super::CALLS_GRACE, server.shut_down()).await;
+        sessions.close_all().await;
+        // An event stream still open does not hold the stop for long.
+        let _ = tokio::time::timeout(CLOSE_GRACE, connections.closed()).await;
+        streams.cancel();
         Ok(())
     }
 }
@@ -311,6 +360,7 @@ mod tests {
         crate::cli::McpArgs {
             read_only: false,
             http: Some(http.to_owned()),
+            unix: None,
             token_file: None,
             allow_origin: Vec::new(),
             allow_host: Vec::new(),
@@ -329,8 +379,23 @@ mod tests {
 
     #[test]
     fn a_token_is_needed_off_loopback() {
-        assert!(Settings::resolve(&args("127.0.0.1:0"), &ctx(&[])).is_ok());
-        assert!(Settings::resolve(&args("[::1]:0"), &ctx(&[])).is_ok());
+        // Loopback without a token: where the peer's user can be found.
+        for loopback in ["127.0.0.1:0", "[::1]:0"] {
+            let resolved = Settings::resolve(&args(loopback), &ctx(&[]));
+            if peer::tcp_peers_known().is_ok() {
+                assert!(resolved.is_ok(), "{resolved:?}");
+            } else {
+                assert!(
+                    matches!(resolved, Err(HttpError::PeersUnknown(_))),
+                    "{resolved:?}"
+                );
+            }
+        }
+        // A socket file needs none, and takes no address.
+        let mut unix = args("");
+        (unix.http, unix.unix) = (None, Some("/run/hcp.sock".into()));
+        let resolved = Settings::resolve(&unix, &ctx(&[])).unwrap();
+        assert_eq!(resolved.place, Place::Unix("/run/hcp.sock".into()));
         assert!(matches!(
             Settings::resolve(&args("0.0.0.0:0"), &ctx(&[])),
             Err(HttpError::TokenRequired(_))
@@ -351,9 +416,11 @@ mod tests {
     #[test]
     fn the_wildcard_is_no_allowed_host() {
         let any: SocketAddr = "0.0.0.0:8765".parse().unwrap();
-        assert_eq!(allowed_hosts(any, &[]), ["localhost", "127.0.0.1", "::1"]);
+        assert_eq!(allowed_hosts(Some(any), &[]), ["localhost", "127.0.0.1", "::1"]);
         let lan: SocketAddr = "10.1.2.3:8765".parse().unwrap();
-        assert!(allowed_hosts(lan, &[]).contains(&"10.1.2.3".to_owned()));
-        assert!(allowed_origins(lan, &[]).contains(&"http://10.1.2.3:8765".to_owned()));
+        assert!(allowed_hosts(Some(lan), &[]).contains(&"10.1.2.3".to_owned()));
+        assert!(allowed_origins(Some(lan), &[]).contains(&"http://10.1.2.3:8765".to_owned()));
+        assert_eq!(allowed_hosts(None, &[]), ["localhost", "127.0.0.1", "::1"]);
+        assert_eq!(allowed_origins(None, &[]), ["http://localhost"]);
     }
 }

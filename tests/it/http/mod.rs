@@ -3,6 +3,9 @@
 //! off loopback, the Host and Origin allow-lists, the body bound, idle sessions, and
 //! an orderly stop on SIGTERM that leaves no child behind.
 
+mod access;
+mod flood;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};

@@ -1,0 +1,135 @@
+//! Where the HTTP server listens: a TCP address, or a unix socket file of mode 0600
+//! made safely (a path that exists and is not a socket is never touched; a socket
+//! is taken over only when it is ours and nothing answers on it) and removed when
+//! the server stops.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use super::HttpError;
+
+/// A listening socket.
+pub(super) enum Listener {
+    Tcp(tokio::net::TcpListener),
+    #[cfg(unix)]
+    Unix(UnixSocket),
+}
+
+/// One accepted connection, with what the gate needs to know about it.
+pub(super) enum Accepted {
+    Tcp {
+        stream: tokio::net::TcpStream,
+        local: SocketAddr,
+        peer: SocketAddr,
+    },
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+impl Listener {
+    /// Binds `address` (port 0 picks a free one).
+    pub(super) async fn tcp(address: SocketAddr) -> Result<Self, HttpError> {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| HttpError::Bind {
+                address: address.to_string(),
+                source,
+            })?;
+        Ok(Self::Tcp(listener))
+    }
+
+    /// The TCP address listened on, `None` for a unix socket.
+    pub(super) fn tcp_address(&self) -> Option<SocketAddr> {
+        match self {
+            Self::Tcp(listener) => listener.local_addr().ok(),
+            #[cfg(unix)]
+            Self::Unix(_) => None,
+        }
+    }
+
+    /// The next connection.
+    pub(super) async fn accept(&self) -> std::io::Result<Accepted> {
+        match self {
+            Self::Tcp(listener) => {
+                let (stream, peer) = listener.accept().await?;
+                let local = stream.local_addr()?;
+                // An answer goes out in several writes (headers, events, the end):
+                // without NODELAY, Nagle holds the last one for the client's delayed ACK.
+                let _ = stream.set_nodelay(true);
+                Ok(Accepted::Tcp { stream, local, peer })
+            }
+            #[cfg(unix)]
+            Self::Unix(socket) => Ok(Accepted::Unix(socket.listener.accept().await?.0)),
+        }
+    }
+}
+
+/// A unix socket file this server made; removed when dropped, if it is still the
+/// one it made.
+#[cfg(unix)]
+pub(super) struct UnixSocket {
+    listener: tokio::net::UnixListener,
+    path: PathBuf,
+    /// The file's device and inode, so that only our own socket is removed.
+    identity: (u64, u64),
+}
+
+#[cfg(unix)]
+impl Listener {
+    /// Listens on a new socket file at `path`, readable and writable only by this
+    /// user. A socket left at `path` by a server of ours that is gone is replaced;
+    /// anything else there is refused.
+    pub(super) fn unix(path: &Path) -> Result<Self, HttpError> {
+        use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _};
+        let refuse = |reason: String| HttpError::UnixPath {
+            path: path.to_path_buf(),
+            reason,
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(metadata) if !metadata.file_type().is_socket() => {
+                return Err(refuse(
+                    "it exists and is not a socket; give a path that does not exist".to_owned(),
+                ));
+            }
+            Ok(metadata) => {
+                if metadata.uid() != super::peer::Gate::effective_uid() {
+                    return Err(refuse("it is another user's socket".to_owned()));
+                }
+                // Something answers there: another server of ours is running.
+                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                    return Err(refuse("it is in use by a running server".to_owned()));
+                }
+                std::fs::remove_file(path)
+                    .map_err(|error| refuse(format!("the stale socket cannot be removed: {error}")))?;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(refuse(error.to_string())),
+        }
+        let listener = tokio::net::UnixListener::bind(path).map_err(|source| HttpError::Bind {
+            address: path.display().to_string(),
+            source,
+        })?;
+        // bind(2) made it with the umask's mode; no other user may connect. Each
+        // connection's peer is checked as well, so this is the first wall of two.
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|error| refuse(format!("its mode cannot be set to 0600: {error}")))?;
+        let metadata = std::fs::symlink_metadata(path).map_err(|error| refuse(error.to_string()))?;
+        Ok(Self::Unix(UnixSocket {
+            listener,
+            path: path.to_path_buf(),
+            identity: (metadata.dev(), metadata.ino()),
+        }))
+    }
+}
+
+#[cfg(unix)]
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        use std::os::unix::fs::MetadataExt as _;
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|metadata| (metadata.dev(), metadata.ino()) == self.identity);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

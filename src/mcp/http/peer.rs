@@ -1,0 +1,292 @@
+//! Who is on the other end of a connection, decided before a byte of it is read.
+//! Without a bearer token the server serves only the user who started it, since
+//! loopback is reachable by every local user: over TCP the connecting socket is
+//! found in the kernel's table (`/proc/net/tcp` and `tcp6`, by its address and
+//! ours) and its owner compared with our effective uid; over a unix socket the
+//! kernel says who connected (`SO_PEERCRED`). With a token, the token is the
+//! boundary and any peer may try.
+
+use std::net::{IpAddr, SocketAddr};
+
+/// What a connection must pass before HTTP is spoken on it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Gate {
+    /// `None` when a token is set: then anyone may connect, and must send it.
+    own_uid: Option<u32>,
+}
+
+/// Why a connection was turned away; its text is the body of the 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The peer belongs to another user.
+    OtherUser,
+    /// The peer could not be identified (it left, or the table could not be read).
+    Unknown(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OtherUser => f.write_str("this connection comes from another user"),
+            Self::Unknown(reason) => write!(f, "the user behind this connection is unknown ({reason})"),
+        }
+    }
+}
+
+impl Refusal {
+    /// The message sent to the peer: what happened and how to connect instead.
+    pub(super) fn message(&self) -> String {
+        format!(
+            "Forbidden: this hcpx server has no token, so it serves only the user who started it, and \
+             {self}. Connect as that user, over its --unix socket, or start the server with a bearer \
+             token (--token-file PATH or HCP_MCP_TOKEN) and send it.\n"
+        )
+    }
+}
+
+/// Whether a tokenless TCP server can tell its peers apart here; the reason when
+/// not, so that it refuses to start rather than refuse every connection.
+pub(super) fn tcp_peers_known() -> Result<(), String> {
+    if !cfg!(target_os = "linux") {
+        return Err("hcpx can tell who is connecting over TCP only on Linux".to_owned());
+    }
+    std::fs::File::open("/proc/net/tcp")
+        .map(drop)
+        .map_err(|error| format!("/proc/net/tcp, where it finds who is connecting, cannot be read ({error})"))
+}
+
+impl Gate {
+    /// A gate for a server with (`token`) or without a bearer token, run by `own_uid`.
+    pub(super) fn new(token: bool, own_uid: u32) -> Self {
+        Self {
+            own_uid: (!token).then_some(own_uid),
+        }
+    }
+
+    /// The effective uid of this process: the user whose connections are served.
+    #[cfg(unix)]
+    pub(super) fn effective_uid() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    /// Off Unix no peer can be identified, so a token is always required and this
+    /// is never compared.
+    #[cfg(not(unix))]
+    pub(super) fn effective_uid() -> u32 {
+        u32::MAX
+    }
+
+    /// Checks a TCP connection from `peer` to our `local` address.
+    pub(super) async fn admit_tcp(&self, local: SocketAddr, peer: SocketAddr) -> Result<(), Refusal> {
+        let Some(own) = self.own_uid else {
+            return Ok(());
+        };
+        // The tables can be long on a busy host: read them off the server's thread.
+        let owner = tokio::task::spawn_blocking(move || tcp_owner(local, peer))
+            .await
+            .map_err(|error| Refusal::Unknown(error.to_string()))??;
+        if owner == own {
+            Ok(())
+        } else {
+            Err(Refusal::OtherUser)
+        }
+    }
+
+    /// Checks a unix socket connection by the credentials the kernel recorded.
+    #[cfg(unix)]
+    pub(super) fn admit_unix(&self, stream: &tokio::net::UnixStream) -> Result<(), Refusal> {
+        let Some(own) = self.own_uid else {
+            return Ok(());
+        };
+        let credentials = stream
+            .peer_cred()
+            .map_err(|error| Refusal::Unknown(format!("no peer credentials: {error}")))?;
+        if credentials.uid() == own {
+            Ok(())
+        } else {
+            Err(Refusal::OtherUser)
+        }
+    }
+}
+
+/// The owner of the socket that connected from `peer` to `local`: the entry of
+/// `/proc/net/tcp` or `tcp6` whose own address is `peer` and whose remote one is
+/// `local` (the client's side of the connection; ours is the reverse).
+#[cfg(target_os = "linux")]
+fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, Refusal> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        match std::fs::read_to_string(table) {
+            Ok(text) => found.extend(owners_in(&text, peer, local)),
+            // A kernel without IPv6 has no tcp6.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(Refusal::Unknown(format!("{table} cannot be read: {error}"))),
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    match found.as_slice() {
+        [owner] => Ok(*owner),
+        [] => Err(Refusal::Unknown("its socket is not in /proc/net/tcp".to_owned())),
+        _ => Err(Refusal::Unknown(
+            "its address is listed for several users".to_owned(),
+        )),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn tcp_owner(_local: SocketAddr, _peer: SocketAddr) -> Result<u32, Refusal> {
+    Err(Refusal::Unknown(
+        "hcpx can tell TCP peers apart only on Linux".to_owned(),
+    ))
+}
+
+/// The uids of the connected sockets in a `/proc/net/tcp`-style `table` whose own
+/// address is `address` and whose remote one is `remote`.
+fn owners_in(table: &str, address: SocketAddr, remote: SocketAddr) -> Vec<u32> {
+    let (address, remote) = (canonical(address), canonical(remote));
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (own, other, state, uid) = (fields.get(1)?, fields.get(2)?, fields.get(3)?, fields.get(7)?);
+            // A socket in TIME_WAIT is listed with uid 0 and belongs to nobody;
+            // listening and half-open ones are not a client's side of a connection.
+            if !CONNECTED.contains(state) {
+                return None;
+            }
+            (parse_address(own)? == address && parse_address(other)? == remote)
+                .then(|| uid.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// The states (in the tables' hex) of a socket that is, or was until just now,
+/// one end of a connection: established, closing in either direction.
+const CONNECTED: [&str; 6] = ["01", "04", "05", "08", "09", "0B"];
+
+/// An IPv4 address as an IPv6 socket sees it (`::ffff:a.b.c.d`) is the IPv4 one.
+fn canonical(address: SocketAddr) -> SocketAddr {
+    match address.ip() {
+        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+            Some(four) => SocketAddr::new(IpAddr::V4(four), address.port()),
+            None => address,
+        },
+        IpAddr::V4(_) => address,
+    }
+}
+
+/// `0100007F:1F90` (IPv4) or 32 hex digits and a port (IPv6): the kernel prints
+/// each 32-bit word of the address in host byte order, the port as a number.
+fn parse_address(field: &str) -> Option<SocketAddr> {
+    let (ip, port) = field.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |hex: &str| u32::from_str_radix(hex, 16).ok().map(u32::to_ne_bytes);
+    let ip = match ip.len() {
+        8 => IpAddr::from(word(ip)?),
+        32 => {
+            let mut bytes = [0_u8; 16];
+            for (index, chunk) in bytes.chunks_exact_mut(4).enumerate() {
+                chunk.copy_from_slice(&word(ip.get(index * 8..index * 8 + 8)?)?);
+            }
+            IpAddr::from(bytes)
+        }
+        _ => return None,
+    };
+    Some(canonical(SocketAddr::new(ip, port)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same lines as the kernel writes them (on a little-endian machine).
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000 65534        0 2 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 20 4 30 10 -1
+   3: 0100007F:9C41 0100007F:1F90 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000000000000000
+";
+    const TCP6: &str = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0000000000000000FFFF00000100007F:9C42 0000000000000000FFFF00000100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4 1 0000000000000000 20 4 30 10 -1
+   1: 00000000000000000000000001000000:A000 00000000000000000000000001000000:1F91 01 00000000:00000000 00:00000000 00000000  1001        0 5 1 0000000000000000 20 4 30 10 -1
+";
+
+    fn at(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_client_side_of_the_connection_names_its_owner() {
+        let server = at("127.0.0.1:8080");
+        assert_eq!(owners_in(TCP, at("127.0.0.1:40000"), server), [65534]);
+        // Our own side of the same connection is the reverse: not the client's.
+        assert_eq!(owners_in(TCP, server, at("127.0.0.1:40000")), [0]);
+        assert_eq!(
+            owners_in(TCP, at("127.0.0.1:40000"), at("127.0.0.1:8081")),
+            Vec::<u32>::new()
+        );
+    }
+
+    #[test]
+    fn a_socket_in_time_wait_belongs_to_nobody() {
+        assert_eq!(
+            owners_in(TCP, at("127.0.0.1:40001"), at("127.0.0.1:8080")),
+            Vec::<u32>::new()
+        );
+    }
+
+    #[test]
+    fn ipv6_and_mapped_ipv4_addresses_are_read() {
+        // An IPv6 socket that reached an IPv4 server through ::ffff:127.0.0.1.
+        assert_eq!(
+            owners_in(TCP6, at("127.0.0.1:40002"), at("127.0.0.1:8080")),
+            [1000]
+        );
+        assert_eq!(
+            owners_in(
+                TCP6,
+                at("[::ffff:127.0.0.1]:40002"),
+                at("[::ffff:127.0.0.1]:8080")
+            ),
+            [1000]
+        );
+        assert_eq!(owners_in(TCP6, at("[::1]:40960"), at("[::1]:8081")), [1001]);
+    }
+
+    #[test]
+    fn garbage_is_no_match() {
+        assert_eq!(parse_address("0100007F"), None);
+        assert_eq!(parse_address("XYZ:1F90"), None);
+        assert_eq!(parse_address("0100007F:1F90"), Some(at("127.0.0.1:8080")));
+        assert_eq!(
+            owners_in("header only\n  0: 1 2\n", at("127.0.0.1:1"), at("127.0.0.1:2")),
+            Vec::<u32>::new()
+        );
+    }
+
+    #[test]
+    fn with_a_token_every_peer_may_try() {
+        assert!(Gate::new(true, 0).own_uid.is_none());
+        assert_eq!(Gate::new(false, 1000).own_uid, Some(1000));
+        let message = Refusal::OtherUser.message();
+        assert!(
+            message.contains("--unix") && message.contains("--token-file"),
+            "{message}"
+        );
+    }
+
+    /// This very process's connection to itself is found, and is its own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_live_connection_is_found_in_the_kernels_table() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_server_side, peer) = listener.accept().unwrap();
+        assert_eq!(peer, client.local_addr().unwrap());
+        let owner = tcp_owner(listener.local_addr().unwrap(), peer).unwrap();
+        assert_eq!(owner, Gate::effective_uid());
+    }
+}
