@@ -101,11 +101,10 @@ fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
     })
 }
 
-/// The folders on the way, with their times; the hidden paths and `$HCP_HOME`'s
-/// pack folders, by identity.
-fn stamps(view: &HomeView, holes: &[PathBuf], ways: &[PathBuf]) -> Vec<Stamp> {
+/// The folders on the way, with their times (a hidden path that appears, goes or is
+/// replaced changes its folder's), and `$HCP_HOME`'s pack folders by identity.
+fn stamps(view: &HomeView, ways: &[PathBuf]) -> Vec<Stamp> {
     let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
-    stamps.extend(holes.iter().filter_map(|hole| stamp(hole, false)));
     stamps.extend(
         HOME_READS
             .iter()
@@ -134,7 +133,7 @@ impl Shape {
             ways.extend(hole.ancestors().skip(1).map(Path::to_path_buf));
         }
         let ways: Vec<PathBuf> = ways.into_iter().collect();
-        let stamps = stamps(view, &holes, &ways);
+        let stamps = stamps(view, &ways);
         Self {
             view: view.clone(),
             root,
@@ -149,7 +148,7 @@ impl Shape {
     /// or goes (a new host key) changes its folder, which is on the way: so the
     /// hidden paths need not be listed again.
     pub(super) fn holds(&self, view: &HomeView, root: bool) -> bool {
-        self.view == *view && self.root == root && stamps(view, &self.holes, &self.ways) == self.stamps
+        self.view == *view && self.root == root && stamps(view, &self.ways) == self.stamps
     }
 
     /// The paths hidden.
@@ -284,6 +283,7 @@ mod tests {
     fn the_ways_run_from_root_to_every_hidden_path() {
         let view = HomeView {
             aliases: vec!["/home/u/.hcp".into(), "/mnt/h/u/.hcp".into()],
+            given: "/home/u/.hcp".into(),
         };
         let shape = Shape::of(&view, false);
         assert_eq!(
@@ -307,6 +307,7 @@ mod tests {
     fn as_root_the_system_secrets_that_exist_are_hidden_too() {
         let view = HomeView {
             aliases: vec!["/nowhere/.hcp".into()],
+            given: "/nowhere/.hcp".into(),
         };
         let shape = Shape::of(&view, true);
         let expected: Vec<PathBuf> = std::iter::once(PathBuf::from("/nowhere/.hcp"))

@@ -152,6 +152,9 @@ impl MountTable {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HomeView {
     pub aliases: Vec<PathBuf>,
+    /// `$HCP_HOME` as it was given (`HCP_HOME`, or `~/.hcp`), before links were
+    /// resolved: paths hcpx builds from it are recognised without resolving them.
+    pub given: PathBuf,
 }
 
 /// How a path stands to `$HCP_HOME`.
@@ -207,7 +210,29 @@ impl HomeView {
         }
         let mut seen = std::collections::BTreeSet::new();
         aliases.retain(|alias| seen.insert(alias.clone()));
-        Self { aliases }
+        Self {
+            aliases,
+            given: tidy(home),
+        }
+    }
+
+    /// `path` relative to `$HCP_HOME` when it lies inside it as written, through its
+    /// given or its real path (no link is resolved: for paths hcpx built itself).
+    pub fn relative<'p>(&self, path: &'p Path) -> Option<&'p Path> {
+        [&self.given, self.aliases.first().unwrap_or(&self.given)]
+            .into_iter()
+            .find_map(|home| path.strip_prefix(home).ok())
+            .filter(|relative| !relative.as_os_str().is_empty())
+    }
+
+    /// Whether `path`, as written, is inside or holds a path of `$HCP_HOME`: the check
+    /// for folders hcpx adds to a pack's reads on its own (no system call: whatever
+    /// a link there leads to, the layer that hides `$HCP_HOME` still hides it).
+    pub fn touches(&self, path: &Path) -> bool {
+        let path = tidy(path);
+        std::iter::once(&self.given)
+            .chain(&self.aliases)
+            .any(|alias| path.starts_with(alias) || alias.starts_with(&path))
     }
 
     /// `$HCP_HOME`'s canonical path.
@@ -252,6 +277,8 @@ pub fn exposed(home: &Path) -> Vec<(String, u64)> {
         };
         let mut found: Vec<(String, u64)> = entries
             .filter_map(Result::ok)
+            // Folders have no second hard link: only files are looked at.
+            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
             .filter_map(|entry| {
                 let meta = entry.metadata().ok()?;
                 (meta.is_file() && meta.nlink() > 1)
@@ -271,8 +298,8 @@ pub fn exposed(home: &Path) -> Vec<(String, u64)> {
 /// Why the filesystem layer does not hold for this `$HCP_HOME` (see [`exposed`]),
 /// in words that say how to fix it; `None` when it holds.
 pub fn exposure(home: &Path) -> Option<String> {
-    let real = canonical(home);
-    let found = exposed(&real);
+    let found = exposed(home);
+    let real = home;
     let (name, links) = found.first()?;
     let path = real.join(name);
     Some(format!(

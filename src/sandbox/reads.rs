@@ -149,14 +149,14 @@ pub fn reads(request: &Request<'_>) -> Result<Reads, ReadsError> {
         outside: vec![request.cwd.to_path_buf()],
         pack: Vec::new(),
     };
-    let mut pack_file = |path: &Path| match canonical(path).strip_prefix(home.real()) {
-        Ok(relative) if !relative.as_os_str().is_empty() => {
+    let mut pack_file = |path: &Path| match home.relative(path) {
+        Some(relative) => {
             if !reads.pack.iter().any(|known| known == relative) {
                 reads.pack.push(relative.to_path_buf());
             }
             true
         }
-        _ => false,
+        None => false,
     };
     // The pack's own files, inside `$HCP_HOME`: granted beneath it.
     let mut candidates: Vec<PathBuf> = Vec::new();
@@ -170,25 +170,26 @@ pub fn reads(request: &Request<'_>) -> Result<Reads, ReadsError> {
             candidates.push(folder);
         }
     }
-    if let Some(path) = request.path_var {
-        let user_home = request.user_home.map(canonical);
+    if let (Some(path), user_home) = (request.path_var, request.user_home) {
         for dir in std::env::split_paths(path).filter(|dir| dir.is_absolute()) {
-            let real = canonical(&dir);
-            if user_home.as_ref().is_some_and(|home| real == *home) {
+            if user_home.is_some_and(|home| dir == home) {
                 continue;
             }
-            candidates.push(dir);
-            if let Some(home) = &user_home
-                && let Ok(inside) = real.strip_prefix(home)
+            if let Some(home) = user_home
+                && let Ok(inside) = dir.strip_prefix(home)
                 && let Some((_, root)) = TOOLCHAINS.iter().find(|(folder, _)| inside.starts_with(folder))
             {
+                candidates.push(dir);
                 candidates.push(home.join(root));
+            } else {
+                candidates.push(dir);
             }
         }
     }
-    // Whatever leads into `$HCP_HOME` or holds it is left out: the pack's own files
-    // were taken above, and nothing else of it is a pack's to read.
-    candidates.retain(|path| home.conflict(path).is_none());
+    // Whatever leads into `$HCP_HOME` or holds it, as written, is left out: the
+    // pack's own files were taken above, and nothing else of it is a pack's to read.
+    // (A link there is no way in: the layer that hides `$HCP_HOME` still hides it.)
+    candidates.retain(|path| !home.touches(path));
     candidates.extend(
         request
             .declared
