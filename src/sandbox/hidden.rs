@@ -167,23 +167,44 @@ pub(super) fn ruleset(
     abi: i32,
     proc: Option<&OwnedFd>,
 ) -> Result<OwnedFd, SandboxError> {
-    use rustix::fs::{FileType, Mode, OFlags};
     let rules = Rules::new(abi, Ok)?;
-    let identity = |path: &Path| rustix::fs::stat(path).ok().map(|stat| (stat.st_dev, stat.st_ino));
-    let avoid: BTreeSet<(u64, u64)> = shape
-        .holes
+    for (opened, way) in expand(&shape.ways, &shape.holes, proc) {
+        rules.allow(&opened, if way { AccessFs::ReadDir.into() } else { rules.all })?;
+    }
+    for opened in pack_folders(home) {
+        rules.allow(&opened, rules.all)?;
+    }
+    for device in DEVICES
         .iter()
-        .chain(&shape.ways)
+        .filter_map(|device| Opened::path(Path::new(device)))
+    {
+        rules.allow(&device, rules.all)?;
+    }
+    Ok(rules.fd)
+}
+
+/// The folders `ways` (each on the way to a hidden path) and their other entries,
+/// each opened once: `(entry, false)` to be granted, `(way, true)` to be listable
+/// only. An entry that is a hidden path or a way is left out; so is a link (opened as
+/// itself, it would grant nothing) and an entry that is the same folder as a hidden
+/// path or a way (a bind mount the mount table does not show). `/dev` is never
+/// listed: its devices are granted one by one.
+pub(super) fn expand(ways: &[PathBuf], holes: &[PathBuf], proc: Option<&OwnedFd>) -> Vec<(Opened, bool)> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let identity = |path: &Path| rustix::fs::stat(path).ok().map(|stat| (stat.st_dev, stat.st_ino));
+    let avoid: BTreeSet<(u64, u64)> = holes
+        .iter()
+        .chain(ways)
         .filter_map(|path| identity(path))
         .collect();
-    let skip: BTreeSet<&Path> = shape
-        .holes
+    let skip: BTreeSet<&Path> = holes
         .iter()
-        .chain(&shape.ways)
+        .chain(ways)
         .map(PathBuf::as_path)
         .chain([Path::new("/dev")])
         .collect();
-    for way in shape.ways.iter().filter(|way| way.as_path() != Path::new("/dev")) {
+    let mut out = Vec::new();
+    for way in ways.iter().filter(|way| way.as_path() != Path::new("/dev")) {
         let Ok(dir) = rustix::fs::open(
             way,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -203,7 +224,7 @@ pub(super) fn ruleset(
             if path == Path::new("/proc")
                 && let Some(opened) = open_root(&path, proc)
             {
-                rules.allow(&opened, rules.all)?;
+                out.push((opened, false));
                 continue;
             }
             let Ok(fd) = rustix::fs::openat(
@@ -222,20 +243,68 @@ pub(super) fn ruleset(
             {
                 continue;
             }
-            rules.allow(&Opened::fd(fd), rules.all)?;
+            out.push((Opened::fd(fd), false));
         }
-        rules.allow(&Opened::fd(dir), AccessFs::ReadDir.into())?;
+        out.push((Opened::fd(dir), true));
     }
-    for opened in pack_folders(home) {
-        rules.allow(&opened, rules.all)?;
+    out
+}
+
+/// The system's secret files, hidden from a pack of root's, as a view of `/etc`:
+/// its entries but those, opened once and kept until a folder on the way changes
+/// (a host key is made, `resolv.conf` is replaced).
+#[derive(Debug)]
+pub(super) struct Etc {
+    ways: Vec<PathBuf>,
+    stamps: Vec<Stamp>,
+    pub(super) entries: Vec<(Opened, bool)>,
+}
+
+impl Etc {
+    pub(super) fn of() -> Self {
+        let holes: Vec<PathBuf> = holes(&HomeView::empty(), true)
+            .into_iter()
+            .filter(|hole| hole.starts_with("/etc"))
+            .collect();
+        let mut ways = BTreeSet::new();
+        for hole in &holes {
+            ways.extend(
+                hole.ancestors()
+                    .skip(1)
+                    .filter(|way| way.starts_with("/etc"))
+                    .map(Path::to_path_buf),
+            );
+        }
+        let ways: Vec<PathBuf> = ways.into_iter().collect();
+        let stamps = ways.iter().filter_map(|way| stamp(way, true)).collect();
+        let entries = expand(&ways, &holes, None);
+        Self {
+            ways,
+            stamps,
+            entries,
+        }
     }
-    for device in DEVICES
-        .iter()
-        .filter_map(|device| Opened::path(Path::new(device)))
-    {
-        rules.allow(&device, rules.all)?;
+
+    /// Whether no folder on the way changed since it was opened.
+    pub(super) fn holds(&self) -> bool {
+        self.ways
+            .iter()
+            .filter_map(|way| stamp(way, true))
+            .collect::<Vec<_>>()
+            == self.stamps
     }
-    Ok(rules.fd)
+}
+
+/// Every path hidden from a pack, for telling whether a folder it is granted holds
+/// one: the paths of `$HCP_HOME` and, as root, the secrets (the host keys' folder
+/// stands for its keys, so that it need not be listed for each call).
+pub(super) fn hidden_paths(view: &HomeView, root: bool) -> Vec<PathBuf> {
+    let mut paths = view.aliases.clone();
+    if root {
+        paths.extend(ROOT_SECRETS.iter().map(PathBuf::from));
+        paths.push(PathBuf::from(HOST_KEYS));
+    }
+    paths
 }
 
 /// `$HCP_HOME`'s pack folders ([`HOME_READS`]), each opened beneath it without

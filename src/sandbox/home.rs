@@ -235,6 +235,14 @@ impl HomeView {
             .any(|alias| path.starts_with(alias) || alias.starts_with(&path))
     }
 
+    /// No `$HCP_HOME` at all: for what is hidden whatever it is (the system's secrets).
+    pub(crate) fn empty() -> Self {
+        Self {
+            aliases: Vec::new(),
+            given: PathBuf::new(),
+        }
+    }
+
     /// `$HCP_HOME`'s canonical path.
     pub fn real(&self) -> &Path {
         self.aliases.first().map_or(Path::new("/"), PathBuf::as_path)

@@ -197,6 +197,8 @@ pub(super) struct Cache {
     proc: OnceLock<Result<Arc<crate::runtime::ProcNamespace>, String>>,
     /// The system folders, opened once: the call's layer names them in every call.
     system: OnceLock<System>,
+    /// As root, `/etc` but the system's secrets, opened once (see [`hidden::Etc`]).
+    etc: Mutex<Option<Arc<hidden::Etc>>>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
     /// By network, then declared sockets.
     filters: [OnceLock<Result<Arc<Filters>, String>>; 4],
@@ -275,9 +277,28 @@ impl Cache {
             .and_then(|proc| proc.proc.try_clone().ok())
     }
 
+    /// As root: `/etc` but its secrets, opened again when a folder on its way
+    /// changed.
+    fn etc(&self) -> Result<Arc<hidden::Etc>, SandboxError> {
+        let mut slot = self
+            .etc
+            .lock()
+            .map_err(|_| SandboxError::Landlock("the /etc cache is poisoned".into()))?;
+        if let Some(etc) = slot.as_ref()
+            && etc.holds()
+        {
+            return Ok(Arc::clone(etc));
+        }
+        let etc = Arc::new(hidden::Etc::of());
+        *slot = Some(Arc::clone(&etc));
+        Ok(etc)
+    }
+
     fn system(&self, machine: &Machine) -> &System {
         self.system.get_or_init(|| {
             let proc = self.proc_root(machine);
+            // As root `/etc` is granted entry by entry, its secrets left out.
+            let root = rustix::process::geteuid().is_root();
             let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
             // The folders that `/etc` files lead to when they are links (systemd-resolved
             // keeps `resolv.conf` in `/run/systemd/resolve`).
@@ -289,16 +310,24 @@ impl Cache {
                 .collect();
             let reads = SYSTEM_READS
                 .iter()
+                .filter(|path| !(root && **path == "/etc"))
                 .chain(DEVICES.iter())
                 .map(PathBuf::from)
                 .chain(linked)
-                .filter_map(|path| open_root(&path, proc.as_ref()))
+                .filter_map(|path| {
+                    let real = path.canonicalize().unwrap_or_else(|_| path.clone());
+                    open_root(&path, proc.as_ref()).map(|opened| (opened, real))
+                })
                 .collect();
             let writable = WRITABLE_DEVICES
                 .iter()
                 .filter_map(|path| Opened::path(Path::new(path)))
                 .collect();
-            System { reads, writable }
+            System {
+                reads,
+                writable,
+                root,
+            }
         })
     }
 
@@ -324,10 +353,13 @@ impl Cache {
 /// The system's folders and devices, opened once per process.
 #[derive(Debug)]
 struct System {
-    /// [`SYSTEM_READS`], [`DEVICES`] and the folders linked configuration leads to.
-    reads: Vec<Opened>,
+    /// [`SYSTEM_READS`] (as root, but `/etc`), [`DEVICES`] and the folders linked
+    /// configuration leads to, each with its real path.
+    reads: Vec<(Opened, PathBuf)>,
     /// [`WRITABLE_DEVICES`].
     writable: Vec<Opened>,
+    /// Whether hcpx runs as root, so `/etc` is granted without its secrets.
+    root: bool,
 }
 
 /// The keeper's layer: nothing but the signal scope, as a hard requirement.
@@ -390,7 +422,7 @@ fn call_ruleset(
     machine: &Machine,
     cache: &Cache,
     writes: Vec<OwnedFd>,
-) -> Result<OwnedFd, SandboxError> {
+) -> Result<(OwnedFd, bool), SandboxError> {
     let abi = machine.landlock_abi;
     let rules = Rules::new(abi, |mut ruleset| {
         if abi >= NET_ABI && !plan.network {
@@ -408,14 +440,47 @@ fn call_ruleset(
     })?;
     let read = AccessFs::from_read(FS_ABI);
     let system = cache.system(machine);
-    for opened in &system.reads {
+    let hidden = hidden::hidden_paths(&plan.home, system.root);
+    // Whether a folder granted here holds a hidden path: only then does the call need
+    // the layer that hides them (a merge of hundreds of rules it otherwise skips).
+    let mut needs_base = false;
+    let holds = |path: &Path| hidden.iter().any(|hidden| hidden.starts_with(path));
+    let inside = |path: &Path| hidden.iter().any(|hidden| path.starts_with(hidden));
+    for (opened, real) in &system.reads {
+        needs_base |= holds(real);
         rules.allow(opened, read)?;
     }
-    let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
+    if system.root {
+        let etc = cache.etc()?;
+        needs_base |= plan.home.aliases.iter().any(|alias| alias.starts_with("/etc"));
+        for (opened, way) in &etc.entries {
+            rules.allow(opened, if *way { AccessFs::ReadDir.into() } else { read })?;
+        }
+    }
+    // A folder the call names is checked where it really is, as opened: a link
+    // swapped in after hcpx's checks is caught here.
+    let mut grant = |opened: &Opened, access: landlock::BitFlags<AccessFs>| -> Result<(), SandboxError> {
+        match opened.real_path() {
+            Some(real) if inside(&real) => return Ok(()),
+            Some(real) => needs_base |= holds(&real),
+            None => needs_base = true,
+        }
+        rules.allow(opened, access)
+    };
+    // What the system folders already grant is not granted again (as root, `/etc` is
+    // granted without its secrets: a read beneath it is checked like any other).
+    let covered = |path: &Path| {
+        SYSTEM_READS
+            .iter()
+            .any(|root| path.starts_with(root) && !(system.root && *root == "/etc"))
+    };
     for path in plan.reads.outside.iter().filter(|path| !covered(path)) {
         if let Some(opened) = Opened::path(path) {
-            rules.allow(&opened, read)?;
+            grant(&opened, read)?;
         }
+    }
+    for fd in writes {
+        grant(&Opened::fd(fd), rules.all)?;
     }
     if !plan.reads.pack.is_empty()
         && let Some(home) = hidden::open_home(plan.home.real())
@@ -432,10 +497,7 @@ fn call_ruleset(
     if let Some(tmpdir) = Opened::path(&plan.tmpdir) {
         rules.allow(&tmpdir, rules.all)?;
     }
-    for fd in writes {
-        rules.allow(&Opened::fd(fd), rules.all)?;
-    }
-    Ok(rules.fd)
+    Ok((rules.fd, needs_base))
 }
 
 /// The seccomp program: on x86_64 first a guard that refuses the x32 ABI (its
@@ -548,10 +610,14 @@ pub(super) fn prepare(
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
     let writes = open_writes(&plan.cwd, &plan.writes)?;
-    let base = landlock.then(|| cache.base(&plan.home, machine)).transpose()?;
-    let call = landlock
-        .then(|| call_ruleset(plan, machine, cache, writes))
-        .transpose()?;
+    let (call, needs_base) = match landlock {
+        true => {
+            let (call, needs_base) = call_ruleset(plan, machine, cache, writes)?;
+            (Some(call), needs_base)
+        }
+        false => (None, false),
+    };
+    let base = needs_base.then(|| cache.base(&plan.home, machine)).transpose()?;
     let sockets = !plan.sockets.is_empty();
     let filters = machine
         .seccomp

@@ -43,6 +43,14 @@ impl Opened {
         Some(Self::fd(fd))
     }
 
+    /// Where the opened file really is, every link resolved, as the kernel names
+    /// it; `None` when it cannot tell (gone since).
+    pub(super) fn real_path(&self) -> Option<std::path::PathBuf> {
+        use std::os::fd::AsRawFd as _;
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", self.fd.as_raw_fd())).ok()?;
+        (path.is_absolute() && !path.to_string_lossy().ends_with(" (deleted)")).then_some(path)
+    }
+
     pub(super) fn fd(fd: OwnedFd) -> Self {
         let dir = rustix::fs::fstat(&fd).is_ok_and(|stat| {
             rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
