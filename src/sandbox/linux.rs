@@ -2,11 +2,13 @@
 //! without changing this process), the Landlock rulesets, the seccomp programs and
 //! the write grants, opened without following links out of the working directory.
 //!
-//! A call's Landlock domain has three layers: the keeper's (signal scope only, so its
-//! final `kill(-1)` reaches exactly the call's processes), the base layer (everything
-//! but `$HCP_HOME`; cached, as listing the folders on the way to it is most of the
-//! cost) and the call's own (its reads, writes, TCP and scopes). Layers intersect:
-//! a pack gets what every layer allows.
+//! A call's Landlock domain has two or three layers: the keeper's (signal scope only,
+//! so its final `kill(-1)` reaches exactly the call's processes), the call's own (its
+//! read allowlist, writes, TCP and scopes) and, only when a folder the call is
+//! granted holds a hidden path (`$HCP_HOME`, or as root a secret of the system),
+//! the base layer (everything but the hidden paths; cached, as listing the folders on
+//! the way is most of the cost). Layers intersect: a pack gets what every layer
+//! allows.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

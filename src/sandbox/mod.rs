@@ -7,8 +7,9 @@
 //! becomes the call's **keeper** (a child subreaper in its own session, inside a
 //! Landlock domain that scopes its signals to the call), and the keeper forks the
 //! **child**, which drops every capability, sets `no_new_privs`, keeps only
-//! descriptors 0, 1 and 2, enters two Landlock layers (one hiding `$HCP_HOME`, one
-//! for this call's reads, writes, network and scopes) and a seccomp filter, then
+//! descriptors 0, 1 and 2, enters its Landlock layers (the call's reads, writes,
+//! network and scopes; and one hiding `$HCP_HOME` when a granted folder holds it) and
+//! a seccomp filter, then
 //! execs. When the child ends, or the runtime says so, or hcpx dies, the keeper kills
 //! every process of the call and reaps it. See [`enter`] for that code and
 //! [`linux`] for how the layers are built.
