@@ -47,10 +47,29 @@ const HOST_KEYS: &str = "/etc/ssh";
 /// The folders of `$HCP_HOME` a pack may read: they hold only pack files (the call's
 /// layer narrows them to the pack's own).
 pub(super) const HOME_READS: [&str; 3] = ["packs", ".builtin", ".installed"];
-/// What is hidden: every path of `$HCP_HOME`, then (as root) the secrets that exist.
-fn holes(view: &HomeView, root: bool) -> Vec<PathBuf> {
-    let mut holes = view.aliases.clone();
-    if root {
+/// What a call's base layer hides: the paths of `$HCP_HOME`, the system's secrets
+/// (as root), or both; only what a folder the call is granted holds (see
+/// [`hidden_paths`]), so the layer is as small as the call allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Hide {
+    pub(super) home: bool,
+    pub(super) secrets: bool,
+}
+
+impl Hide {
+    pub(super) fn any(self) -> bool {
+        self.home || self.secrets
+    }
+}
+
+/// What is hidden: every path of `$HCP_HOME`, then the secrets that exist.
+fn holes(view: &HomeView, hide: Hide) -> Vec<PathBuf> {
+    let mut holes = if hide.home {
+        view.aliases.clone()
+    } else {
+        Vec::new()
+    };
+    if hide.secrets {
         holes.extend(
             ROOT_SECRETS
                 .iter()
@@ -103,8 +122,11 @@ fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
 
 /// The folders on the way, with their times (a hidden path that appears, goes or is
 /// replaced changes its folder's), and `$HCP_HOME`'s pack folders by identity.
-fn stamps(view: &HomeView, ways: &[PathBuf]) -> Vec<Stamp> {
+fn stamps(view: &HomeView, hide: Hide, ways: &[PathBuf]) -> Vec<Stamp> {
     let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
+    if !hide.home {
+        return stamps;
+    }
     stamps.extend(
         HOME_READS
             .iter()
@@ -117,7 +139,7 @@ fn stamps(view: &HomeView, ways: &[PathBuf]) -> Vec<Stamp> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Shape {
     view: HomeView,
-    root: bool,
+    hide: Hide,
     holes: Vec<PathBuf>,
     /// The folders on the way, `/` first.
     ways: Vec<PathBuf>,
@@ -125,18 +147,18 @@ pub(super) struct Shape {
 }
 
 impl Shape {
-    pub(super) fn of(view: &HomeView, root: bool) -> Self {
-        let holes = holes(view, root);
+    pub(super) fn of(view: &HomeView, hide: Hide) -> Self {
+        let holes = holes(view, hide);
         let mut ways = BTreeSet::new();
         ways.insert(PathBuf::from("/"));
         for hole in &holes {
             ways.extend(hole.ancestors().skip(1).map(Path::to_path_buf));
         }
         let ways: Vec<PathBuf> = ways.into_iter().collect();
-        let stamps = stamps(view, &ways);
+        let stamps = stamps(view, hide, &ways);
         Self {
             view: view.clone(),
-            root,
+            hide,
             holes,
             ways,
             stamps,
@@ -147,8 +169,8 @@ impl Shape {
     /// of `$HCP_HOME`, and no folder on the way changed. A hidden file that appears
     /// or goes (a new host key) changes its folder, which is on the way: so the
     /// hidden paths need not be listed again.
-    pub(super) fn holds(&self, view: &HomeView, root: bool) -> bool {
-        self.view == *view && self.root == root && stamps(view, &self.ways) == self.stamps
+    pub(super) fn holds(&self, view: &HomeView, hide: Hide) -> bool {
+        self.view == *view && self.hide == hide && stamps(view, hide, &self.ways) == self.stamps
     }
 
     /// The paths hidden.
@@ -171,8 +193,12 @@ pub(super) fn ruleset(
     for (opened, way) in expand(&shape.ways, &shape.holes, proc) {
         rules.allow(&opened, if way { AccessFs::ReadDir.into() } else { rules.all })?;
     }
-    for opened in pack_folders(home) {
-        rules.allow(&opened, rules.all)?;
+    // Hidden, `$HCP_HOME` keeps its pack folders open (the call's layer narrows them
+    // to the pack's own); not hidden, it is granted with everything else.
+    if shape.hide.home {
+        for opened in pack_folders(home) {
+            rules.allow(&opened, rules.all)?;
+        }
     }
     for device in DEVICES
         .iter()
@@ -250,51 +276,6 @@ pub(super) fn expand(ways: &[PathBuf], holes: &[PathBuf], proc: Option<&OwnedFd>
     out
 }
 
-/// The system's secret files, hidden from a pack of root's, as a view of `/etc`:
-/// its entries but those, opened once and kept until a folder on the way changes
-/// (a host key is made, `resolv.conf` is replaced).
-#[derive(Debug)]
-pub(super) struct Etc {
-    ways: Vec<PathBuf>,
-    stamps: Vec<Stamp>,
-    pub(super) entries: Vec<(Opened, bool)>,
-}
-
-impl Etc {
-    pub(super) fn of() -> Self {
-        let holes: Vec<PathBuf> = holes(&HomeView::empty(), true)
-            .into_iter()
-            .filter(|hole| hole.starts_with("/etc"))
-            .collect();
-        let mut ways = BTreeSet::new();
-        for hole in &holes {
-            ways.extend(
-                hole.ancestors()
-                    .skip(1)
-                    .filter(|way| way.starts_with("/etc"))
-                    .map(Path::to_path_buf),
-            );
-        }
-        let ways: Vec<PathBuf> = ways.into_iter().collect();
-        let stamps = ways.iter().filter_map(|way| stamp(way, true)).collect();
-        let entries = expand(&ways, &holes, None);
-        Self {
-            ways,
-            stamps,
-            entries,
-        }
-    }
-
-    /// Whether no folder on the way changed since it was opened.
-    pub(super) fn holds(&self) -> bool {
-        self.ways
-            .iter()
-            .filter_map(|way| stamp(way, true))
-            .collect::<Vec<_>>()
-            == self.stamps
-    }
-}
-
 /// Every path hidden from a pack, for telling whether a folder it is granted holds
 /// one: the paths of `$HCP_HOME` and, as root, the secrets (the host keys' folder
 /// stands for its keys, so that it need not be listed for each call).
@@ -354,7 +335,13 @@ mod tests {
             aliases: vec!["/home/u/.hcp".into(), "/mnt/h/u/.hcp".into()],
             given: "/home/u/.hcp".into(),
         };
-        let shape = Shape::of(&view, false);
+        let shape = Shape::of(
+            &view,
+            Hide {
+                home: true,
+                secrets: false,
+            },
+        );
         assert_eq!(
             shape.holes(),
             [PathBuf::from("/home/u/.hcp"), "/mnt/h/u/.hcp".into()]
@@ -378,7 +365,13 @@ mod tests {
             aliases: vec!["/nowhere/.hcp".into()],
             given: "/nowhere/.hcp".into(),
         };
-        let shape = Shape::of(&view, true);
+        let shape = Shape::of(
+            &view,
+            Hide {
+                home: true,
+                secrets: true,
+            },
+        );
         let expected: Vec<PathBuf> = std::iter::once(PathBuf::from("/nowhere/.hcp"))
             .chain(
                 ROOT_SECRETS

@@ -149,7 +149,7 @@ impl MountTable {
 
 /// Where `$HCP_HOME` is: its canonical path first, then every other path the mount
 /// table gives the same folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HomeView {
     pub aliases: Vec<PathBuf>,
     /// `$HCP_HOME` as it was given (`HCP_HOME`, or `~/.hcp`), before links were
@@ -233,14 +233,6 @@ impl HomeView {
         std::iter::once(&self.given)
             .chain(&self.aliases)
             .any(|alias| path.starts_with(alias) || alias.starts_with(&path))
-    }
-
-    /// No `$HCP_HOME` at all: for what is hidden whatever it is (the system's secrets).
-    pub(crate) fn empty() -> Self {
-        Self {
-            aliases: Vec::new(),
-            given: PathBuf::new(),
-        }
     }
 
     /// `$HCP_HOME`'s canonical path.

@@ -18,7 +18,7 @@ use landlock::{AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAtt
 
 use super::bpf;
 use super::enter::{Confinement, Keeper};
-use super::hidden::{self, Shape};
+use super::hidden::{self, Hide, Shape};
 use super::rules::{FS_ABI, Opened, Rules, landlock_error, open_root};
 use super::{
     ChildPlan, Control, DEVICES, HomeView, LINKED_CONFIG, Machine, SYSTEM_READS, SandboxError, Support,
@@ -199,8 +199,6 @@ pub(super) struct Cache {
     proc: OnceLock<Result<Arc<crate::runtime::ProcNamespace>, String>>,
     /// The system folders, opened once: the call's layer names them in every call.
     system: OnceLock<System>,
-    /// As root, `/etc` but the system's secrets, opened once (see [`hidden::Etc`]).
-    etc: Mutex<Option<Arc<hidden::Etc>>>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
     /// By network, then declared sockets.
     filters: [OnceLock<Result<Arc<Filters>, String>>; 4],
@@ -217,18 +215,17 @@ pub(crate) struct Filters {
 impl Cache {
     /// The layer that hides `$HCP_HOME` (every path of it in `view`) and, as root, the
     /// system's secrets; built again when a folder on the way changes.
-    fn base(&self, view: &HomeView, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
-        let root = rustix::process::geteuid().is_root();
+    fn base(&self, view: &HomeView, hide: Hide, machine: &Machine) -> Result<Arc<OwnedFd>, SandboxError> {
         let mut slot = self
             .base
             .lock()
             .map_err(|_| SandboxError::Landlock("the base layer cache is poisoned".into()))?;
         if let Some(built) = slot.as_ref()
-            && built.shape.holds(view, root)
+            && built.shape.holds(view, hide)
         {
             return Ok(Arc::clone(&built.ruleset));
         }
-        let shape = Shape::of(view, root);
+        let shape = Shape::of(view, hide);
         let proc = self.proc_root(machine);
         let ruleset = Arc::new(hidden::ruleset(
             &shape,
@@ -279,27 +276,9 @@ impl Cache {
             .and_then(|proc| proc.proc.try_clone().ok())
     }
 
-    /// As root: `/etc` but its secrets, opened again when a folder on its way
-    /// changed.
-    fn etc(&self) -> Result<Arc<hidden::Etc>, SandboxError> {
-        let mut slot = self
-            .etc
-            .lock()
-            .map_err(|_| SandboxError::Landlock("the /etc cache is poisoned".into()))?;
-        if let Some(etc) = slot.as_ref()
-            && etc.holds()
-        {
-            return Ok(Arc::clone(etc));
-        }
-        let etc = Arc::new(hidden::Etc::of());
-        *slot = Some(Arc::clone(&etc));
-        Ok(etc)
-    }
-
     fn system(&self, machine: &Machine) -> &System {
         self.system.get_or_init(|| {
             let proc = self.proc_root(machine);
-            // As root `/etc` is granted entry by entry, its secrets left out.
             let root = rustix::process::geteuid().is_root();
             let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
             // The folders that `/etc` files lead to when they are links (systemd-resolved
@@ -312,7 +291,6 @@ impl Cache {
                 .collect();
             let reads = SYSTEM_READS
                 .iter()
-                .filter(|path| !(root && **path == "/etc"))
                 .chain(DEVICES.iter())
                 .map(PathBuf::from)
                 .chain(linked)
@@ -355,12 +333,13 @@ impl Cache {
 /// The system's folders and devices, opened once per process.
 #[derive(Debug)]
 struct System {
-    /// [`SYSTEM_READS`] (as root, but `/etc`), [`DEVICES`] and the folders linked
-    /// configuration leads to, each with its real path.
+    /// [`SYSTEM_READS`], [`DEVICES`] and the folders linked configuration leads to,
+    /// each with its real path.
     reads: Vec<(Opened, PathBuf)>,
     /// [`WRITABLE_DEVICES`].
     writable: Vec<Opened>,
-    /// Whether hcpx runs as root, so `/etc` is granted without its secrets.
+    /// Whether hcpx runs as root, so the system's secrets are hidden too (by the
+    /// base layer: `/etc` holds them).
     root: bool,
 }
 
@@ -424,7 +403,7 @@ fn call_ruleset(
     machine: &Machine,
     cache: &Cache,
     writes: Vec<OwnedFd>,
-) -> Result<(OwnedFd, bool), SandboxError> {
+) -> Result<(OwnedFd, Hide), SandboxError> {
     let abi = machine.landlock_abi;
     let rules = Rules::new(abi, |mut ruleset| {
         if abi >= NET_ABI && !plan.network {
@@ -442,40 +421,47 @@ fn call_ruleset(
     })?;
     let read = AccessFs::from_read(FS_ABI);
     let system = cache.system(machine);
-    let hidden = hidden::hidden_paths(&plan.home, system.root);
-    // Whether a folder granted here holds a hidden path: only then does the call need
-    // the layer that hides them (a merge of hundreds of rules it otherwise skips).
-    let mut needs_base = false;
-    let holds = |path: &Path| hidden.iter().any(|hidden| hidden.starts_with(path));
-    let inside = |path: &Path| hidden.iter().any(|hidden| path.starts_with(hidden));
+    let secrets = hidden::hidden_paths(&HomeView::default(), system.root);
+    let aliases = &plan.home.aliases;
+    // What a folder granted here holds of the hidden paths: only that needs the layer
+    // that hides them (a merge of hundreds of rules a call otherwise skips).
+    let mut hide = Hide::default();
+    let held = |path: &Path| Hide {
+        home: aliases.iter().any(|alias| alias.starts_with(path)),
+        secrets: secrets.iter().any(|secret| secret.starts_with(path)),
+    };
+    let inside = |path: &Path| {
+        aliases
+            .iter()
+            .chain(&secrets)
+            .any(|hidden| path.starts_with(hidden))
+    };
+    let add = |hide: &mut Hide, more: Hide| {
+        hide.home |= more.home;
+        hide.secrets |= more.secrets;
+    };
     for (opened, real) in &system.reads {
-        needs_base |= holds(real);
+        add(&mut hide, held(real));
         rules.allow(opened, read)?;
-    }
-    if system.root {
-        let etc = cache.etc()?;
-        needs_base |= plan.home.aliases.iter().any(|alias| alias.starts_with("/etc"));
-        for (opened, way) in &etc.entries {
-            rules.allow(opened, if *way { AccessFs::ReadDir.into() } else { read })?;
-        }
     }
     // A folder the call names is checked where it really is, as opened: a link
     // swapped in after hcpx's checks is caught here.
     let mut grant = |opened: &Opened, access: landlock::BitFlags<AccessFs>| -> Result<(), SandboxError> {
         match opened.real_path() {
             Some(real) if inside(&real) => return Ok(()),
-            Some(real) => needs_base |= holds(&real),
-            None => needs_base = true,
+            Some(real) => add(&mut hide, held(&real)),
+            None => add(
+                &mut hide,
+                Hide {
+                    home: true,
+                    secrets: system.root,
+                },
+            ),
         }
         rules.allow(opened, access)
     };
-    // What the system folders already grant is not granted again (as root, `/etc` is
-    // granted without its secrets: a read beneath it is checked like any other).
-    let covered = |path: &Path| {
-        SYSTEM_READS
-            .iter()
-            .any(|root| path.starts_with(root) && !(system.root && *root == "/etc"))
-    };
+    // What the system folders already grant is not granted again.
+    let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
     for path in plan.reads.outside.iter().filter(|path| !covered(path)) {
         if let Some(opened) = Opened::path(path) {
             grant(&opened, read)?;
@@ -499,7 +485,7 @@ fn call_ruleset(
     if let Some(tmpdir) = Opened::path(&plan.tmpdir) {
         rules.allow(&tmpdir, rules.all)?;
     }
-    Ok((rules.fd, needs_base))
+    Ok((rules.fd, hide))
 }
 
 /// The seccomp program: on x86_64 first a guard that refuses the x32 ABI (its
@@ -612,14 +598,17 @@ pub(super) fn prepare(
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
     let writes = open_writes(&plan.cwd, &plan.writes)?;
-    let (call, needs_base) = match landlock {
+    let (call, hide) = match landlock {
         true => {
-            let (call, needs_base) = call_ruleset(plan, machine, cache, writes)?;
-            (Some(call), needs_base)
+            let (call, hide) = call_ruleset(plan, machine, cache, writes)?;
+            (Some(call), hide)
         }
-        false => (None, false),
+        false => (None, Hide::default()),
     };
-    let base = needs_base.then(|| cache.base(&plan.home, machine)).transpose()?;
+    let base = hide
+        .any()
+        .then(|| cache.base(&plan.home, hide, machine))
+        .transpose()?;
     let sockets = !plan.sockets.is_empty();
     let filters = machine
         .seccomp
