@@ -111,9 +111,18 @@ pub struct MountTable {
     #[cfg(target_os = "linux")]
     file: Option<std::fs::File>,
     text: Option<String>,
+    /// `text`, parsed.
+    mounts: Vec<Mount>,
 }
 
 impl MountTable {
+    /// `home` as this table shows it (see [`HomeView::new`]), the table parsed only
+    /// when it changed.
+    pub fn view(&mut self, home: &Path) -> HomeView {
+        self.current();
+        HomeView::with_mounts(home, &self.mounts)
+    }
+
     /// The table as it is now (`None` where there is none).
     pub fn current(&mut self) -> Option<&str> {
         #[cfg(target_os = "linux")]
@@ -134,10 +143,12 @@ impl MountTable {
             };
             if changed || self.text.is_none() {
                 self.text = None;
+                self.mounts = Vec::new();
                 self.file = std::fs::File::open("/proc/self/mountinfo").ok();
                 if let Some(file) = &self.file {
                     let mut text = String::new();
                     if std::io::Read::read_to_string(&mut &*file, &mut text).is_ok() {
+                        self.mounts = parse_mountinfo(&text);
                         self.text = Some(text);
                     }
                 }
@@ -170,9 +181,12 @@ impl HomeView {
     /// `home`'s canonical path and its aliases in `mountinfo` (the text of
     /// `/proc/self/mountinfo`; `None` where there is none).
     pub fn new(home: &Path, mountinfo: Option<&str>) -> Self {
+        Self::with_mounts(home, &mountinfo.map(parse_mountinfo).unwrap_or_default())
+    }
+
+    fn with_mounts(home: &Path, mounts: &[Mount]) -> Self {
         let real = canonical(home);
         let mut aliases = vec![real.clone()];
-        let mounts = mountinfo.map(parse_mountinfo).unwrap_or_default();
         // The mount `real` is on: the deepest mount point above it, the last one
         // listed when several share it (that one is on top).
         let on = mounts

@@ -362,9 +362,9 @@ impl Cache {
     /// `$HCP_HOME` and every other path of it, from the mount table as it is now.
     pub fn home_view(&self, home: &Path) -> HomeView {
         match self.mounts.lock() {
-            Ok(mut mounts) => HomeView::new(home, mounts.current()),
+            Ok(mut mounts) => mounts.view(home),
             // A poisoned table is read afresh.
-            Err(_) => HomeView::new(home, home::MountTable::default().current()),
+            Err(_) => home::MountTable::default().view(home),
         }
     }
 
