@@ -280,6 +280,7 @@ impl Cache {
         self.system.get_or_init(|| {
             let proc = self.proc_root(machine);
             let root = rustix::process::geteuid().is_root();
+            let secrets = hidden::hidden_paths(&HomeView::default(), true);
             let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
             // The folders that `/etc` files lead to when they are links (systemd-resolved
             // keeps `resolv.conf` in `/run/systemd/resolve`).
@@ -296,7 +297,8 @@ impl Cache {
                 .chain(linked)
                 .filter_map(|path| {
                     let real = path.canonicalize().unwrap_or_else(|_| path.clone());
-                    open_root(&path, proc.as_ref()).map(|opened| (opened, real))
+                    let secrets = root && secrets.iter().any(|secret| secret.starts_with(&real));
+                    open_root(&path, proc.as_ref()).map(|opened| (opened, real, secrets))
                 })
                 .collect();
             let writable = WRITABLE_DEVICES
@@ -334,8 +336,8 @@ impl Cache {
 #[derive(Debug)]
 struct System {
     /// [`SYSTEM_READS`], [`DEVICES`] and the folders linked configuration leads to,
-    /// each with its real path.
-    reads: Vec<(Opened, PathBuf)>,
+    /// each with its real path and whether it holds a secret of the system (as root).
+    reads: Vec<(Opened, PathBuf, bool)>,
     /// [`WRITABLE_DEVICES`].
     writable: Vec<Opened>,
     /// Whether hcpx runs as root, so the system's secrets are hidden too (by the
@@ -440,8 +442,14 @@ fn call_ruleset(
         hide.home |= more.home;
         hide.secrets |= more.secrets;
     };
-    for (opened, real) in &system.reads {
-        add(&mut hide, held(real));
+    for (opened, real, holds_secrets) in &system.reads {
+        add(
+            &mut hide,
+            Hide {
+                home: aliases.iter().any(|alias| alias.starts_with(real)),
+                secrets: *holds_secrets,
+            },
+        );
         rules.allow(opened, read)?;
     }
     // A folder the call names is checked where it really is, as opened: a link
