@@ -399,24 +399,36 @@ pub(crate) struct Nobody {
 impl Nobody {
     pub(crate) fn new() -> Option<Self> {
         as_user(65534, "true")?;
+        let nobody = Self::with(&["home/packs", "work/out", "user"]);
+        for pack in ["probe", "attacker"] {
+            copy_dir(&fixture(pack), &nobody.base.join("home/packs").join(pack));
+        }
+        nobody.give();
+        Some(nobody)
+    }
+
+    /// The folders `subs` and a copy of hcpx (the build folder may not be reachable
+    /// for `nobody`), not yet given to `nobody` (see [`Self::give`]).
+    pub(crate) fn with(subs: &[&str]) -> Self {
         let dir = tempfile::Builder::new().prefix("hcpx-unpriv-").tempdir().unwrap();
         let base = dir.path().to_path_buf();
-        for sub in ["home/packs", "work/out", "user"] {
+        for sub in subs {
             std::fs::create_dir_all(base.join(sub)).unwrap();
         }
-        for pack in ["probe", "attacker"] {
-            copy_dir(&fixture(pack), &base.join("home/packs").join(pack));
-        }
         std::fs::copy(BIN, base.join("hcpx")).unwrap();
+        Self { _dir: dir, base }
+    }
+
+    /// Makes `nobody` the owner of the whole tree, readable by all.
+    pub(crate) fn give(&self) {
         let chown = Command::new("chown")
             .args(["-R", "65534:65534"])
-            .arg(&base)
+            .arg(&self.base)
             .status()
             .unwrap();
         assert!(chown.success());
         use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Some(Self { _dir: dir, base })
+        std::fs::set_permissions(&self.base, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {

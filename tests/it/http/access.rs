@@ -5,12 +5,12 @@
 //! (CI runs as root) and python3 for the other user's client.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{BIN, HttpResponse, HttpServer, TestEnv, http_request, is_root, parse_response, require};
+use crate::common::{HttpResponse, HttpServer, TestEnv, http_request, is_root, parse_response, require};
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
@@ -209,48 +209,6 @@ fn ipv6_loopback_and_mapped_addresses_are_checked_too() {
     );
 }
 
-/// A folder that `nobody` owns, with a copy of hcpx it can run (the build folder
-/// may not be reachable for it).
-struct NobodysFolder {
-    _dir: tempfile::TempDir,
-    base: PathBuf,
-}
-
-impl NobodysFolder {
-    fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("hcpx-nobody-").tempdir().unwrap();
-        let base = dir.path().to_path_buf();
-        for sub in ["home", "work", "user", "sock"] {
-            std::fs::create_dir_all(base.join(sub)).unwrap();
-        }
-        std::fs::copy(BIN, base.join("hcpx")).unwrap();
-        let chown = Command::new("chown")
-            .args(["-R", "65534:65534"])
-            .arg(&base)
-            .status()
-            .unwrap();
-        assert!(chown.success());
-        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Self { _dir: dir, base }
-    }
-
-    /// `hcpx ARGS` as nobody, in its own folders: the child is hcpx itself.
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(setpriv());
-        command
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(self.base.join("hcpx"))
-            .args(args)
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", self.base.join("user"))
-            .env("HCP_HOME", self.base.join("home"))
-            .current_dir(self.base.join("work"))
-            .stdin(std::process::Stdio::null());
-        command
-    }
-}
-
 /// Root is no exception: a server that an unprivileged user started refuses root's
 /// connections, over TCP and over its socket file (which root could open whatever
 /// its mode).
@@ -259,7 +217,8 @@ fn a_server_of_an_unprivileged_user_refuses_root_too() {
     if !other_user_available() {
         return;
     }
-    let nobody = NobodysFolder::new();
+    let nobody = crate::common::Nobody::with(&["home", "work", "user", "sock"]);
+    nobody.give();
     let tcp = HttpServer::start_command(nobody.command(&["mcp", "--http", "127.0.0.1:0"]));
     let address = tcp.loopback().to_string();
     assert_refused(client(None, &["tcp", &address, "silent"]), "root, silent");
