@@ -598,12 +598,14 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
         .data(plan.json.clone()));
     }
     if !ctx.session.sandbox.machine().landlock.enforced {
-        // Without Landlock nothing else keeps a write grant away from HCP_HOME.
-        let home = ctx.home.canonicalize().unwrap_or_else(|_| ctx.home.clone());
+        // Without Landlock nothing else keeps a write grant away from HCP_HOME (any
+        // path of it: the same check as for declared reads).
         for write in &plan.writes {
-            let write = invocation::absolute_under(&ctx.cwd, write);
-            let write = write.canonicalize().unwrap_or(write);
-            if home.starts_with(&write) || write.starts_with(&home) {
+            if plan
+                .home
+                .conflict(&invocation::absolute_under(&ctx.cwd, write))
+                .is_some()
+            {
                 return Err(Failure::new(
                     Reason::NotRunnable,
                     "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there",

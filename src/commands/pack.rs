@@ -63,25 +63,18 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
 /// The manifest's declared reads that reach this `$HCP_HOME`: a pack never reads it,
 /// so such a pack would be refused at every exec.
 fn home_problems(ctx: &Context, declared: &[String]) -> Vec<crate::manifest::Problem> {
+    use crate::sandbox::reads;
     let home = ctx.session.sandbox.home_view(&ctx.home);
     let user_home = ctx.var(crate::context::env_vars::HOME).map(Path::new);
-    declared
-        .iter()
-        .enumerate()
-        .filter_map(|(index, read)| {
-            let path = crate::sandbox::reads::expand(read, user_home)?;
-            let conflict = home.conflict(&path)?;
-            let relation = match conflict {
-                crate::sandbox::home::Conflict::Inside => "is inside",
-                crate::sandbox::home::Conflict::Holds => "holds",
-            };
-            Some(crate::manifest::Problem {
-                path: format!("sandbox.read[{index}]"),
-                message: format!(
-                    "{relation} HCP_HOME ({}), which no pack may read; declare only the files the CLI needs",
-                    home.real().display()
-                ),
-            })
+    reads::declared_conflicts(declared, &home, user_home)
+        .into_iter()
+        .map(|(index, conflict)| crate::manifest::Problem {
+            path: format!("sandbox.read[{index}]"),
+            message: format!(
+                "{} HCP_HOME ({}), which no pack may read; declare only the files the CLI needs",
+                reads::conflict_words(conflict),
+                home.real().display()
+            ),
         })
         .collect()
 }

@@ -37,7 +37,8 @@ pub enum ReadsError {
     },
 }
 
-fn conflict_words(conflict: Conflict) -> &'static str {
+/// How a path stands to `$HCP_HOME`, in a message's words.
+pub fn conflict_words(conflict: Conflict) -> &'static str {
     match conflict {
         Conflict::Inside => "is inside",
         Conflict::Holds => "holds",
@@ -77,18 +78,30 @@ pub fn check_declared(
     home: &HomeView,
     user_home: Option<&Path>,
 ) -> Result<(), ReadsError> {
-    for read in declared {
-        if let Some(path) = expand(read, user_home)
-            && let Some(conflict) = home.conflict(&path)
-        {
-            return Err(ReadsError::Declared {
-                read: read.clone(),
-                conflict,
-                home: home.real().to_path_buf(),
-            });
-        }
+    match declared_conflicts(declared, home, user_home).first() {
+        Some((index, conflict)) => Err(ReadsError::Declared {
+            read: declared[*index].clone(),
+            conflict: *conflict,
+            home: home.real().to_path_buf(),
+        }),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Every entry of `sandbox.read` that is inside `$HCP_HOME` or holds it, by index.
+pub fn declared_conflicts(
+    declared: &[String],
+    home: &HomeView,
+    user_home: Option<&Path>,
+) -> Vec<(usize, Conflict)> {
+    declared
+        .iter()
+        .enumerate()
+        .filter_map(|(index, read)| {
+            let path = expand(read, user_home)?;
+            home.conflict(&path).map(|conflict| (index, conflict))
+        })
+        .collect()
 }
 
 /// Version managers keep their programs in `$HOME` behind shims on `PATH`: a `PATH`
