@@ -280,7 +280,7 @@ impl Cache {
         self.system.get_or_init(|| {
             let proc = self.proc_root(machine);
             let root = rustix::process::geteuid().is_root();
-            let secrets = hidden::hidden_paths(&HomeView::default(), true);
+            let secrets = hidden::hidden_paths(&HomeView::default(), root);
             let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
             // The folders that `/etc` files lead to when they are links (systemd-resolved
             // keeps `resolv.conf` in `/run/systemd/resolve`).
@@ -296,9 +296,15 @@ impl Cache {
                 .map(PathBuf::from)
                 .chain(linked)
                 .filter_map(|path| {
-                    let real = path.canonicalize().unwrap_or_else(|_| path.clone());
-                    let secrets = root && secrets.iter().any(|secret| secret.starts_with(&real));
-                    open_root(&path, proc.as_ref()).map(|opened| (opened, real, secrets))
+                    let opened = open_root(&path, proc.as_ref())?;
+                    // Where it really is (`/bin` may be `/usr/bin`), from what was opened;
+                    // `/proc` may be the namespace's own, which has no path here.
+                    let real = match path == Path::new("/proc") {
+                        true => path,
+                        false => opened.real_path().unwrap_or(path),
+                    };
+                    let holds = secrets.iter().any(|secret| secret.starts_with(&real));
+                    Some((opened, real, holds))
                 })
                 .collect();
             let writable = WRITABLE_DEVICES
@@ -306,6 +312,7 @@ impl Cache {
                 .filter_map(|path| Opened::path(Path::new(path)))
                 .collect();
             System {
+                secrets,
                 reads,
                 writable,
                 root,
@@ -343,6 +350,8 @@ struct System {
     /// Whether hcpx runs as root, so the system's secrets are hidden too (by the
     /// base layer: `/etc` holds them).
     root: bool,
+    /// Those secrets (none but as root), to tell whether a grant holds one.
+    secrets: Vec<PathBuf>,
 }
 
 /// The keeper's layer: nothing but the signal scope, as a hard requirement.
@@ -423,7 +432,7 @@ fn call_ruleset(
     })?;
     let read = AccessFs::from_read(FS_ABI);
     let system = cache.system(machine);
-    let secrets = hidden::hidden_paths(&HomeView::default(), system.root);
+    let secrets = &system.secrets;
     let aliases = &plan.home.aliases;
     // What a folder granted here holds of the hidden paths: only that needs the layer
     // that hides them (a merge of hundreds of rules a call otherwise skips).
@@ -435,7 +444,7 @@ fn call_ruleset(
     let inside = |path: &Path| {
         aliases
             .iter()
-            .chain(&secrets)
+            .chain(secrets)
             .any(|hidden| path.starts_with(hidden))
     };
     let add = |hide: &mut Hide, more: Hide| {

@@ -261,7 +261,7 @@ fn answer(listener: &OwnedFd, notif: &libc::seccomp_notif, given: &([u8; 128], u
         respond(listener, id, libc::EACCES);
         return;
     };
-    let error = match connect_for(notif, &bytes, len) {
+    let error = match connect_for(listener, notif, &bytes, len) {
         Ok(()) => 0,
         Err(errno) => errno,
     };
@@ -269,7 +269,12 @@ fn answer(listener: &OwnedFd, notif: &libc::seccomp_notif, given: &([u8; 128], u
 }
 
 /// Connects the pack's socket (argument 0 of its `connect`) to `bytes`.
-fn connect_for(notif: &libc::seccomp_notif, bytes: &[u8; 128], len: usize) -> Result<(), i32> {
+fn connect_for(
+    listener: &OwnedFd,
+    notif: &libc::seccomp_notif,
+    bytes: &[u8; 128],
+    len: usize,
+) -> Result<(), i32> {
     let tgid = thread_group(notif.pid).ok_or(libc::ESRCH)?;
     let pid = rustix::process::Pid::from_raw(tgid).ok_or(libc::ESRCH)?;
     let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())
@@ -278,6 +283,20 @@ fn connect_for(notif: &libc::seccomp_notif, bytes: &[u8; 128], len: usize) -> Re
     // `target` is a number in the pack's descriptor table, never used here as ours.
     let socket = rustix::process::pidfd_getfd(&pidfd, target, rustix::process::PidfdGetfdFlags::empty())
         .map_err(rustix::io::Errno::raw_os_error)?;
+    // The process is still the one that asked (its pid not reused since): the socket
+    // taken is its own.
+    let id = notif.id;
+    // SAFETY: SECCOMP_IOCTL_NOTIF_ID_VALID reads the u64 id.
+    if unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_ID_VALID,
+            &raw const id,
+        )
+    } != 0
+    {
+        return Err(libc::ESRCH);
+    }
     let len = libc::socklen_t::try_from(len).map_err(|_| libc::EINVAL)?;
     // SAFETY: connects a socket we hold to the `len` bytes of `bytes`, a socket
     // address as the pack gave it (the kernel checks its form).

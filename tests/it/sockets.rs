@@ -154,6 +154,31 @@ fn a_pack_connects_only_to_the_sockets_it_declares() {
     );
 }
 
+/// The seccomp listener that answers a pack's connects never reaches the pack (with
+/// it, the pack could answer its own connects), nor does the socket pair it was sent
+/// over: every descriptor the CLI holds is a standard stream or the shell's own.
+#[test]
+fn the_pack_never_holds_the_listener_of_its_connects() {
+    let env = attacker_env();
+    let socket = env.root.path().join("db.sock");
+    let _server = Server::serve(UnixListener::bind(&socket).unwrap());
+    declare(&env, &[&socket]);
+    let output = env.run(&["exec", "attacker", "fdlist"]);
+    assert_eq!(output.code, 0, "{output}");
+    let targets: Vec<&str> = output
+        .stdout
+        .lines()
+        .filter_map(|line| line.split_once(' ').map(|(_, target)| target))
+        .collect();
+    assert!(targets.len() >= 3, "{output}");
+    for target in targets {
+        assert!(
+            target == "/dev/null" || target.starts_with("pipe:") || target.ends_with("/attacker"),
+            "the pack holds {target}:\n{output}"
+        );
+    }
+}
+
 /// The plan says which sockets a pack may reach, and `doctor` whether this machine
 /// can check them.
 #[test]
