@@ -13,27 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// A credential value. `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: String) -> Self {
-        Self(value)
-    }
-
-    /// The value itself, for the child's environment and the redactor only.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+pub(crate) use hcpx_process::Secret;
 
 /// How one key is bound.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,7 +152,7 @@ impl Store {
                 Bound::FromEnv(var) => env
                     .get(var)
                     .filter(|value| !value.is_empty())
-                    .map(|value| (key.clone(), Secret(value.clone()))),
+                    .map(|value| (key.clone(), Secret::new(value.clone()))),
             })
             .collect()
     }
@@ -204,7 +184,7 @@ impl Store {
             Bound::FromEnv(var) => env
                 .get(var)
                 .filter(|value| !value.is_empty())
-                .map_or(Resolved::Unset, |value| Resolved::Set(Secret(value.clone()))),
+                .map_or(Resolved::Unset, |value| Resolved::Set(Secret::new(value.clone()))),
         }
     }
 

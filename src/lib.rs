@@ -6,6 +6,7 @@
 //! [`run_to_sink`], which renders that to a [`Sink`]; the MCP server calls
 //! [`execute_for_program`]: both run the very same tree.
 
+#![forbid(unsafe_code)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 #![warn(unreachable_pub)]
 
@@ -29,20 +30,21 @@ pub(crate) mod envelope;
 pub mod error;
 pub mod index;
 pub mod install;
-pub(crate) mod invocation;
-pub mod manifest;
+pub(crate) use hcpx_pack::invocation;
+pub use hcpx_pack::manifest;
 pub mod mcp;
 pub(crate) mod policy;
 pub(crate) mod redact;
 pub(crate) mod render;
-pub(crate) mod runtime;
-pub mod sandbox;
+pub(crate) use hcpx_process::runtime;
+pub use hcpx_process::sandbox;
 pub mod search;
-pub(crate) mod skill;
+pub(crate) use hcpx_pack::skill;
 pub(crate) mod state;
-pub(crate) mod suggest;
-pub mod template;
+pub(crate) use hcpx_pack::suggest;
+pub use hcpx_pack::template;
 pub(crate) mod terminal;
+pub(crate) mod workdir;
 
 use std::time::Instant;
 

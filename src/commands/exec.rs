@@ -165,8 +165,12 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
             .next(next)
             .data(json!({ "commands": names, "suggestions": closest })));
     };
-    let values = invocation::parse(command, &request.args.params, &ctx.cwd)
-        .map_err(|error| invocation_failure(&error, request))?;
+    let values = invocation::parse(
+        command,
+        &request.args.params,
+        &crate::workdir::OnDisk::new(&ctx.cwd),
+    )
+    .map_err(|error| invocation_failure(&error, request))?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
     args.extend(

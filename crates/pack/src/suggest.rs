@@ -13,7 +13,7 @@ fn max_edits(wanted: &str) -> usize {
 
 /// Up to three of `candidates` closest to `wanted`, best first (fewest edits, then
 /// most alike, then the candidates' order); none when nothing is alike.
-pub(crate) fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let wanted = wanted.to_lowercase();
     let mut scored: Vec<(usize, f64, usize, &str)> = candidates
         .into_iter()

@@ -4,6 +4,10 @@
 //! Landlock layers and the seccomp filters), and the keeper's loop that ends the
 //! call.
 //!
+//! [`crate::sandbox`] prepares it in the parent; [`crate::runtime`] starts the
+//! processes that apply it. It is its own module, below both, so that neither has to
+//! know the other's insides.
+//!
 //! On Linux this code runs in processes that [`crate::runtime`] starts with
 //! `clone(CLONE_VM)`: they share hcpx's memory, and its thread-local state, until
 //! the child execs (the keeper for the whole call). So it makes only raw system
@@ -28,7 +32,7 @@ use syscalls::{Sysno, syscall};
 pub struct Confinement {
     /// Run the call under a keeper (Linux with pidfds and `close_range`).
     #[cfg(target_os = "linux")]
-    pub(crate) keeper: Option<Keeper>,
+    pub(crate) keeper: Option<KeeperEnd>,
     /// The Landlock layer that hides `$HCP_HOME` (shared between calls).
     #[cfg(target_os = "linux")]
     pub(crate) base: Option<Arc<std::os::fd::OwnedFd>>,
@@ -36,14 +40,14 @@ pub struct Confinement {
     #[cfg(target_os = "linux")]
     pub(crate) call: Option<std::os::fd::OwnedFd>,
     #[cfg(target_os = "linux")]
-    pub(crate) filters: Option<Arc<super::linux::Filters>>,
+    pub(crate) filters: Option<Arc<Filters>>,
     /// The filter that sends `connect` to hcpx, and the end of the call's socket
     /// pair its listener goes back through (packs that declare sockets).
     #[cfg(target_os = "linux")]
-    pub(crate) notify: Option<super::notify::Notify>,
+    pub(crate) notify: Option<Notify>,
     /// The mount namespace with a `/proc` of its own, entered by the child.
     #[cfg(target_os = "linux")]
-    pub(crate) proc: Option<Arc<crate::runtime::ProcNamespace>>,
+    pub(crate) proc: Option<Arc<ProcNamespace>>,
     pub(crate) close_descriptors: bool,
     pub(crate) drop_privileges: bool,
     pub(crate) drop_bounding: bool,
@@ -54,14 +58,43 @@ pub struct Confinement {
 /// when the kernel has scopes.
 #[cfg(target_os = "linux")]
 #[derive(Debug)]
-pub(crate) struct Keeper {
+pub(crate) struct KeeperEnd {
     pub(crate) control: std::os::fd::OwnedFd,
     pub(crate) scope: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 /// The shell's convention for "killed by signal N": 128 + N.
-#[cfg(target_os = "linux")]
 pub(crate) const SIGNAL_BASE: i32 = 128;
+
+/// The seccomp program of a call, built once per network setting.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct Filters {
+    pub(crate) program: seccompiler::BpfProgram,
+}
+
+/// What the child needs for the unix socket check: the filter to load and its end
+/// of the socket pair (see `sandbox/notify.rs`).
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct Notify {
+    pub(crate) program: Arc<Vec<libc::sock_filter>>,
+    pub(crate) channel: std::os::fd::OwnedFd,
+}
+
+/// A mount namespace of the machine's mounts with a `/proc` of its own, mounted
+/// `hidepid=2` (exempting a group nobody is in): there a process sees the entries
+/// of only the processes it may trace, so a pack sees its own call's and no other's
+/// (command lines included). Made once by `runtime::proc_namespace`; the namespace
+/// lives as long as `mount`.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub(crate) struct ProcNamespace {
+    /// The namespace, for `setns`.
+    pub(crate) mount: std::os::fd::OwnedFd,
+    /// Its `/proc`, for Landlock rules (it is not the `/proc` outside).
+    pub(crate) proc: std::os::fd::OwnedFd,
+}
 
 #[cfg(target_os = "linux")]
 fn raw(fd: &std::os::fd::OwnedFd) -> usize {

@@ -24,7 +24,8 @@ use std::os::unix::ffi::OsStrExt as _;
 
 use syscalls::{Errno, Sysno, syscall};
 
-use crate::sandbox::{Confinement, Spawn};
+use super::Spawn;
+use crate::confine::{Confinement, ProcNamespace};
 
 /// The keeper's stack, and the child's (used until it execs).
 const STACK: usize = 128 * 1024;
@@ -204,19 +205,6 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
     })
 }
 
-/// A mount namespace of the machine's mounts with a `/proc` of its own, mounted
-/// `hidepid=2` (exempting a group nobody is in): there a process sees the entries
-/// of only the processes it may trace, so a pack sees its own call's and no other's
-/// (command lines included).
-/// Made once, by a short-lived helper; the namespace lives as long as `mount`.
-#[derive(Debug)]
-pub(crate) struct ProcNamespace {
-    /// The namespace, for `setns`.
-    pub mount: OwnedFd,
-    /// Its `/proc`, for Landlock rules (it is not the `/proc` outside).
-    pub proc: OwnedFd,
-}
-
 /// What the helper hands back through the memory it shares with its parent.
 struct NamespaceOut {
     mount: RawFd,
@@ -391,7 +379,7 @@ extern "C" fn keeper_main(arg: *mut c_void) -> libc::c_int {
         // Also done by the child: whichever is first, TERM finds the group.
         let _ = syscall!(Sysno::setpgid, child, child);
         close_all_but(control, pidfd);
-        crate::sandbox::supervise(control, pidfd, child, scoped)
+        crate::confine::supervise(control, pidfd, child, scoped)
     }
 }
 

@@ -23,11 +23,12 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::binding::Secret;
+use crate::Secret;
+pub use crate::confine::Confinement;
+pub use crate::runtime::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
 mod bpf;
-mod enter;
 #[cfg(target_os = "linux")]
 mod hidden;
 pub mod home;
@@ -41,9 +42,6 @@ pub mod reads;
 mod rules;
 mod temp;
 
-pub use enter::Confinement;
-#[cfg(target_os = "linux")]
-pub(crate) use enter::supervise;
 #[cfg(target_os = "linux")]
 pub use hidden::ROOT_SECRETS;
 pub use home::HomeView;
@@ -180,10 +178,10 @@ impl Machine {
     }
 }
 
-#[cfg(test)]
 impl Machine {
-    /// A machine that enforces every layer.
-    pub(crate) fn all_enforced() -> Self {
+    /// A machine that enforces every layer: for tests of what callers decide from a
+    /// machine, on any machine.
+    pub fn all_enforced() -> Self {
         let yes = Support::yes("enforced");
         Self {
             landlock: yes.clone(),
@@ -267,36 +265,6 @@ pub struct ChildPlan {
     pub network: bool,
     /// The unix sockets it may connect to (absolute, as declared).
     pub sockets: Vec<PathBuf>,
-}
-
-/// A ready-to-start process, for [`crate::runtime`].
-#[derive(Debug)]
-pub struct Spawn {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: PathBuf,
-    /// Applied by the call's processes before the pack's CLI runs; `None` for a
-    /// program hcpx runs for itself (`npm pack`), which runs unconfined.
-    pub confinement: Option<Confinement>,
-    /// How the runtime ends the call when a keeper runs it; `None` when the runtime
-    /// signals the child's process group itself.
-    pub control: Option<Control>,
-}
-
-/// The runtime's line to the keeper: one byte asks it to TERM the child's process
-/// group; closing it (dropping this, or hcpx dying) makes the keeper kill every
-/// process of the call at once.
-#[derive(Debug)]
-pub struct Control(#[cfg(unix)] pub(crate) std::os::fd::OwnedFd);
-
-impl Control {
-    /// Asks the keeper to send TERM to the child's process group.
-    pub fn terminate(&self) {
-        #[cfg(unix)]
-        // A keeper that is gone has nothing left to stop.
-        let _ = rustix::io::write(&self.0, b"T");
-    }
 }
 
 /// Why the sandbox could not be set up; nothing of the pack ran.

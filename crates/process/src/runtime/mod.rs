@@ -7,21 +7,22 @@
 //! still held open by a process that escaped are drained only for a short while, so
 //! no call can hang on them.
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox::{Control, Spawn};
+use crate::confine::{Confinement, SIGNAL_BASE};
 
 #[cfg(target_os = "linux")]
 mod clone;
 #[cfg(target_os = "linux")]
-pub(crate) use clone::{ProcNamespace, proc_namespace};
+pub(crate) use clone::proc_namespace;
 
 /// Largest capture per call, both streams together (see docs/mcp.md).
-pub(crate) const MAX_OUTPUT: usize = 8 * 1024 * 1024;
+pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
 /// Between TERM and KILL (see docs/sandbox.md).
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output
@@ -35,11 +36,39 @@ pub(crate) const KEEPER_GRACE: Duration = Duration::from_secs(5);
 const GROW_AT_ONCE: usize = 1024 * 1024;
 /// How often a progress callback is called while the child runs.
 pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(1);
-/// The shell convention for "killed by signal N": 128 + N.
-pub(crate) const SIGNAL_BASE: i32 = 128;
+
+/// A ready-to-start process, for [`run_child`].
+#[derive(Debug)]
+pub struct Spawn {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    /// Applied by the call's processes before the pack's CLI runs; `None` for a
+    /// program hcpx runs for itself (`npm pack`), which runs unconfined.
+    pub confinement: Option<Confinement>,
+    /// How the runtime ends the call when a keeper runs it; `None` when the runtime
+    /// signals the child's process group itself.
+    pub control: Option<Control>,
+}
+
+/// The runtime's line to the keeper: one byte asks it to TERM the child's process
+/// group; closing it (dropping this, or hcpx dying) makes the keeper kill every
+/// process of the call at once.
+#[derive(Debug)]
+pub struct Control(#[cfg(unix)] pub(crate) std::os::fd::OwnedFd);
+
+impl Control {
+    /// Asks the keeper to send TERM to the child's process group.
+    pub fn terminate(&self) {
+        #[cfg(unix)]
+        // A keeper that is gone has nothing left to stop.
+        let _ = rustix::io::write(&self.0, b"T");
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
+pub enum Ending {
     /// The child exited by itself (or was killed by a signal nobody here sent).
     Exited,
     TimedOut,
@@ -49,7 +78,7 @@ pub(crate) enum Ending {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct Finished {
+pub struct Finished {
     pub ending: Ending,
     /// The exit code, or 128 + the signal that killed it.
     pub exit_code: i32,
@@ -75,7 +104,7 @@ pub struct Progress {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RuntimeError {
+pub enum RuntimeError {
     #[error("cannot start {program}: {source}")]
     Spawn {
         program: String,
@@ -388,7 +417,7 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
 }
 
 /// Runs a process to its end under the limits.
-pub(crate) async fn run_child(
+pub async fn run_child(
     spawn: Spawn,
     timeout: Duration,
     cap: usize,
@@ -478,7 +507,7 @@ pub(crate) async fn run_child(
 /// A pointer to the spawn's confinement, for the `pre_exec` closure, which must be
 /// `'static`. The confinement lives in the [`Spawn`] until the spawn has finished.
 #[cfg(unix)]
-struct ConfinementRef(*const crate::sandbox::Confinement);
+struct ConfinementRef(*const crate::confine::Confinement);
 
 #[cfg(unix)]
 impl ConfinementRef {

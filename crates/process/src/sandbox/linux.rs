@@ -17,12 +17,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use landlock::{AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 
 use super::bpf;
-use super::enter::{Confinement, Keeper};
 use super::hidden::{self, Hide, Shape};
 use super::rules::{FS_ABI, Opened, Rules, landlock_error, open_root};
 use super::{
     ChildPlan, Control, DEVICES, HomeView, LINKED_CONFIG, Machine, SYSTEM_READS, SandboxError, Support,
 };
+use crate::confine::{Confinement, Filters, KeeperEnd, ProcNamespace};
 
 /// Truncation (ABI 3) is the last write path Landlock closes: below it a pack could
 /// truncate files it was never granted.
@@ -196,7 +196,7 @@ struct BaseLayer {
 pub(super) struct Cache {
     base: Mutex<Option<BaseLayer>>,
     /// The mount namespace with a `/proc` of its own, made once when hcpx may.
-    proc: OnceLock<Result<Arc<crate::runtime::ProcNamespace>, String>>,
+    proc: OnceLock<Result<Arc<ProcNamespace>, String>>,
     /// The system folders, opened once: the call's layer names them in every call.
     system: OnceLock<System>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
@@ -204,12 +204,6 @@ pub(super) struct Cache {
     filters: [OnceLock<Result<Arc<Filters>, String>>; 4],
     /// The filter that sends `connect` to hcpx, for packs that declare sockets.
     notify: OnceLock<Arc<Vec<libc::sock_filter>>>,
-}
-
-/// The seccomp program, built once per network setting.
-#[derive(Debug)]
-pub(crate) struct Filters {
-    pub(crate) program: seccompiler::BpfProgram,
 }
 
 impl Cache {
@@ -240,7 +234,7 @@ impl Cache {
         Ok(ruleset)
     }
 
-    fn proc(&self) -> Result<Arc<crate::runtime::ProcNamespace>, String> {
+    fn proc(&self) -> Result<Arc<ProcNamespace>, String> {
         self.proc
             .get_or_init(|| {
                 crate::runtime::proc_namespace()
@@ -642,7 +636,7 @@ pub(super) fn prepare(
         let scope = machine.scopes.enforced.then(|| cache.keeper()).transpose()?;
         let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|error| SandboxError::Pipe(error.into()))?;
-        (Some(Keeper { control: read, scope }), Some(Control(write)))
+        (Some(KeeperEnd { control: read, scope }), Some(Control(write)))
     } else {
         (None, None)
     };

@@ -21,13 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::SandboxError;
-
-/// What the child needs: the filter to load and its end of the socket pair.
-#[derive(Debug)]
-pub(crate) struct Notify {
-    pub(crate) program: Arc<Vec<libc::sock_filter>>,
-    pub(crate) channel: OwnedFd,
-}
+use crate::confine::Notify;
 
 /// `connect` goes to the listener; every other system call is left to the main
 /// filter (which has already refused a foreign architecture).

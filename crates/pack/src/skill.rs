@@ -39,7 +39,7 @@ fn split(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-pub(crate) fn parse(text: &str, expected_id: &str) -> Result<SkillDoc, Vec<Problem>> {
+pub fn parse(text: &str, expected_id: &str) -> Result<SkillDoc, Vec<Problem>> {
     let Some((front, body)) = split(text) else {
         return Err(vec![problem(
             "must start with YAML front matter between two `---` lines",
