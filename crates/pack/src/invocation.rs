@@ -34,13 +34,32 @@ pub enum InvocationError {
 /// The caller's values by parameter name (several for an array).
 pub type Values = BTreeMap<String, Vec<String>>;
 
+/// The caller's `KEY=VALUE` words as `(key, value)`, split once at the first `=`:
+/// what [`parse_given`] checks and what a confirmation shows.
+pub fn assignments(words: &[String]) -> Result<Vec<(&str, &str)>, InvocationError> {
+    words
+        .iter()
+        .enumerate()
+        .map(|(index, word)| {
+            word.split_once('=')
+                .ok_or(InvocationError::NotAssignment { index: index + 1 })
+        })
+        .collect()
+}
+
 /// Parses and checks the `KEY=VALUE` words, then fills defaults.
 pub fn parse(command: &Command, words: &[String], paths: &dyn PathCheck) -> Result<Values, InvocationError> {
+    parse_given(command, &assignments(words)?, paths)
+}
+
+/// [`parse`] of words already split by [`assignments`].
+pub fn parse_given(
+    command: &Command,
+    given: &[(&str, &str)],
+    paths: &dyn PathCheck,
+) -> Result<Values, InvocationError> {
     let mut values = Values::new();
-    for (index, word) in words.iter().enumerate() {
-        let Some((key, value)) = word.split_once('=') else {
-            return Err(InvocationError::NotAssignment { index: index + 1 });
-        };
+    for &(key, value) in given {
         let Some(param) = command.param(key) else {
             let known: Vec<String> = command.params.iter().map(|param| param.name.clone()).collect();
             return Err(InvocationError::Unknown {

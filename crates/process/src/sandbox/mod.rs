@@ -29,6 +29,7 @@ pub use crate::runtime::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
 mod bpf;
+pub mod grants;
 #[cfg(target_os = "linux")]
 mod hidden;
 pub mod home;
@@ -42,6 +43,7 @@ pub mod reads;
 mod rules;
 mod temp;
 
+pub use grants::{Assessment, Grants, Site, assess, env_names};
 #[cfg(target_os = "linux")]
 pub use hidden::ROOT_SECRETS;
 pub use home::HomeView;

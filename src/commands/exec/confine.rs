@@ -1,0 +1,169 @@
+//! Steps 4 and 5 of exec: the pack's CLI is found and the sandbox it needs can be
+//! enforced here (also for `--dry-run`); then the child's CLI on disk, a private
+//! temporary folder, the cleared environment and the layers, prepared; then the
+//! pack's CLI runs under its limits, until it ends or is stopped.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::Request;
+use super::bind::Pinned;
+use super::decide::Plan;
+use super::validate::Target;
+use crate::binding::Secret;
+use crate::catalog::{self, Origin, Pack, ProgramError};
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::runtime::{self, Finished};
+use crate::sandbox::reads::ReadsError;
+use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
+
+fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
+    let next = match error {
+        ProgramError::NotOnPath { name } => {
+            format!(
+                "install `{name}`, then run hcpx availability {}",
+                pack.manifest.id
+            )
+        }
+        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => "hcpx doctor".to_owned(),
+    };
+    Failure::new(Reason::NotRunnable, error.to_string()).next(next)
+}
+
+fn sandbox_failure(error: String) -> Failure {
+    Failure::new(
+        Reason::NotRunnable,
+        "the sandbox could not be set up; nothing of the pack ran",
+    )
+    .data(json!({ "details": [error] }))
+    .details(vec![error])
+    .next("hcpx doctor")
+}
+
+/// Step 4, first half (also for `--dry-run`): the pack's CLI is found, and the
+/// sandbox it needs can be enforced here (in strict mode).
+pub(super) fn runnable<'p>(
+    ctx: &Context,
+    target: &Target<'_>,
+    plan: &'p Plan,
+) -> Result<&'p PathBuf, Failure> {
+    let program = plan
+        .program
+        .as_ref()
+        .map_err(|error| program_failure(error, target.pack))?;
+    // The same answer availability gives: a CLI whose `#!` interpreter is missing,
+    // or whose file is not a runnable regular file, is refused here.
+    if let Some((problem, fix)) = crate::availability::cli_problem(target.pack, &ctx.env) {
+        return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
+    }
+    if let Err(error) = &plan.sandbox.reads {
+        let next = match (error, &target.pack.origin) {
+            (ReadsError::CwdInHome { .. }, _) => "run it from a folder outside HCP_HOME".to_owned(),
+            (ReadsError::Declared { .. }, Origin::Installed { dir }) => format!(
+                "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
+                shell_words::quote(&dir.display().to_string())
+            ),
+            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => "hcpx doctor".to_owned(),
+        };
+        return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
+    }
+    let missing: Vec<&LayerReport> = sandbox::missing(&plan.sandbox.layers);
+    if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
+        let names: Vec<&str> = missing.iter().map(|layer| layer.layer).collect();
+        return Err(Failure::new(
+            Reason::NotRunnable,
+            format!(
+                "this machine cannot enforce what the pack needs: {}",
+                names.join(", ")
+            ),
+        )
+        .details(
+            missing
+                .iter()
+                .map(|layer| format!("{}: {}", layer.layer, layer.detail))
+                .collect(),
+        )
+        .next("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
+        .data(plan.json.clone()));
+    }
+    if plan.sandbox.unguarded_write.is_some() {
+        return Err(Failure::new(
+            Reason::NotRunnable,
+            "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there",
+        )
+        .next("run it from another folder"));
+    }
+    Ok(program)
+}
+
+/// Step 4: the sandbox: the child's CLI on disk, a private temporary folder, the
+/// cleared environment and the layers, prepared.
+pub(super) fn confine(
+    ctx: &Context,
+    target: &Target<'_>,
+    plan: &Plan,
+    program: &Path,
+    pinned: Option<&Pinned>,
+    bound: &[(String, Secret)],
+) -> Result<(sandbox::Spawn, tempfile::TempDir), Failure> {
+    match pinned {
+        Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
+        None => target.pack.materialize(&ctx.home, program),
+    }
+    .map_err(|error| program_failure(&error, target.pack))?;
+    let tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            format!("cannot create the private temporary folder: {error}"),
+        )
+        .next("hcpx doctor")
+    })?;
+    let child_plan = ChildPlan {
+        program: program.to_path_buf(),
+        args: plan.args.clone(),
+        cwd: ctx.cwd.clone(),
+        env: sandbox::child_env(&ctx.env, tmpdir.path(), bound),
+        tmpdir: tmpdir.path().to_path_buf(),
+        writes: plan.grants.writes.clone(),
+        home: plan.home.clone(),
+        reads: plan.sandbox.reads.clone().unwrap_or_default(),
+        network: plan.grants.network,
+        sockets: plan.grants.socket_paths(),
+    };
+    let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
+        sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
+            .next(
+                "remove the link, or run the pack where its write path is a folder of the working directory",
+            ),
+        error => sandbox_failure(error.to_string()),
+    })?;
+    Ok((spawn, tmpdir))
+}
+
+/// Step 5: the pack's CLI runs under its limits, until it ends or is stopped.
+pub(super) async fn spawn(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    child: sandbox::Spawn,
+) -> Result<Finished, Failure> {
+    runtime::run_child(
+        child,
+        request.timeout(target.pack),
+        runtime::MAX_OUTPUT,
+        &ctx.cancel,
+        ctx.progress.as_deref(),
+    )
+    .await
+    .map_err(|error| {
+        Failure::new(
+            Reason::NotRunnable,
+            "the pack's CLI could not be started; nothing of it ran",
+        )
+        .details(vec![error.to_string()])
+        .data(json!({ "details": [error.to_string()] }))
+        .next(format!("hcpx availability {}", request.args.pack))
+    })
+}

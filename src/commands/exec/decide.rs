@@ -1,0 +1,207 @@
+//! Step 2 of exec: the policy's decision for this caller, and the plan of what would
+//! run (the `--dry-run` plan, also shown with a confirmation or a refusal),
+//! confirmed when the decision asks for it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::bind::Bindings;
+use super::validate::Target;
+use super::{Audit, Request, redact_text};
+use crate::binding::Secret;
+use crate::catalog::{Origin, ProgramError};
+use crate::commands::{load_policies, to_json};
+use crate::context::{Context, env_vars};
+use crate::error::Failure;
+use crate::policy::{self, Decision, Evaluation, Subject};
+use crate::redact::Redactor;
+use crate::render::{self, Question};
+use crate::sandbox::{self, Assessment, Grants, HomeView, Site};
+
+/// The decision and what would run: the `--dry-run` plan, also shown with a
+/// confirmation or a refusal.
+pub(super) struct Plan {
+    pub(super) evaluation: Evaluation,
+    pub(super) program: Result<PathBuf, ProgramError>,
+    pub(super) args: Vec<String>,
+    /// What the command is granted, from its manifest.
+    pub(super) grants: Grants,
+    /// `$HCP_HOME` and every path of it.
+    pub(super) home: HomeView,
+    /// The grants assessed for this call on this machine.
+    pub(super) sandbox: Assessment,
+    pub(super) env_names: Vec<String>,
+    /// What a person confirms: the command, its effect, the folder, every parameter.
+    pub(super) summary: String,
+    pub(super) json: Value,
+}
+
+impl Plan {
+    pub(super) fn child(&self) -> Vec<String> {
+        let program = match &self.program {
+            Ok(program) => program.display().to_string(),
+            Err(_) => String::new(),
+        };
+        std::iter::once(program)
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+}
+
+fn plan(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    bindings: &Bindings,
+    evaluation: Evaluation,
+) -> Plan {
+    let manifest = &target.pack.manifest;
+    let command = target.command;
+    let program = match &bindings.pinned {
+        Some(pinned) => Ok(pinned.program.clone()),
+        None => target.pack.program(&ctx.home, ctx.var(env_vars::PATH)),
+    };
+    let grants = Grants::for_command(&manifest.sandbox, command.effect);
+    let home = ctx.session.sandbox.home_view(&ctx.home);
+    let site = Site {
+        home: &home,
+        user_home: ctx.var(env_vars::HOME).map(Path::new),
+        cwd: &ctx.cwd,
+        pack_dir: match &target.pack.origin {
+            Origin::Installed { dir } => Some(dir.as_path()),
+            Origin::Builtin { .. } => None,
+        },
+        program: program.as_deref().ok(),
+        path_var: ctx.var(env_vars::PATH),
+    };
+    let assessed = sandbox::assess(&grants, &site, ctx.session.sandbox.machine());
+    // Only the bindings this call would pass: an unbound or held-back one is not.
+    let env_names = sandbox::env_names(&ctx.env, bindings.found.iter().map(|(key, _)| key.as_str()));
+    let summary = summary(ctx, target, &bindings.found);
+    let json = json!({
+        "pack": manifest.id,
+        "command": command.name,
+        "effect": command.effect,
+        "principal": ctx.principal,
+        "decision": evaluation.decision,
+        "rule": to_json(&evaluation.rule),
+        "child": std::iter::once(program.as_ref().map(|path| path.display().to_string()).unwrap_or_default())
+            .chain(target.args.iter().cloned())
+            .collect::<Vec<String>>(),
+        "cwd": ctx.cwd,
+        "env": env_names,
+        "summary": summary,
+        "timeoutMs": u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
+        "sandbox": {
+            "mode": ctx.sandbox_mode,
+            "network": grants.network,
+            "sockets": grants.sockets,
+            "write": grants.writes,
+            "read": assessed.read,
+            "layers": to_json(&assessed.layers),
+        },
+    });
+    Plan {
+        evaluation,
+        program,
+        args: target.args.clone(),
+        grants,
+        home,
+        sandbox: assessed,
+        env_names,
+        summary,
+        json,
+    }
+}
+
+/// What a person is asked to confirm (see [`render::exec_question`]), every
+/// parameter as the caller gave it, with the values of the pack's bindings hidden.
+fn summary(ctx: &Context, target: &Target<'_>, bound: &[(String, Secret)]) -> String {
+    let redactor = Redactor::new(bound);
+    let params: Vec<(&str, String)> = target
+        .given
+        .iter()
+        .map(|&(key, value)| (key, redactor.redact_str(value)))
+        .collect();
+    render::exec_question(&Question {
+        pack: &target.pack.manifest.id,
+        command: &target.command.name,
+        effect: target.command.effect,
+        cwd: &ctx.cwd,
+        params: &params,
+    })
+}
+
+/// Step 2: the policy's decision for this caller, confirmed when it asks for it.
+pub(super) async fn decide(
+    ctx: &Context,
+    request: &Request,
+    target: &Target<'_>,
+    bindings: &Bindings,
+    audit: &mut Audit<'_>,
+) -> Result<Plan, Failure> {
+    let policies = load_policies(ctx);
+    let subject = Subject {
+        pack: &target.pack.manifest.id,
+        command: &target.command.name,
+        effect: target.command.effect,
+    };
+    let evaluation = match ctx
+        .read_only
+        .then(|| policy::read_only(target.command.effect))
+        .flatten()
+    {
+        Some(denied) => denied,
+        None => policy::evaluate(&subject, &policies),
+    };
+    let plan = plan(ctx, request, target, bindings, evaluation);
+    if request.args.dry_run {
+        if plan.evaluation.decision == Decision::Deny {
+            return Err(crate::commands::denied(&plan.evaluation, &plan.json));
+        }
+        return Ok(plan);
+    }
+    let asked = crate::commands::Asked {
+        what: plan.summary.clone(),
+        yes: request.args.yes,
+        retry: redact_text(&request.command_line(true), &bindings.found),
+        by_hand: redact_text(&request.command_line(false), &bindings.found),
+    };
+    if let Err(failure) = crate::commands::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
+        audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));
+        return Err(failure);
+    }
+    // From here on, a call that does not run was refused.
+    audit.decision = Some(crate::audit::Decision::Refused);
+    Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::manifest::Effect;
+    use crate::render::{self, Question};
+
+    /// A value that holds a line break, a bidirectional override or a tab would let a
+    /// caller draw a fake line into the question a person confirms: the whole
+    /// question shows them escaped, on the value's one line.
+    #[test]
+    fn prompts_show_characters_that_could_fake_lines_escaped() {
+        let question = render::exec_question(&Question {
+            pack: "transit",
+            command: "plan",
+            effect: Effect::Write,
+            cwd: Path::new("/work"),
+            params: &[
+                ("to", "B\n  from=nowhere".to_owned()),
+                ("note", "a\u{202e}c€\t".to_owned()),
+            ],
+        });
+        assert_eq!(
+            question,
+            "Run transit plan (write) in /work?\n  to=B\\n  from=nowhere\n  note=a\\u{202e}c€\\t"
+        );
+    }
+}

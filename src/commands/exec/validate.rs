@@ -1,0 +1,112 @@
+//! Step 1 of exec: the pack and command exist; every parameter is declared and
+//! valid; the pack CLI's arguments rendered.
+
+use serde_json::json;
+
+use super::Request;
+use crate::catalog::{Catalog, Pack};
+use crate::context::Context;
+use crate::error::{Failure, Reason};
+use crate::invocation::{self, InvocationError};
+use crate::manifest::Command;
+use crate::render;
+use crate::workdir::OnDisk;
+
+/// Step 1's result: the pack, its command, the caller's words split once, and the
+/// pack CLI's arguments.
+pub(super) struct Target<'c> {
+    pub(super) pack: &'c Pack,
+    pub(super) command: &'c Command,
+    /// Every `KEY=VALUE` word as given, for the confirmation.
+    pub(super) given: Vec<(&'c str, &'c str)>,
+    pub(super) args: Vec<String>,
+}
+
+/// Step 1: the pack and command exist; every parameter is declared and valid.
+pub(super) fn validate<'c>(
+    catalog: &'c Catalog,
+    ctx: &Context,
+    request: &'c Request,
+) -> Result<Target<'c>, Failure> {
+    let pack = super::super::find_pack(catalog, &request.args.pack)?;
+    let Some(command) = pack.manifest.command(&request.args.command) else {
+        let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
+        let closest = crate::suggest::closest(&request.args.command, names.iter().copied());
+        let (message, next) = match closest.first() {
+            Some(best) => (
+                format!(
+                    "the pack has no such command; closest: {best}; its commands: {}",
+                    names.join(", ")
+                ),
+                request.corrected(best, &request.args.params, request.args.yes, request.args.dry_run),
+            ),
+            None => (
+                format!("the pack has no such command; its commands: {}", names.join(", ")),
+                format!("hcpx skill {}", request.args.pack),
+            ),
+        };
+        return Err(Failure::new(Reason::UnknownCommand, message)
+            .next(next)
+            .data(json!({ "commands": names, "suggestions": closest })));
+    };
+    let fail = |error: InvocationError| invocation_failure(&error, request);
+    let given = invocation::assignments(&request.args.params).map_err(fail)?;
+    let values = invocation::parse_given(command, &given, &OnDisk::new(&ctx.cwd)).map_err(fail)?;
+    let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
+    let options: &[String] = if request.json { &command.json } else { &[] };
+    args.extend(invocation::render(command, &values, options).map_err(fail)?);
+    Ok(Target {
+        pack,
+        command,
+        given,
+        args,
+    })
+}
+
+/// The most characters of a caller's key a refusal's details show.
+const MAX_KEY_SHOWN: usize = 64;
+
+fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
+    let reason = match error {
+        InvocationError::NotAssignment { .. } => Reason::InvalidArguments,
+        InvocationError::Unknown { .. } => Reason::UnknownParam,
+        InvocationError::Missing { .. } => Reason::MissingParam,
+        InvocationError::Repeated { .. } | InvocationError::Invalid { .. } => Reason::InvalidParam,
+    };
+    let mut failure =
+        Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.args.pack));
+    if let InvocationError::Unknown { key, closest, known } = error {
+        // The caller's key, named for a person (escaped and bounded: it is their
+        // text, never the message's), and the call with the closest key instead.
+        let mut shown: String = key.chars().take(MAX_KEY_SHOWN).map(render::printable).collect();
+        if key.chars().count() > MAX_KEY_SHOWN {
+            shown.push('…');
+        }
+        let details = vec![match closest {
+            Some(best) => format!("unknown key: `{shown}`; did you mean `{best}`?"),
+            None => format!("unknown key: `{shown}`"),
+        }];
+        if let Some(best) = closest {
+            let prefix = format!("{key}=");
+            let params: Vec<String> = request
+                .args
+                .params
+                .iter()
+                .map(|word| match word.strip_prefix(&prefix) {
+                    Some(value) => format!("{best}={value}"),
+                    None => word.clone(),
+                })
+                .collect();
+            failure = failure.next(request.corrected(
+                &request.args.command,
+                &params,
+                request.args.yes,
+                request.args.dry_run,
+            ));
+        }
+        failure = failure.details(details).data(json!({
+            "key": key, "closest": closest, "known": known, "command": request.args.command,
+        }));
+    }
+    failure
+}
