@@ -1,337 +1,30 @@
-//! Pack manifests (`hcp.json`, see docs/packs.md): the typed model and the validator.
-//!
-//! The validator walks the JSON value itself rather than relying on serde, so that a
-//! bad manifest is refused as a whole with *every* problem listed by JSON path. It
-//! takes text in and does no I/O; [`crate::catalog`] reads the files.
+//! The manifest validator: walks the JSON value and collects every problem by JSON
+//! path, so that a bad manifest is refused as a whole.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use regex::Regex;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::template::{Element, is_name, is_pack_id};
-
-/// The longest unix socket path the kernel takes (`sun_path` holds 108 bytes, the
-/// last a NUL).
-pub const MAX_SOCKET_PATH: usize = 107;
-/// The only manifest format version this build reads.
-pub const FORMAT_VERSION: u64 = 1;
-/// Default `maxLength` of a parameter value, in bytes (see docs/packs.md).
-pub const DEFAULT_MAX_LENGTH: usize = 65_536;
-/// Default child timeout (see docs/packs.md).
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-/// Largest child timeout a manifest or a caller may ask for (see docs/packs.md).
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Longest pack description; the same bound the Agent Skills format puts on skills.
-pub const MAX_DESCRIPTION: usize = 1_024;
-/// Bounds on keywords, to keep search and listings readable.
-const MAX_KEYWORDS: usize = 32;
-const MAX_KEYWORD_LEN: usize = 64;
-/// Environment names the sandbox sets itself; a binding may not shadow them.
-pub const SANDBOX_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
-
-/// One manifest problem: `commands.plan.argv[2]: unknown parameter "frm"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    Read,
-    Write,
-    Destructive,
-}
-
-impl Effect {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-            Self::Destructive => "destructive",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "read" => Some(Self::Read),
-            "write" => Some(Self::Write),
-            "destructive" => Some(Self::Destructive),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScalarType {
-    String,
-    Integer,
-    Number,
-    Boolean,
-    Enum,
-    Path,
-}
-
-impl ScalarType {
-    fn parse(text: &str) -> Option<Self> {
-        Some(match text {
-            "string" => Self::String,
-            "integer" => Self::Integer,
-            "number" => Self::Number,
-            "boolean" => Self::Boolean,
-            "enum" => Self::Enum,
-            "path" => Self::Path,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::String => "string",
-            Self::Integer => "integer",
-            Self::Number => "number",
-            Self::Boolean => "boolean",
-            Self::Enum => "enum",
-            Self::Path => "path",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Param {
-    pub name: String,
-    pub ty: ScalarType,
-    /// `type: "array"`: the key may repeat; each value has type `ty`.
-    pub array: bool,
-    pub required: bool,
-    pub positional: bool,
-    pub values: Vec<String>,
-    pub pattern: Option<Regex>,
-    pub pattern_source: Option<String>,
-    /// `refuse`: a value in which this matches anywhere is refused (what a CLI
-    /// would read as something the pack must not do, such as a file outside).
-    pub refuse: Option<Regex>,
-    pub refuse_source: Option<String>,
-    /// The default, already rendered to argv strings (one per array item).
-    pub default: Option<Vec<String>>,
-    pub description: Option<String>,
-    pub max_length: usize,
-    /// `"flag": "--utc"` on a boolean: the template's `{name}` element is this
-    /// text when the value is `true`, and nothing when it is `false`.
-    pub flag: Option<String>,
-}
-
-impl Param {
-    /// `array of string`, `enum (a|b)`, `integer`, `boolean (true gives --utc)`: for
-    /// references and errors.
-    pub fn type_label(&self) -> String {
-        let base = match self.ty {
-            ScalarType::Enum => format!("enum ({})", self.values.join("|")),
-            other => other.as_str().to_owned(),
-        };
-        if self.array {
-            format!("array of {base}")
-        } else if let Some(flag) = &self.flag {
-            format!("{base} (true gives {flag})")
-        } else {
-            base
-        }
-    }
-
-    /// Checks one caller value against the type, `values`, `pattern` and
-    /// `maxLength`. The message never repeats the value.
-    pub fn check(&self, value: &str) -> Result<(), String> {
-        if value.len() > self.max_length {
-            return Err(format!("is longer than {} bytes", self.max_length));
-        }
-        if value.contains('\0') {
-            return Err("contains a NUL byte".to_owned());
-        }
-        match self.ty {
-            ScalarType::String | ScalarType::Path => {}
-            ScalarType::Integer => {
-                if value.parse::<i64>().is_err() {
-                    return Err("is not an integer".to_owned());
-                }
-            }
-            ScalarType::Number => {
-                let finite = value.parse::<f64>().is_ok_and(f64::is_finite);
-                let plain = value.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
-                if !finite || !plain {
-                    return Err("is not a number".to_owned());
-                }
-            }
-            ScalarType::Boolean => {
-                if value != "true" && value != "false" {
-                    return Err("is not `true` or `false`".to_owned());
-                }
-            }
-            ScalarType::Enum => {
-                if !self.values.iter().any(|allowed| allowed == value) {
-                    return Err(format!("is not one of: {}", self.values.join(", ")));
-                }
-            }
-        }
-        if self.ty == ScalarType::Path {
-            check_relative_path(value)?;
-        }
-        if let Some(pattern) = &self.pattern
-            && !pattern.is_match(value)
-        {
-            let source = self.pattern_source.as_deref().unwrap_or_default();
-            return Err(format!("does not match the pattern {source}"));
-        }
-        if let Some(refuse) = &self.refuse
-            && refuse.is_match(value)
-        {
-            let source = self.refuse_source.as_deref().unwrap_or_default();
-            return Err(format!("contains what this parameter refuses ({source})"));
-        }
-        Ok(())
-    }
-}
-
-/// The lexical part of the `path` rule: relative, and never above the working
-/// directory once `.` and `..` are resolved. Links are checked by exec, on disk.
-pub fn check_relative_path(value: &str) -> Result<(), String> {
-    if value.is_empty() {
-        return Err("is an empty path".to_owned());
-    }
-    if value.starts_with('/') || value.starts_with('~') {
-        return Err("is not a relative path inside the working directory".to_owned());
-    }
-    let mut depth: i64 = 0;
-    for part in value.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err("leaves the working directory".to_owned());
-                }
-            }
-            _ => depth += 1,
-        }
-    }
-    Ok(())
-}
-
-/// One unit of a command's template, as the validator read it (see docs/packs.md).
-#[derive(Debug, Clone)]
-pub enum Slot {
-    /// One argv element: literal text and value placeholders.
-    Element(Element),
-    /// An option and its value as two argv elements (`"--url", "{url}"`): both are
-    /// left out when the parameter has no value, and repeated, in order, for each
-    /// value of an array. A value that starts with `-` is refused.
-    Separated { option: String, param: String },
-    /// A boolean parameter's `flag` (`"{utc}"` with `"flag": "--utc"`): that text
-    /// when the value is `true`, nothing when it is `false` or absent.
-    Flag { param: String, text: String },
-}
-
-#[derive(Debug, Clone)]
-pub struct Command {
-    pub name: String,
-    pub summary: String,
-    pub description: Option<String>,
-    pub effect: Effect,
-    pub params: Vec<Param>,
-    pub argv: Vec<Slot>,
-    pub json: Vec<String>,
-}
-
-impl Command {
-    pub fn param(&self, name: &str) -> Option<&Param> {
-        self.params.iter().find(|param| param.name == name)
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BindingSpec {
-    pub description: Option<String>,
-    pub secret: bool,
-    pub required: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SandboxSpec {
-    pub network: bool,
-    pub write: Vec<String>,
-    /// Files and folders beyond the working directory and the system folders that
-    /// every command of the pack may read: absolute, or `~/…` in the caller's home.
-    pub read: Vec<String>,
-    /// Unix socket paths the pack may connect to (absolute); no other unix socket
-    /// opens, with or without the network.
-    pub sockets: Vec<String>,
-    pub timeout_ms: u64,
-}
-
-impl Default for SandboxSpec {
-    fn default() -> Self {
-        Self {
-            network: false,
-            write: Vec::new(),
-            read: Vec::new(),
-            sockets: Vec::new(),
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Manifest {
-    pub id: String,
-    pub version: semver::Version,
-    pub description: String,
-    pub keywords: Vec<String>,
-    pub bin: Vec<String>,
-    pub bindings: Vec<(String, BindingSpec)>,
-    pub sandbox: SandboxSpec,
-    pub commands: Vec<Command>,
-}
-
-impl Manifest {
-    pub fn command(&self, name: &str) -> Option<&Command> {
-        self.commands.iter().find(|command| command.name == name)
-    }
-
-    /// The file inside the pack that `bin` names (`./transit` → `transit`), if any.
-    pub fn bin_file(&self) -> Option<&str> {
-        self.bin.first().and_then(|first| first.strip_prefix("./"))
-    }
-}
+use super::model::*;
+use super::placement::template;
+use super::*;
+use crate::template::{is_name, is_pack_id};
 
 /// Collects problems while walking the manifest.
-struct Walk {
-    problems: Vec<Problem>,
+pub(super) struct Walk {
+    pub(super) problems: Vec<Problem>,
 }
 
 impl Walk {
-    fn problem(&mut self, path: &str, message: impl Into<String>) {
+    pub(super) fn problem(&mut self, path: &str, message: impl Into<String>) {
         self.problems.push(Problem {
             path: path.to_owned(),
             message: message.into(),
         });
     }
 
-    fn unknown_fields(&mut self, path: &str, object: &Map<String, Value>, known: &[&str]) {
+    pub(super) fn unknown_fields(&mut self, path: &str, object: &Map<String, Value>, known: &[&str]) {
         for key in object.keys() {
             if !known.contains(&key.as_str()) {
                 self.problem(
@@ -342,7 +35,7 @@ impl Walk {
         }
     }
 
-    fn string(&mut self, path: &str, value: Option<&Value>, required: bool) -> Option<String> {
+    pub(super) fn string(&mut self, path: &str, value: Option<&Value>, required: bool) -> Option<String> {
         match value {
             None if required => {
                 self.problem(path, "is required");
@@ -361,7 +54,7 @@ impl Walk {
         }
     }
 
-    fn bool(&mut self, path: &str, value: Option<&Value>, default: bool) -> bool {
+    pub(super) fn bool(&mut self, path: &str, value: Option<&Value>, default: bool) -> bool {
         match value {
             None => default,
             Some(Value::Bool(flag)) => *flag,
@@ -381,7 +74,7 @@ impl Walk {
         }
     }
 
-    fn strings(&mut self, path: &str, value: Option<&Value>) -> Vec<String> {
+    pub(super) fn strings(&mut self, path: &str, value: Option<&Value>) -> Vec<String> {
         match value {
             None => Vec::new(),
             Some(Value::Array(items)) => items
@@ -397,13 +90,14 @@ impl Walk {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
+pub(super) fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
     } else {
         format!("{path}.{key}")
     }
 }
+
 
 /// Parses and validates a manifest. On failure, every problem found is returned.
 pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
@@ -424,6 +118,7 @@ pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
         _ => Err(walk.problems),
     }
 }
+
 
 const TOP_FIELDS: [&str; 9] = [
     "hcp",
@@ -879,7 +574,7 @@ fn flag_text(
 }
 
 /// Renders a JSON default to argv strings and checks it like a caller value.
-fn default_values(param: &Param, value: &Value) -> Result<Vec<String>, String> {
+pub(super) fn default_values(param: &Param, value: &Value) -> Result<Vec<String>, String> {
     let items: Vec<&Value> = match (param.array, value) {
         (true, Value::Array(items)) => items.iter().collect(),
         (true, _) => return Err("must be an array for an array parameter".to_owned()),
@@ -909,149 +604,3 @@ fn default_values(param: &Param, value: &Value) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn template(
-    walk: &mut Walk,
-    command_path: &str,
-    value: Option<&Value>,
-    params: &[Param],
-    declared: &BTreeSet<String>,
-) -> Vec<Slot> {
-    let path = join(command_path, "argv");
-    if value.is_none() {
-        walk.problem(&path, "is required (the arguments after bin; may be [])");
-        return Vec::new();
-    }
-    let raw = walk.strings(&path, value);
-    let mut slots = Vec::new();
-    let mut used = BTreeSet::new();
-    let mut after_double_dash = false;
-    // The previous element when it is an option (`--url`, `-H`) before any `--`,
-    // so that a lone placeholder here is that option's value.
-    let mut option_before: Option<String> = None;
-    for (index, text) in raw.iter().enumerate() {
-        let element_path = format!("{path}[{index}]");
-        let element = match Element::parse(text) {
-            Ok(element) => element,
-            Err(error) => {
-                walk.problem(&element_path, error.to_string());
-                option_before = None;
-                continue;
-            }
-        };
-        let follows_option = std::mem::replace(
-            &mut option_before,
-            (!after_double_dash && element.is_option_literal()).then(|| element.prefix().to_owned()),
-        );
-        // A boolean's flag: `{utc}` alone in its element renders the fixed text.
-        let flag = element
-            .lone_param()
-            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
-            .and_then(|param| param.flag.as_ref().map(|text| (param, text)));
-        // An option's value in the element after it: one placeholder, alone, of a
-        // parameter that is not positional (a positional one stays an operand).
-        let separated = element
-            .lone_param()
-            .filter(|_| follows_option.is_some())
-            .and_then(|(name, _)| params.iter().find(|param| param.name == name))
-            .filter(|param| !param.positional && param.flag.is_none());
-        let mut arrays = 0;
-        for (name, optional) in element.params() {
-            let Some(param) = params.iter().find(|param| param.name == name) else {
-                // A declared parameter that failed its own checks is reported there.
-                if !declared.contains(name) {
-                    walk.problem(&element_path, format!("unknown parameter \"{name}\""));
-                }
-                continue;
-            };
-            used.insert(name.to_owned());
-            if param.array {
-                arrays += 1;
-            }
-            if optional && param.required {
-                walk.problem(
-                    &element_path,
-                    format!("\"{name}\" is required, so write {{{name}}} without `?`"),
-                );
-            }
-            let needs_mark = !param.required && param.default.is_none() && !param.array;
-            if !optional && needs_mark {
-                walk.problem(
-                    &element_path,
-                    format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
-                );
-            }
-            if param.flag.is_some() && flag.is_none() {
-                walk.problem(
-                    &element_path,
-                    format!("\"{name}\" is a flag, so {{{name}}} must be the whole element"),
-                );
-                continue;
-            }
-            let safe = after_double_dash
-                || param.positional
-                || element.is_option_fused()
-                || separated.is_some()
-                || flag.is_some();
-            if !safe {
-                walk.problem(&element_path, unsafe_placement(param, needs_mark));
-            }
-        }
-        if arrays > 1 {
-            walk.problem(
-                &element_path,
-                "an element may repeat for at most one array parameter",
-            );
-        }
-        if element.is_end_of_options() {
-            after_double_dash = true;
-        }
-        match (flag, separated) {
-            (Some((param, text)), _) => slots.push(Slot::Flag {
-                param: param.name.clone(),
-                text: text.clone(),
-            }),
-            (None, Some(param)) => {
-                // The option's own element, pushed as a literal one step ago, now
-                // travels with its value.
-                slots.pop();
-                slots.push(Slot::Separated {
-                    option: follows_option.unwrap_or_default(),
-                    param: param.name.clone(),
-                });
-                // `--url {url} {x}`: `{x}` is not `--url`'s value.
-                option_before = None;
-            }
-            (None, None) => slots.push(Slot::Element(element)),
-        }
-    }
-    for param in params {
-        if !used.contains(&param.name) {
-            walk.problem(
-                &format!("{command_path}.params.{}", param.name),
-                "is declared but never used in argv",
-            );
-        }
-    }
-    slots
-}
-
-/// The problem for a placeholder that stands where a value could be read as an
-/// option, with the forms real CLIs accept: the option and its value as two
-/// elements, an on/off flag for a boolean, after `--`, or positional.
-fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
-    let name = &param.name;
-    let mark = if needs_mark { "?" } else { "" };
-    let flag = if param.ty == ScalarType::Boolean && !param.array {
-        format!("be an on/off flag (declare \"flag\": \"--{name}\"), ")
-    } else {
-        String::new()
-    };
-    format!(
-        "\"{name}\" must {flag}follow its option as the next element (\"--{name}\", \"{{{name}{mark}}}\"), \
-         be placed after a \"--\" element, or be declared \"positional\": true"
-    )
-}
-
-#[cfg(test)]
-#[path = "manifest_tests.rs"]
-mod tests;

@@ -1,6 +1,6 @@
 //! One failing example per manifest rule, each asserting the exact problem list.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 

@@ -1,0 +1,37 @@
+//! Pack manifests (`hcp.json`, see docs/packs.md): the typed model (`model.rs`), the
+//! validator (`validate.rs`) and the rules for where a placeholder may stand in a
+//! command's template (`placement.rs`).
+//!
+//! The validator walks the JSON value itself rather than relying on serde, so that a
+//! bad manifest is refused as a whole with *every* problem listed by JSON path. It
+//! takes text in and does no I/O: the caller reads the files.
+
+mod model;
+mod placement;
+mod validate;
+
+pub use model::*;
+pub use validate::parse;
+
+/// The longest unix socket path the kernel takes (`sun_path` holds 108 bytes, the
+/// last a NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+/// The only manifest format version this build reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// Default `maxLength` of a parameter value, in bytes (see docs/packs.md).
+pub const DEFAULT_MAX_LENGTH: usize = 65_536;
+/// Default child timeout (see docs/packs.md).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest child timeout a manifest or a caller may ask for (see docs/packs.md).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Longest pack description; the same bound the Agent Skills format puts on skills.
+pub const MAX_DESCRIPTION: usize = 1_024;
+/// Bounds on keywords, to keep search and listings readable.
+const MAX_KEYWORDS: usize = 32;
+const MAX_KEYWORD_LEN: usize = 64;
+/// Environment names the sandbox sets itself; a binding may not shadow them.
+pub const SANDBOX_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
+
+#[cfg(test)]
+mod tests;
