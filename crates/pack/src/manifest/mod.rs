@@ -32,6 +32,5 @@ const MAX_KEYWORD_LEN: usize = 64;
 /// Environment names the sandbox sets itself; a binding may not shadow them.
 pub const SANDBOX_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
-
 #[cfg(test)]
 mod tests;

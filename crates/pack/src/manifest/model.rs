@@ -295,4 +295,3 @@ impl Manifest {
         self.bin.first().and_then(|first| first.strip_prefix("./"))
     }
 }
-

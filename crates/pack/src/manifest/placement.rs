@@ -152,4 +152,3 @@ fn unsafe_placement(param: &Param, needs_mark: bool) -> String {
          be placed after a \"--\" element, or be declared \"positional\": true"
     )
 }
-

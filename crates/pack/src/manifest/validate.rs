@@ -98,7 +98,6 @@ pub(super) fn join(path: &str, key: &str) -> String {
     }
 }
 
-
 /// Parses and validates a manifest. On failure, every problem found is returned.
 pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
     let value: Value = serde_json::from_str(text).map_err(|error| {
@@ -118,7 +117,6 @@ pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
         _ => Err(walk.problems),
     }
 }
-
 
 const TOP_FIELDS: [&str; 9] = [
     "hcp",
@@ -603,4 +601,3 @@ pub(super) fn default_values(param: &Param, value: &Value) -> Result<Vec<String>
     }
     Ok(out)
 }
-
