@@ -91,7 +91,7 @@ static SHAPES: [Shape; 7] = [
 /// One bound value: as it is, with its replacement, and the pattern of its JSON
 /// encodings (compiled on first need: most output holds no backslash at all).
 #[derive(Debug, Clone)]
-struct Bound {
+struct Needle {
     value: Vec<u8>,
     chars: Vec<char>,
     replacement: Vec<u8>,
@@ -176,7 +176,7 @@ fn encodings(c: char) -> Vec<Form> {
     forms
 }
 
-impl Bound {
+impl Needle {
     /// A regex for the value with each character in any of its encodings.
     fn encoded(&self) -> Option<&Regex> {
         self.encoded
@@ -229,15 +229,15 @@ impl Bound {
 #[derive(Debug, Clone)]
 pub(crate) struct Redactor {
     /// Longest first, so a secret containing another wins.
-    secrets: Vec<Bound>,
+    secrets: Vec<Needle>,
 }
 
 impl Redactor {
     pub(crate) fn new(secrets: &[(String, Secret)]) -> Self {
-        let mut list: Vec<Bound> = secrets
+        let mut list: Vec<Needle> = secrets
             .iter()
             .filter(|(_, secret)| secret.expose().len() >= MIN_SECRET_LEN)
-            .map(|(key, secret)| Bound {
+            .map(|(key, secret)| Needle {
                 value: secret.expose().as_bytes().to_vec(),
                 chars: secret.expose().chars().collect(),
                 replacement: format!("[REDACTED:{key}]").into_bytes(),

@@ -1,7 +1,7 @@
 //! From the caller's `KEY=VALUE` words to the pack CLI's argv (see docs/packs.md):
 //! every key a declared parameter, every value checked against its type, pattern and
 //! length, `path` values kept inside the working directory (links included), then
-//! the template rendered with one value per argv element, never split, never able to
+//! the template filled in with one value per argv element, never split, never able to
 //! become an option: a value that would open an argument before the template's `--`
 //! (a positional one, or an option's value in its own element) may not start with `-`.
 
@@ -144,17 +144,13 @@ impl PathCheck for Lexical {
     }
 }
 
-/// Renders the template: an element whose optional parameter is absent is dropped;
+/// The pack CLI's argv from the template: an element whose optional parameter is absent is dropped;
 /// an element with an array parameter repeats once per value, and so does an option
 /// with its value in the next element; a flag is its text when its boolean is true.
 ///
 /// Fails closed: a value that would open an argument before the template's `--`
 /// and starts with `-` is refused here, whatever the caller's checks did.
-pub fn render(
-    command: &Command,
-    values: &Values,
-    options: &[String],
-) -> Result<Vec<String>, InvocationError> {
+pub fn argv(command: &Command, values: &Values, options: &[String]) -> Result<Vec<String>, InvocationError> {
     let mut argv = Vec::new();
     let mut options = Some(options);
     let mut after_double_dash = false;
@@ -169,7 +165,7 @@ pub fn render(
                     }
                     after_double_dash = true;
                 }
-                render_element(command, element, values, after_double_dash, &mut argv)?;
+                argv_element(command, element, values, after_double_dash, &mut argv)?;
             }
             Slot::Separated { option, param } => {
                 for value in values.get(param).map(Vec::as_slice).unwrap_or_default() {
@@ -206,7 +202,7 @@ fn leading_dash(name: &str, what: &str) -> InvocationError {
     }
 }
 
-fn render_element(
+fn argv_element(
     command: &Command,
     element: &crate::template::Element,
     values: &Values,

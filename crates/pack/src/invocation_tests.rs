@@ -55,8 +55,8 @@ fn every_place() -> Command {
     manifest.commands.into_iter().next().unwrap()
 }
 
-fn try_render(command: &Command, values: &Values) -> Result<Vec<String>, InvocationError> {
-    render(command, values, &[])
+fn try_argv(command: &Command, values: &Values) -> Result<Vec<String>, InvocationError> {
+    argv(command, values, &[])
 }
 
 const BENIGN: &str = "ok0";
@@ -64,21 +64,21 @@ const BENIGN: &str = "ok0";
 /// The law: a value is either refused, or it lands exactly where a benign value
 /// lands, and before the template's `--` an element starts with `-` only when
 /// the template's own text put the dash there.
-/// `through_parse: false` hands the value to `render` unchecked, to show that
-/// render alone fails closed.
+/// `through_parse: false` hands the value to `argv` unchecked, to show that
+/// `argv` alone fails closed.
 fn assert_value_never_becomes_an_option(command: &Command, name: &str, value: &str, through_parse: bool) {
     let call = |value: &str| {
         if !through_parse {
             let mut values = Values::new();
             values.insert("url".to_owned(), vec!["u".to_owned()]);
             values.insert(name.to_owned(), vec![value.to_owned()]);
-            return try_render(command, &values);
+            return try_argv(command, &values);
         }
         let mut list = vec![format!("{name}={value}")];
         if name != "url" {
             list.push("url=u".to_owned());
         }
-        parse(command, &list, &Lexical).and_then(|values| try_render(command, &values))
+        parse(command, &list, &Lexical).and_then(|values| try_argv(command, &values))
     };
     if name == "utc" {
         // A boolean's value never reaches the CLI: only the flag's own text.
@@ -109,7 +109,7 @@ fn assert_value_never_becomes_an_option(command: &Command, name: &str, value: &s
 proptest::proptest! {
     /// The law, for any text in any place, checked by `parse` or not.
     #[test]
-    fn render_never_lets_a_value_become_an_option(
+    fn argv_never_lets_a_value_become_an_option(
         name in proptest::sample::select(vec!["url", "header", "out", "to", "n", "word", "utc", "rest"]),
         value in "(-{1,2}|[a-z./ =-]|\\PC){0,12}",
         through_parse: bool,
@@ -122,11 +122,11 @@ proptest::proptest! {
 /// An option and its value as two arguments, repeated for an array, dropped
 /// together; a flag is there when its boolean is true and only then.
 #[test]
-fn separated_options_and_flags_render_as_real_clis_expect() {
+fn separated_options_and_flags_reach_the_argv_as_real_clis_expect() {
     let command = every_place();
     let run = |list: &[&str]| {
         let values = parse(&command, &words(list), &Lexical).unwrap();
-        render(&command, &values, &["--json".to_owned()]).unwrap()
+        argv(&command, &values, &["--json".to_owned()]).unwrap()
     };
     assert_eq!(
         run(&[
@@ -233,7 +233,7 @@ proptest::proptest! {
                 list.push(format!("utc={utc}"));
             }
             if through_parse {
-                return parse(&command, &list, &Lexical).and_then(|values| render(&command, &values, &[]));
+                return parse(&command, &list, &Lexical).and_then(|values| argv(&command, &values, &[]));
             }
             let mut values = Values::new();
             for word in &list {
@@ -241,7 +241,7 @@ proptest::proptest! {
                     values.insert(key.to_owned(), vec![value.to_owned()]);
                 }
             }
-            render(&command, &values, &[])
+            argv(&command, &values, &[])
         };
         let harmless = call(true).unwrap();
         if let Ok(argv) = call(false) {
@@ -271,7 +271,7 @@ fn option_like_values_never_become_options_in_any_place() {
         if name != "url" {
             list.push("url=u".to_owned());
         }
-        let refused = parse(&command, &list, &Lexical).and_then(|values| try_render(&command, &values));
+        let refused = parse(&command, &list, &Lexical).and_then(|values| try_argv(&command, &values));
         assert!(
             matches!(&refused, Err(InvocationError::Invalid { name: bad, .. }) if bad == name),
             "{name}: {refused:?}"
@@ -283,20 +283,20 @@ fn words(list: &[&str]) -> Vec<String> {
     list.iter().map(|w| (*w).to_owned()).collect()
 }
 
-fn render_words(list: &[&str]) -> Result<Vec<String>, InvocationError> {
+fn argv_of_words(list: &[&str]) -> Result<Vec<String>, InvocationError> {
     let command = command();
     let values = parse(&command, &words(list), &Lexical)?;
-    render(&command, &values, &[])
+    argv(&command, &values, &[])
 }
 
 #[test]
-fn renders_one_value_per_element_with_defaults_and_arrays() {
+fn argv_has_one_value_per_element_with_defaults_and_arrays() {
     assert_eq!(
-        render_words(&["to=North Park", "tags=a b", "tags=--c"]).unwrap(),
+        argv_of_words(&["to=North Park", "tags=a b", "tags=--c"]).unwrap(),
         ["c", "--to=North Park", "-n5", "--", "a b", "--c"]
     );
     assert_eq!(
-        render_words(&["to=x", "at=12", "word=w", "file=a/b"]).unwrap(),
+        argv_of_words(&["to=x", "at=12", "word=w", "file=a/b"]).unwrap(),
         ["c", "--to=x", "--at=12", "-n5", "w", "--", "./a/b"]
     );
 }
@@ -312,7 +312,7 @@ fn paths_are_anchored_to_the_working_directory() {
         ("./a", "./a"),
         (".", "."),
     ] {
-        let words = render_words(&["to=x", &format!("file={given}")]).unwrap();
+        let words = argv_of_words(&["to=x", &format!("file={given}")]).unwrap();
         assert_eq!(words.last().map(String::as_str), Some(passed), "{given}");
     }
 }
@@ -321,12 +321,12 @@ fn paths_are_anchored_to_the_working_directory() {
 fn values_that_look_like_options_stay_values() {
     // Fused: the CLI reads `--to=--upload-pack=evil` as the value of --to.
     assert_eq!(
-        render_words(&["to=--upload-pack=evil"]).unwrap()[1],
+        argv_of_words(&["to=--upload-pack=evil"]).unwrap()[1],
         "--to=--upload-pack=evil"
     );
     // Positional: refused outright.
     assert!(matches!(
-        render_words(&["to=x", "word=-rf"]),
+        argv_of_words(&["to=x", "word=-rf"]),
         Err(InvocationError::Invalid { name, .. }) if name == "word"
     ));
 }
@@ -337,7 +337,7 @@ fn values_that_look_like_options_stay_values() {
 fn an_empty_value_never_leaves_a_short_option_bare() {
     let command = every_place();
     let run = |list: &[&str]| {
-        parse(&command, &words(list), &Lexical).and_then(|values| render(&command, &values, &[]))
+        parse(&command, &words(list), &Lexical).and_then(|values| argv(&command, &values, &[]))
     };
     assert_eq!(
         run(&["url=u", "n="]),
@@ -362,11 +362,11 @@ fn an_empty_value_never_leaves_a_short_option_bare() {
 #[test]
 fn refusals() {
     assert_eq!(
-        render_words(&["to"]),
+        argv_of_words(&["to"]),
         Err(InvocationError::NotAssignment { index: 1 })
     );
     assert_eq!(
-        render_words(&["to=x", "frm=y"]),
+        argv_of_words(&["to=x", "frm=y"]),
         Err(InvocationError::Unknown {
             key: "frm".into(),
             closest: None,
@@ -374,7 +374,7 @@ fn refusals() {
         })
     );
     assert_eq!(
-        render_words(&["to=x", "wrod=y"]),
+        argv_of_words(&["to=x", "wrod=y"]),
         Err(InvocationError::Unknown {
             key: "wrod".into(),
             closest: Some("word".into()),
@@ -382,32 +382,32 @@ fn refusals() {
         })
     );
     assert_eq!(
-        render_words(&["to=x", "to=y"]),
+        argv_of_words(&["to=x", "to=y"]),
         Err(InvocationError::Repeated { name: "to".into() })
     );
     assert_eq!(
-        render_words(&[]),
+        argv_of_words(&[]),
         Err(InvocationError::Missing { name: "to".into() })
     );
     assert!(matches!(
-        render_words(&["to=x", "at=noon"]),
+        argv_of_words(&["to=x", "at=noon"]),
         Err(InvocationError::Invalid { .. })
     ));
     assert!(matches!(
-        render_words(&["to=x", "n=five"]),
+        argv_of_words(&["to=x", "n=five"]),
         Err(InvocationError::Invalid { .. })
     ));
     assert!(matches!(
-        render_words(&["to=x", "file=../etc"]),
+        argv_of_words(&["to=x", "file=../etc"]),
         Err(InvocationError::Invalid { .. })
     ));
 }
 
 #[test]
 fn messages_never_repeat_values() {
-    let error = render_words(&["to=x", "at=SECRET"]).unwrap_err().to_string();
+    let error = argv_of_words(&["to=x", "at=SECRET"]).unwrap_err().to_string();
     assert!(!error.contains("SECRET"), "{error}");
-    let error = render_words(&["SECRET=1"]).unwrap_err().to_string();
+    let error = argv_of_words(&["SECRET=1"]).unwrap_err().to_string();
     assert!(!error.contains("SECRET"), "{error}");
 }
 
@@ -425,12 +425,12 @@ fn options_go_before_the_templates_double_dash() {
     let json = vec!["--json".to_owned()];
     let values = parse(command.command("c").unwrap(), &["p=x".to_owned()], &Lexical).unwrap();
     assert_eq!(
-        render(command.command("c").unwrap(), &values, &json).unwrap(),
+        argv(command.command("c").unwrap(), &values, &json).unwrap(),
         ["grep", "-n", "--json", "--", "./x"]
     );
     let values = Values::new();
     assert_eq!(
-        render(command.command("d").unwrap(), &values, &json).unwrap(),
+        argv(command.command("d").unwrap(), &values, &json).unwrap(),
         ["list", "--json"]
     );
 }

@@ -54,7 +54,7 @@ pub(super) fn validate<'c>(
     let values = invocation::parse_given(command, &given, &OnDisk::new(&ctx.cwd)).map_err(fail)?;
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     let options: &[String] = if request.json { &command.json } else { &[] };
-    args.extend(invocation::render(command, &values, options).map_err(fail)?);
+    args.extend(invocation::argv(command, &values, options).map_err(fail)?);
     Ok(Target {
         pack,
         command,

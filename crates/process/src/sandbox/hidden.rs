@@ -98,17 +98,17 @@ fn holes(view: &HomeView, hide: Hide) -> Vec<PathBuf> {
 /// and `$HCP_HOME`'s pack folders count by identity only: their own files come and go
 /// without changing the layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Stamp {
+pub(super) struct Landmark {
     path: PathBuf,
     dev: u64,
     ino: u64,
     mtime: (i64, i64),
 }
 
-fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
+fn stamp(path: &Path, with_mtime: bool) -> Option<Landmark> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;
-    Some(Stamp {
+    Some(Landmark {
         path: path.to_path_buf(),
         dev: meta.dev(),
         ino: meta.ino(),
@@ -122,8 +122,8 @@ fn stamp(path: &Path, with_mtime: bool) -> Option<Stamp> {
 
 /// The folders on the way, with their times (a hidden path that appears, goes or is
 /// replaced changes its folder's), and `$HCP_HOME`'s pack folders by identity.
-fn stamps(view: &HomeView, hide: Hide, ways: &[PathBuf]) -> Vec<Stamp> {
-    let mut stamps: Vec<Stamp> = ways.iter().filter_map(|way| stamp(way, true)).collect();
+fn stamps(view: &HomeView, hide: Hide, ways: &[PathBuf]) -> Vec<Landmark> {
+    let mut stamps: Vec<Landmark> = ways.iter().filter_map(|way| stamp(way, true)).collect();
     if !hide.home {
         return stamps;
     }
@@ -143,7 +143,7 @@ pub(super) struct Shape {
     holes: Vec<PathBuf>,
     /// The folders on the way, `/` first.
     ways: Vec<PathBuf>,
-    stamps: Vec<Stamp>,
+    stamps: Vec<Landmark>,
 }
 
 impl Shape {
