@@ -226,7 +226,7 @@ pub struct ExecArgs {
     #[arg(long)]
     pub yes: bool,
     /// Stop the command after this many milliseconds (at most 600000).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::manifest::MAX_TIMEOUT_MS))]
     pub timeout_ms: Option<u64>,
     /// KEY=VALUE parameters (after `--` when a word starts with `-`).
     #[arg(value_name = "KEY=VALUE")]

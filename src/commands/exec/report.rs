@@ -13,7 +13,7 @@ use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::manifest::MAX_TIMEOUT_MS;
 use crate::redact::Redactor;
 use crate::render::{self, PlanText};
-use crate::runtime::{Ending, Finished};
+use crate::runtime::{Ending, Finished, MAX_OUTPUT_MIB};
 
 pub(super) fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
     let child = plan.child();
@@ -112,7 +112,7 @@ pub(super) fn report(
         Ending::Overflow => Some(
             Failure::new(
                 Reason::TooLarge,
-                "the output passed 8 MiB, so the command was stopped",
+                format!("the output passed {MAX_OUTPUT_MIB} MiB, so the command was stopped"),
             )
             .exit_code(EXIT_FAILED)
             .next(format!("hcpx skill {pack}   (narrow the request)")),

@@ -29,8 +29,11 @@ pub const MAX_DESCRIPTION: usize = 1_024;
 /// Bounds on keywords, to keep search and listings readable.
 const MAX_KEYWORDS: usize = 32;
 const MAX_KEYWORD_LEN: usize = 64;
-/// Environment names the sandbox sets itself; a binding may not shadow them.
-pub const SANDBOX_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+/// Environment names passed through from the caller to a pack's CLI (see
+/// docs/sandbox.md); the sandbox also sets [`TMPDIR`]. A binding may shadow none.
+pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+/// The private temporary folder's variable, which the sandbox sets.
+pub const TMPDIR: &str = "TMPDIR";
 
 #[cfg(test)]
 mod tests;

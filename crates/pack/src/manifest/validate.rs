@@ -258,7 +258,10 @@ fn bindings(walk: &mut Walk, value: Option<&Value>) -> Vec<(String, BindingSpec)
                 .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
         if !env_name {
             walk.problem(&path, "must be an environment variable name (^[A-Z_][A-Z0-9_]*$)");
-        } else if SANDBOX_ENV.contains(&key.as_str()) || key.starts_with("HCP_") || key.starts_with("LD_") {
+        } else if (PASSED_ENV.contains(&key.as_str()) || key == TMPDIR)
+            || key.starts_with("HCP_")
+            || key.starts_with("LD_")
+        {
             walk.problem(&path, "is set by the sandbox or the loader; choose another name");
         }
         let Some(spec) = walk.object(&path, spec) else {

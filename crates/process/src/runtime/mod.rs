@@ -23,6 +23,8 @@ pub(crate) use clone::proc_namespace;
 
 /// Largest capture per call, both streams together (see docs/mcp.md).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;
+/// [`MAX_OUTPUT`] in MiB, for messages.
+pub const MAX_OUTPUT_MIB: usize = MAX_OUTPUT / (1024 * 1024);
 /// Between TERM and KILL (see docs/sandbox.md).
 pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How long to keep reading pipes after the child is gone: long enough for output

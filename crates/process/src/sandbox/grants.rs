@@ -10,7 +10,7 @@ use hcpx_pack::invocation::absolute_under;
 use hcpx_pack::manifest::{Effect, SandboxSpec};
 
 use super::reads::{self, Reads, ReadsError};
-use super::{HomeView, LayerReport, Machine, Needs, PASSED_ENV, home, layers};
+use super::{HomeView, LayerReport, Machine, Needs, PASSED_ENV, TMPDIR, home, layers};
 
 /// A command's grants, as its manifest declares them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -146,7 +146,7 @@ pub fn env_names<'a>(
         .filter(|name| **name == "PATH" || caller.contains_key(**name))
         .map(|name| (*name).to_owned())
         .collect();
-    names.push("TMPDIR".to_owned());
+    names.push(TMPDIR.to_owned());
     names.extend(bound.into_iter().map(str::to_owned));
     names.sort();
     names

@@ -5,7 +5,10 @@
 
 use serde::Serialize;
 
-use super::{Machine, Support};
+use hcpx_pack::manifest::MAX_TIMEOUT_MS;
+
+use super::{Machine, PASSED_ENV, Support};
+use crate::runtime::{KILL_GRACE, MAX_OUTPUT_MIB};
 
 /// One layer as shown by `doctor`, `--dry-run` and `availability`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,7 +77,10 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
     vec![
         always(
             "environment",
-            "cleared: only PATH, HOME, LANG, LC_ALL, TZ, a private TMPDIR and the pack's bindings",
+            &format!(
+                "cleared: only {}, a private TMPDIR and the pack's bindings",
+                PASSED_ENV.join(", ")
+            ),
         ),
         always("stdin", "closed (/dev/null)"),
         kernel(
@@ -93,9 +99,15 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
         ),
         always(
             "timeout",
-            "the manifest's timeoutMs, or --timeout-ms up to 600000; TERM, then KILL after 2 s",
+            &format!(
+                "the manifest's timeoutMs, or --timeout-ms up to {MAX_TIMEOUT_MS}; TERM, then KILL after {} s",
+                KILL_GRACE.as_secs()
+            ),
         ),
-        always("output-cap", "8 MiB per call; past it the call is stopped"),
+        always(
+            "output-cap",
+            &format!("{MAX_OUTPUT_MIB} MiB per call; past it the call is stopped"),
+        ),
         always("core-dumps", "off (RLIMIT_CORE = 0)"),
         kernel(
             "privileges",

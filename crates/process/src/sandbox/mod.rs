@@ -50,8 +50,9 @@ pub use home::HomeView;
 pub use layers::{LayerReport, Needs, layers, missing};
 pub use reads::Reads;
 
-/// Environment names passed through from the caller (see docs/sandbox.md); TMPDIR is replaced.
-pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+/// Environment names passed through from the caller (see docs/sandbox.md); TMPDIR is
+/// replaced. Defined with the manifest, which refuses bindings that would shadow them.
+pub use hcpx_pack::manifest::{PASSED_ENV, TMPDIR};
 /// PATH for the child when the caller has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// The system folders every pack reads (docs/sandbox.md): what programs, their
@@ -234,7 +235,7 @@ pub fn child_env(
     if !env.iter().any(|(name, _)| name == "PATH") {
         env.push(("PATH".to_owned(), DEFAULT_PATH.to_owned()));
     }
-    env.push(("TMPDIR".to_owned(), tmpdir.display().to_string()));
+    env.push((TMPDIR.to_owned(), tmpdir.display().to_string()));
     env.extend(
         bindings
             .iter()
