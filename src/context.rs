@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::layout;
+pub use crate::policy::Principal;
 use crate::sandbox::Mode;
 
 /// Environment variable names hcpx itself reads, in one place.
@@ -30,23 +31,6 @@ pub mod env_vars {
     pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
     pub const HOME: &str = "HOME";
     pub const PATH: &str = "PATH";
-}
-
-/// Who is calling (see docs/bindings.md). Agents never widen their own access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Principal {
-    Terminal,
-    Agent,
-}
-
-impl Principal {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Terminal => "terminal",
-            Self::Agent => "agent",
-        }
-    }
 }
 
 /// A person's answer to a confirmation.
@@ -172,7 +156,7 @@ impl Context {
                     .get(env_vars::HOME)
                     .filter(|value| !value.is_empty())
                     .ok_or(ContextError::NoHome)?;
-                absolute(&cwd, Path::new(user_home)).join(".hcp")
+                absolute(&cwd, Path::new(user_home)).join(layout::DEFAULT_HOME)
             }
         };
         // An agent is anyone who says so at all: any value but empty, `0` or `false`.
@@ -245,15 +229,15 @@ impl Context {
     }
 
     pub fn packs_dir(&self) -> PathBuf {
-        self.home.join("packs")
+        layout::packs(&self.home)
     }
 
     pub fn user_policy_path(&self) -> PathBuf {
-        self.home.join("policy.json")
+        layout::user_policy(&self.home)
     }
 
     pub fn bindings_path(&self) -> PathBuf {
-        self.home.join("bindings.json")
+        layout::bindings(&self.home)
     }
 
     /// `.hcp/policy.json` in the working directory or its nearest ancestor: the
@@ -262,7 +246,7 @@ impl Context {
     pub fn project_policy_path(&self) -> Option<PathBuf> {
         self.cwd
             .ancestors()
-            .map(|dir| dir.join(".hcp").join("policy.json"))
+            .map(layout::project_policy)
             .find(|path| match std::fs::symlink_metadata(path) {
                 Ok(_) => true,
                 Err(error) => !matches!(

@@ -10,9 +10,25 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::context::Principal;
 use crate::manifest::Effect;
 use crate::template::{is_name, is_pack_id};
+
+/// Who is calling (see docs/bindings.md). Agents never widen their own access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Principal {
+    Terminal,
+    Agent,
+}
+
+impl Principal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Terminal => "terminal",
+            Self::Agent => "agent",
+        }
+    }
+}
 
 /// From weakest to strictest; `Ord` follows, so combining is `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
