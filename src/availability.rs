@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::binding::{Identity, Resolved, Store};
 use crate::catalog::{Origin, Pack};
 use crate::context::env_vars;
-use crate::policy::{self, Policies};
+use crate::policy::{self, Policies, RuleKind};
 use crate::program::{check_bin_file, is_executable, shebang_interpreter};
 // Where `adopt` finds it; the lookup is the program module's.
 pub(crate) use crate::program::resolve_program;
@@ -178,9 +178,9 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         problems.push(Problem {
             flag: Flag::Permitted,
             reason: format!("every command is denied by {}", evaluation.rule),
-            fix: match evaluation.rule.error {
-                Some(_) => "fix the policy file, then run `hcpx policy show`".to_owned(),
-                None => format!("hcpx policy set {id}.* confirm"),
+            fix: match evaluation.rule.kind {
+                RuleKind::Unparsable { .. } => "fix the policy file, then run `hcpx policy show`".to_owned(),
+                _ => format!("hcpx policy set {id}.* confirm"),
             },
         });
     }

@@ -209,7 +209,7 @@ pub(crate) struct Asked {
 /// server, which no policy change opens.
 pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &serde_json::Value) -> Failure {
     let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
-    let failure = if evaluation.rule.matcher == crate::policy::READ_ONLY {
+    let failure = if evaluation.rule.kind == crate::policy::RuleKind::ReadOnly {
         failure.next("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves")
     } else {
         failure.next("hcpx policy show")

@@ -36,7 +36,7 @@ pub use snapshot::{Found, IndexError};
 pub(crate) use snapshot::{Snapshot, Stale};
 
 /// What a search asks: its words, how many results at most, and whether the
-/// matches under the relevance floor are kept (see [`SearchIndex::search`]).
+/// matches under the relevance floor are kept (see [`crate::search::SearchIndex::search`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Query<'a> {
     pub text: &'a str,
@@ -50,7 +50,7 @@ impl<'a> Query<'a> {
     }
 }
 
-/// Ranks `query` over the catalog of `home` (see [`SearchIndex::search`]), from the
+/// Ranks `query` over the catalog of `home` (see [`crate::search::SearchIndex::search`]), from the
 /// index while it is fresh; every result is read from its own files.
 pub fn search(home: &Path, program: Option<&Path>, query: Query<'_>) -> Found {
     search_at(home, program, query, SystemTime::now())
