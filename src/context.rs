@@ -16,6 +16,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::layout;
+use crate::policy::Policies;
 pub use crate::policy::Principal;
 use crate::sandbox::Mode;
 
@@ -120,6 +121,11 @@ pub struct Context {
     pub session: Arc<Session>,
     /// Called about once a second while a child runs (MCP progress).
     pub progress: Option<Arc<dyn Fn(crate::runtime::Progress) + Send + Sync>>,
+    /// The policy files as this call read them, when it read them before its
+    /// command ran (the MCP tool, which seals confirmations with them): the command
+    /// decides by the same ones instead of reading them again. `None`: read when
+    /// needed.
+    pub(crate) policies: Option<Arc<Policies>>,
 }
 
 impl fmt::Debug for Context {
@@ -192,6 +198,7 @@ impl Context {
             self_exe: None,
             session: Arc::new(Session::default()),
             progress: None,
+            policies: None,
         })
     }
 

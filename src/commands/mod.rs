@@ -108,8 +108,14 @@ pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
     }
 }
 
-pub(crate) fn load_policies(ctx: &Context) -> Policies {
-    crate::policy::load(ctx.user_policy_path(), ctx.project_policy_path())
+/// The policy files, as this call read them before its command ran, else read now.
+pub(crate) fn load_policies(ctx: &Context) -> std::sync::Arc<Policies> {
+    ctx.policies.clone().unwrap_or_else(|| {
+        std::sync::Arc::new(crate::policy::load(
+            ctx.user_policy_path(),
+            ctx.project_policy_path(),
+        ))
+    })
 }
 
 /// The binding store, or why it cannot be read (which makes `bound` false).

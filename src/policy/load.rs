@@ -1,5 +1,6 @@
 //! Reading the policy files, the engine's only I/O: the user's and the project's
-//! file each as a [`Layer`]: absent, parsed, or unparsable, which denies.
+//! file each as a [`Layer`] (absent, parsed, or unparsable, which denies), and the
+//! policy in force that a confirmation is sealed with.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,20 @@ impl Layer {
 pub(crate) struct Policies {
     pub user: Layer,
     pub project: Layer,
+}
+
+impl Policies {
+    /// The policy in force as bytes: each layer's path and what it says (its rules
+    /// and defaults, or why it cannot be parsed). Two loads give the same bytes
+    /// exactly when they decide alike; a confirmation is sealed with them.
+    pub(crate) fn in_force(&self) -> Vec<u8> {
+        let layer = |layer: &Layer| match layer {
+            Layer::Absent => Value::Null,
+            Layer::Parsed { path, file } => serde_json::json!({ "path": path, "file": file.to_json() }),
+            Layer::Unparsable { path, error } => serde_json::json!({ "path": path, "error": error }),
+        };
+        serde_json::to_vec(&[layer(&self.user), layer(&self.project)]).unwrap_or_default()
+    }
 }
 
 /// Largest policy file read; a larger one denies.

@@ -311,6 +311,30 @@ fn built_in_rules_keep_their_names() {
     );
 }
 
+/// What a confirmation is sealed with changes with what the files say, and only then.
+#[test]
+fn the_policy_in_force_is_what_the_files_say() {
+    let load = |user_text: &str| Policies {
+        user: user(user_text),
+        project: Layer::Absent,
+    };
+    let confirm = r#"{"rules":[{"match":"git.*","decision":"confirm"}]}"#;
+    let spaced = r#"{ "rules": [ { "match": "git.*", "decision": "confirm" } ] }"#;
+    let human = r#"{"rules":[{"match":"git.*","decision":"confirm-human"}]}"#;
+    assert_eq!(load(confirm).in_force(), load(spaced).in_force());
+    assert_ne!(load(confirm).in_force(), load(human).in_force());
+    let elsewhere = Policies {
+        user: parsed("/other/policy.json", confirm),
+        project: Layer::Absent,
+    };
+    assert_ne!(load(confirm).in_force(), elsewhere.in_force());
+    let absent = Policies {
+        user: Layer::Absent,
+        project: Layer::Absent,
+    };
+    assert_ne!(absent.in_force(), load("{}").in_force());
+}
+
 #[test]
 fn permitted_when_any_command_is_not_denied() {
     let policies = Policies {
