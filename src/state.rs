@@ -161,9 +161,18 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()
     Ok(())
 }
 
-/// Appends one line to `path` with a single `write` on an `O_APPEND` file (mode
-/// 0600) under the lock at `lock`, so concurrent writers never interleave inside a
-/// line.
+#[cfg(test)]
+thread_local! {
+    /// Tests: the size of the pieces [`append_line`] writes a line in, as a short
+    /// write or a file system whose appends are not atomic (NFS) would leave it.
+    static APPEND_PIECES: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Appends one line to `path` (mode 0600), one buffer written to an `O_APPEND` file,
+/// holding the lock at `lock` for as long as the line takes. One `write` of a regular
+/// file is not interleaved with another on a local file system, but a line may take
+/// more than one (`write_all` goes on after a short write) and an `O_APPEND` write
+/// is not atomic on every file system (NFS): the lock keeps the line whole there.
 pub(crate) fn append_line(lock: &Path, path: &Path, line: &str) -> Result<(), StateError> {
     let _lock = Lock::take(lock, Wait::Yes)?;
     let write_error = |source| StateError::Write {
@@ -181,6 +190,14 @@ pub(crate) fn append_line(lock: &Path, path: &Path, line: &str) -> Result<(), St
     let mut buffer = String::with_capacity(line.len() + 1);
     buffer.push_str(line);
     buffer.push('\n');
+    #[cfg(test)]
+    if let Some(piece) = APPEND_PIECES.with(std::cell::Cell::get) {
+        for piece in buffer.as_bytes().chunks(piece) {
+            file.write_all(piece).map_err(write_error)?;
+            std::thread::yield_now();
+        }
+        return Ok(());
+    }
     file.write_all(buffer.as_bytes()).map_err(write_error)
 }
 
@@ -203,20 +220,31 @@ mod tests {
         }
     }
 
+    /// Replaced, not rewritten: a reader that opened the old file (or a hard link to
+    /// it) keeps reading the old contents whole, and the name points to a new file.
     #[test]
     fn atomic_write_replaces_with_mode_and_leaves_no_temp() {
+        use std::io::Read as _;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bindings.json");
         std::fs::write(&path, "old").unwrap();
+        let mut reader = File::open(&path).unwrap();
+        #[cfg(unix)]
+        let before = {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&path).unwrap().ino()
+        };
         write_atomic(&path, b"new", 0o600).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).unwrap();
+        assert_eq!(old, "old", "the file was written in place");
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            assert_eq!(
-                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let meta = std::fs::metadata(&path).unwrap();
+            assert_ne!(meta.ino(), before, "the same file, written in place");
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         }
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -247,22 +275,22 @@ mod tests {
         }
     }
 
+    /// What the append lock is for: a line that takes more than one `write` (here
+    /// written in pieces, as after a short write or on a file system whose appends
+    /// are not atomic) is never cut by another writer's.
     #[test]
     fn concurrent_appends_never_interleave() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join(".append.lock");
         let log = dir.path().join("audit.log");
+        let line = |t: usize, i: usize| format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}", "x".repeat(3000));
         let threads: Vec<_> = (0..8)
             .map(|t| {
                 let (lock, log) = (lock.clone(), log.clone());
                 std::thread::spawn(move || {
+                    APPEND_PIECES.with(|pieces| pieces.set(Some(256)));
                     for i in 0..50 {
-                        append_line(
-                            &lock,
-                            &log,
-                            &format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}", "x".repeat(3000)),
-                        )
-                        .unwrap();
+                        append_line(&lock, &log, &line(t, i)).unwrap();
                     }
                 })
             })
@@ -273,5 +301,10 @@ mod tests {
         for line in text.lines() {
             serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
+        let mut written: Vec<&str> = text.lines().collect();
+        written.sort_unstable();
+        let mut expected: Vec<String> = (0..8).flat_map(|t| (0..50).map(move |i| line(t, i))).collect();
+        expected.sort_unstable();
+        assert_eq!(written, expected, "every line whole, once");
     }
 }

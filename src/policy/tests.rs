@@ -118,12 +118,27 @@ fn most_specific_match_wins() {
     assert_eq!(write.rule.scope, Scope::Builtin);
 }
 
+/// In either order: the strictest, not the first (nor the last) of them.
 #[test]
 fn equally_specific_rules_take_the_strictest() {
     let file = r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.*","decision":"allow"}]}"#;
     let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
     assert_eq!(evaluation.decision, Decision::Deny);
     assert_eq!(evaluation.rule.index(), Some(0));
+    let file = r#"{"rules":[{"match":"git.*","decision":"allow"},{"match":"git.*","decision":"deny"}]}"#;
+    let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.index(), Some(1));
+    // Among equally strict ones, the first.
+    let file = r#"{"rules":[{"match":"git.*","decision":"confirm"},{"match":"git.*","decision":"allow"},{"match":"git.*","decision":"confirm"}]}"#;
+    let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(
+        evaluation,
+        Evaluation {
+            decision: Decision::Confirm,
+            rule: rule(Scope::User, "git.*", Some("/h/policy.json"), Some(0))
+        }
+    );
 }
 
 #[test]
