@@ -70,7 +70,11 @@ pub(crate) fn now() -> String {
 
 pub(crate) fn append(home: &Path, entry: &Entry<'_>) -> Result<(), StateError> {
     let line = serde_json::to_string(entry).unwrap_or_default();
-    state::append_line(home, &home.join("audit.log"), &line)
+    state::append_line(
+        &crate::layout::append_lock(home),
+        &crate::layout::audit_log(home),
+        &line,
+    )
 }
 
 #[cfg(test)]

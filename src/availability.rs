@@ -1,16 +1,17 @@
 //! The four availability flags (see README.md): `installed`, `runnable`, `bound`,
 //! `permitted` and `ready`, each false flag with its reason and the command that
-//! fixes it. Also where a pack's CLI resolves to on this machine.
-
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+//! fixes it.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 use crate::binding::{Identity, Resolved, Store};
-use crate::catalog::{Origin, Pack, check_bin_file};
+use crate::catalog::{Origin, Pack};
 use crate::context::env_vars;
-use crate::policy::{self, Policies};
+use crate::policy::{self, Policies, RuleKind};
+use crate::program::{check_bin_file, is_executable, shebang_interpreter};
+// Where `adopt` finds it; the lookup is the program module's.
+pub(crate) use crate::program::resolve_program;
 use crate::sandbox::{self, Machine, Mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -38,38 +39,6 @@ pub(crate) struct Availability {
     pub permitted: bool,
     pub ready: bool,
     pub problems: Vec<Problem>,
-}
-
-/// Finds an executable `name` on a `PATH` value.
-pub(crate) fn resolve_program(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    std::env::split_paths(path_var?)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
-}
-
-/// The interpreter a script's `#!` line names, when it is an absolute path.
-fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
-    let line = head.strip_prefix(b"#!")?;
-    let end = line.iter().position(|b| *b == b'\n').unwrap_or(line.len());
-    let line = std::str::from_utf8(&line[..end]).ok()?;
-    let program = line.split_whitespace().next()?;
-    program.starts_with('/').then(|| PathBuf::from(program))
 }
 
 /// Why the pack's CLI cannot run here, or `None` when it can.
@@ -209,9 +178,9 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         problems.push(Problem {
             flag: Flag::Permitted,
             reason: format!("every command is denied by {}", evaluation.rule),
-            fix: match evaluation.rule.error {
-                Some(_) => "fix the policy file, then run `hcpx policy show`".to_owned(),
-                None => format!("hcpx policy set {id}.* confirm"),
+            fix: match evaluation.rule.kind {
+                RuleKind::Unparsable { .. } => "fix the policy file, then run `hcpx policy show`".to_owned(),
+                _ => format!("hcpx policy set {id}.* confirm"),
             },
         });
     }
@@ -229,6 +198,8 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     use crate::catalog::Catalog;
@@ -276,27 +247,5 @@ mod tests {
         );
         assert!(flags_for("transit", &machine(false), Mode::BestEffort).runnable);
         assert!(flags_for("transit", &machine(true), Mode::Strict).ready);
-    }
-
-    #[test]
-    fn shebang_interpreters() {
-        assert_eq!(
-            shebang_interpreter(b"#!/bin/sh\necho"),
-            Some(PathBuf::from("/bin/sh"))
-        );
-        assert_eq!(
-            shebang_interpreter(b"#! /usr/bin/env python3\n"),
-            Some(PathBuf::from("/usr/bin/env"))
-        );
-        assert_eq!(shebang_interpreter(b"#!python\n"), None);
-        assert_eq!(shebang_interpreter(b"echo"), None);
-    }
-
-    #[test]
-    fn resolves_programs_on_path_only_from_absolute_dirs() {
-        assert!(resolve_program("sh", Some("/usr/bin:/bin")).is_some());
-        assert!(resolve_program("sh", Some("relative/bin")).is_none());
-        assert!(resolve_program("sh", None).is_none());
-        assert!(resolve_program("no-such-program-hcpx", Some("/usr/bin:/bin")).is_none());
     }
 }

@@ -1,11 +1,14 @@
 //! What a long-lived server keeps between calls: the catalog, read again only when
 //! the installed packs change; installed packs loaded one at a time (what exec and
-//! skill need); and the packs index held in memory for searches. Its own module so
-//! that the catalog does not depend on the index and search, which rank its packs.
+//! skill need); and the packs index held in memory for searches ([`Memo`]). Its own
+//! module so that the catalog does not depend on the index and search, which rank
+//! its packs.
 
 use std::path::Path;
+use std::time::SystemTime;
 
 use crate::catalog::{Catalog, MANIFEST_FILE, Origin, Pack, SKILL_FILE, builtins};
+use crate::index::{Found, Key, Query, Snapshot, Stale};
 
 /// (path, modified, length) of each file that makes up the installed packs.
 type Fingerprint = Vec<(String, Option<std::time::SystemTime>, u64)>;
@@ -52,8 +55,8 @@ pub struct CatalogCache {
     current: std::sync::Mutex<Option<(Fingerprint, std::sync::Arc<Catalog>)>>,
     /// Installed packs loaded one at a time (what exec needs), by id.
     single: std::sync::Mutex<std::collections::HashMap<String, (PackStamp, Pack)>>,
-    /// The packs index, held for searches (see [`crate::index::Memo`]).
-    search: crate::index::Memo,
+    /// The packs index, held for searches.
+    search: Memo,
 }
 
 impl CatalogCache {
@@ -92,12 +95,7 @@ impl CatalogCache {
 
     /// The packs matching `query`, best first, and the broken installed packs, as
     /// [`crate::index::search`] finds them, from the index held here while fresh.
-    pub fn search(
-        &self,
-        home: &Path,
-        program: Option<&Path>,
-        query: crate::index::Query<'_>,
-    ) -> crate::index::Found {
+    pub fn search(&self, home: &Path, program: Option<&Path>, query: Query<'_>) -> Found {
         self.search.search(home, program, query)
     }
 
@@ -119,9 +117,69 @@ impl CatalogCache {
     }
 }
 
+/// The packs index held in memory by a long-lived server, with the freshness rules
+/// of the file ([`crate::index`]): used while the [`Key`] read now is
+/// the one it was built for and its broken packs are unchanged; each result's files
+/// are checked against their stamps before it is returned, and a result edited in
+/// place rebuilds it. A call costs a few `stat`s and the ranking, instead of the
+/// `stat` of every installed pack's files. Rebuilding also writes the index file.
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    current: std::sync::Mutex<Option<(Key, std::sync::Arc<Snapshot>)>>,
+    /// How many times the packs were read (tests).
+    #[cfg(test)]
+    builds: std::sync::atomic::AtomicUsize,
+}
+
+impl Memo {
+    /// [`crate::index::search`], from the snapshot held while it is fresh.
+    pub(crate) fn search(&self, home: &Path, program: Option<&Path>, query: Query<'_>) -> Found {
+        self.search_at(home, program, query, SystemTime::now())
+    }
+
+    fn search_at(&self, home: &Path, program: Option<&Path>, query: Query<'_>, now: SystemTime) -> Found {
+        let Query {
+            text: query,
+            limit,
+            all,
+        } = query;
+        // Built-in packs only (no `packs/`) are held too: the ranking is built once.
+        let key = Key::read(home, program);
+        let held = self.current.lock().ok().and_then(|guard| {
+            guard
+                .as_ref()
+                .filter(|(seen, _)| *seen == key)
+                .map(|(_, snapshot)| snapshot.clone())
+        });
+        if let Some(snapshot) = held
+            && snapshot.broken_unchanged(home)
+            && let Ok(found) = snapshot.found(home, query, limit, all)
+        {
+            return found;
+        }
+        #[cfg(test)]
+        self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let snapshot = Snapshot::build(home, key.clone(), now);
+        let found = snapshot
+            .found(home, query, limit, all)
+            .unwrap_or_else(|Stale| Found {
+                hits: Vec::new(),
+                below_floor: 0,
+                broken: snapshot.broken.clone(),
+            });
+        // Kept only when no change can hide in the clock tick the key was read in.
+        if let Ok(mut guard) = self.current.lock() {
+            *guard = (!key.racy(now)).then(|| (key, std::sync::Arc::new(snapshot.held())));
+        }
+        found
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::tests::{home_with_packs, ids, later, write_pack};
+    use crate::layout::bump_generation;
 
     #[test]
     fn one_pack_is_cached_until_its_files_change() {
@@ -177,5 +235,56 @@ mod tests {
             cache.get(dir.path()).get("weather").unwrap().skill.description,
             "longer text"
         );
+    }
+
+    /// The server's held index answers as the file does, reads the packs again only
+    /// when the key changes, a broken pack is mended or a result was edited in
+    /// place, and is not kept while a change could hide in the key's clock tick.
+    #[test]
+    fn a_held_index_is_used_while_fresh() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let home = home_with_packs();
+        let memo = Memo::default();
+        let search = |query: &str| memo.search_at(home.path(), None, Query::new(query, 10, true), later());
+        assert_eq!(ids(&search("forecast")), ["tides", "weather"]);
+        assert_eq!(ids(&search("rain")), ["weather"]);
+        assert_eq!(search("forecast").broken.len(), 1);
+        assert_eq!(memo.builds.load(Relaxed), 1, "one read of the packs");
+        // Same size, in place: no key part changes; the result is checked.
+        write_pack(home.path(), "weather", "snow tomorrow");
+        assert_eq!(ids(&search("forecast")), ["tides"]);
+        assert_eq!(memo.builds.load(Relaxed), 2);
+        let found = search("snow");
+        assert_eq!(found.hits[0].0.manifest.description, "snow tomorrow");
+        // A pack added by hand changes the folder's stamp, a part of the key.
+        write_pack(home.path(), "hail", "ice forecast");
+        assert_eq!(ids(&search("ice")), ["hail"]);
+        assert_eq!(memo.builds.load(Relaxed), 3);
+        write_pack(home.path(), "broken", "mended");
+        assert_eq!(ids(&search("mended")), ["broken"]);
+        assert!(search("mended").broken.is_empty());
+        assert_eq!(memo.builds.load(Relaxed), 4);
+        // Built-in packs only: held as well.
+        let bare = tempfile::tempdir().unwrap();
+        let builtins = Memo::default();
+        for _ in 0..2 {
+            let found = builtins.search_at(bare.path(), None, Query::new("journey", 10, true), later());
+            assert_eq!(ids(&found), ["transit"]);
+        }
+        assert_eq!(builtins.builds.load(Relaxed), 1);
+        // Racy: used for the call, not kept.
+        let racy = Memo::default();
+        bump_generation(home.path()).unwrap();
+        // `packs/` changed just now, whatever the time the lines above took.
+        std::fs::create_dir(home.path().join("packs/new")).unwrap();
+        std::fs::remove_dir(home.path().join("packs/new")).unwrap();
+        let now = SystemTime::now();
+        for _ in 0..2 {
+            assert_eq!(
+                ids(&racy.search_at(home.path(), None, Query::new("ice", 10, true), now)),
+                ["hail"]
+            );
+        }
+        assert_eq!(racy.builds.load(Relaxed), 2);
     }
 }

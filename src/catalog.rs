@@ -63,19 +63,14 @@ impl Pack {
         let manifest = &self.manifest;
         match (manifest.bin_file(), &self.origin) {
             (Some(file), Origin::Installed { dir }) => Ok(dir.join(file)),
-            (Some(file), Origin::Builtin { bin: Some(bytes) }) => Ok(home
-                .join(".builtin")
-                .join(format!(
-                    "{}-{}-{}",
-                    manifest.id,
-                    manifest.version,
-                    &digest(bytes)[..8]
-                ))
-                .join(file)),
+            (Some(file), Origin::Builtin { bin: Some(bytes) }) => {
+                let name = format!("{}-{}-{}", manifest.id, manifest.version, &digest(bytes)[..8]);
+                Ok(crate::layout::builtin_copy(home, &name).join(file))
+            }
             (Some(_), Origin::Builtin { bin: None }) => Err(ProgramError::MissingBuiltin),
             (None, _) => {
                 let name = manifest.bin.first().map(String::as_str).unwrap_or_default();
-                crate::availability::resolve_program(name, path_var).ok_or_else(|| ProgramError::NotOnPath {
+                crate::program::resolve_program(name, path_var).ok_or_else(|| ProgramError::NotOnPath {
                     name: name.to_owned(),
                 })
             }
@@ -110,7 +105,7 @@ pub fn write_program(home: &Path, program: &Path, bytes: &[u8]) -> Result<(), Pr
     crate::state::ensure_home(home).map_err(|error| failed(&error))?;
     let dir = program.parent().unwrap_or(home);
     std::fs::create_dir_all(dir).map_err(|error| failed(&error))?;
-    let _lock = crate::state::Lock::acquire(home).map_err(|error| failed(&error))?;
+    let _lock = crate::layout::lock(home).map_err(|error| failed(&error))?;
     crate::state::write_atomic(program, bytes, 0o755).map_err(|error| failed(&error))
 }
 
@@ -203,31 +198,8 @@ pub fn load_dir(dir: &Path) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
     })?;
     let skill_text = std::fs::read_to_string(dir.join(SKILL_FILE)).ok();
     parse_pack(&manifest_text, skill_text.as_deref(), |file| {
-        check_bin_file(&dir.join(file))
+        crate::program::check_bin_file(&dir.join(file))
     })
-}
-
-/// Why a pack's `./FILE` cannot run, or `None` when it is an executable regular file.
-pub fn check_bin_file(path: &Path) -> Option<String> {
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Some(format!("./{name} is not in the pack")),
-        Ok(meta) if !meta.file_type().is_file() => Some(format!("./{name} is not a regular file")),
-        Ok(meta) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                if meta.permissions().mode() & 0o111 == 0 {
-                    return Some(format!("./{name} is not executable (chmod +x {name})"));
-                }
-            }
-            let _ = meta;
-            None
-        }
-    }
 }
 
 static BUILTINS: OnceLock<(Vec<Pack>, Vec<BrokenPack>)> = OnceLock::new();

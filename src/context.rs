@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::layout;
+use crate::policy::Policies;
+pub use crate::policy::Principal;
 use crate::sandbox::Mode;
 
 /// Environment variable names hcpx itself reads, in one place.
@@ -30,23 +32,6 @@ pub mod env_vars {
     pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
     pub const HOME: &str = "HOME";
     pub const PATH: &str = "PATH";
-}
-
-/// Who is calling (see docs/bindings.md). Agents never widen their own access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Principal {
-    Terminal,
-    Agent,
-}
-
-impl Principal {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Terminal => "terminal",
-            Self::Agent => "agent",
-        }
-    }
 }
 
 /// A person's answer to a confirmation.
@@ -136,6 +121,11 @@ pub struct Context {
     pub session: Arc<Session>,
     /// Called about once a second while a child runs (MCP progress).
     pub progress: Option<Arc<dyn Fn(crate::runtime::Progress) + Send + Sync>>,
+    /// The policy files as this call read them, when it read them before its
+    /// command ran (the MCP tool, which seals confirmations with them): the command
+    /// decides by the same ones instead of reading them again. `None`: read when
+    /// needed.
+    pub(crate) policies: Option<Arc<Policies>>,
 }
 
 impl fmt::Debug for Context {
@@ -172,7 +162,7 @@ impl Context {
                     .get(env_vars::HOME)
                     .filter(|value| !value.is_empty())
                     .ok_or(ContextError::NoHome)?;
-                absolute(&cwd, Path::new(user_home)).join(".hcp")
+                absolute(&cwd, Path::new(user_home)).join(layout::DEFAULT_HOME)
             }
         };
         // An agent is anyone who says so at all: any value but empty, `0` or `false`.
@@ -208,6 +198,7 @@ impl Context {
             self_exe: None,
             session: Arc::new(Session::default()),
             progress: None,
+            policies: None,
         })
     }
 
@@ -245,15 +236,15 @@ impl Context {
     }
 
     pub fn packs_dir(&self) -> PathBuf {
-        self.home.join("packs")
+        layout::packs(&self.home)
     }
 
     pub fn user_policy_path(&self) -> PathBuf {
-        self.home.join("policy.json")
+        layout::user_policy(&self.home)
     }
 
     pub fn bindings_path(&self) -> PathBuf {
-        self.home.join("bindings.json")
+        layout::bindings(&self.home)
     }
 
     /// `.hcp/policy.json` in the working directory or its nearest ancestor: the
@@ -262,7 +253,7 @@ impl Context {
     pub fn project_policy_path(&self) -> Option<PathBuf> {
         self.cwd
             .ancestors()
-            .map(|dir| dir.join(".hcp").join("policy.json"))
+            .map(layout::project_policy)
             .find(|path| match std::fs::symlink_metadata(path) {
                 Ok(_) => true,
                 Err(error) => !matches!(

@@ -1,8 +1,9 @@
 //! Writes to the user's state files (see README.md): `$HCP_HOME` created 0700 on first
 //! write; every file replaced atomically (a temporary file in the same folder, synced,
 //! then renamed) while holding an exclusive lock, so a crash leaves the old or the new
-//! file and a second `hcpx` process never interleaves with this one. Taking the lock
-//! removes the temporary files of writes that a kill cut short.
+//! file and a second `hcpx` process never interleaves with this one; lines appended
+//! whole. Which files and locks there are is [`crate::layout`]'s: taking its state
+//! lock removes the temporary files of writes that a kill cut short.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -48,50 +49,34 @@ pub(crate) fn ensure_home(home: &Path) -> Result<(), StateError> {
     })
 }
 
-/// An exclusive advisory lock on `$HCP_HOME/.lock`, released on drop.
+/// An exclusive advisory lock on a file of `$HCP_HOME`, released on drop. Which
+/// files are locks, and what taking the state lock also does, is
+/// [`crate::layout`]'s.
 pub(crate) struct Lock {
     _file: File,
 }
 
-/// The state lock's file in `$HCP_HOME`.
-const STATE_LOCK: &str = ".lock";
+/// Whether taking a [`Lock`] waits for whoever holds it.
+#[derive(Clone, Copy)]
+pub(crate) enum Wait {
+    Yes,
+    No,
+}
 
 impl Lock {
-    /// The lock for the state files (policy, bindings, packs), waited for. Taking it
-    /// removes the temporary files of writes cut short (see [`sweep_temporaries`]).
-    pub(crate) fn acquire(home: &Path) -> Result<Self, StateError> {
-        let lock = Self::named(home, STATE_LOCK, Wait::Yes)?.ok_or_else(|| StateError::Lock {
-            path: home.join(STATE_LOCK),
-            source: std::io::ErrorKind::WouldBlock.into(),
-        })?;
-        sweep_temporaries(home);
-        Ok(lock)
-    }
-
-    /// The state lock if no one holds it now, without waiting: for writes that may
-    /// as well not happen (a cache).
-    pub(crate) fn try_acquire(home: &Path) -> Result<Option<Self>, StateError> {
-        let lock = Self::named(home, STATE_LOCK, Wait::No)?;
-        if lock.is_some() {
-            sweep_temporaries(home);
-        }
-        Ok(lock)
-    }
-
-    /// A lock of its own, so appending to the audit log while holding the state lock
-    /// can never wait on itself. `None` when `wait` is [`Wait::No`] and it is held.
-    fn named(home: &Path, name: &str, wait: Wait) -> Result<Option<Self>, StateError> {
-        ensure_home(home)?;
-        let path = home.join(name);
+    /// Locks the file at `path` (created, as the folder it is in, if need be).
+    /// `None` when `wait` is [`Wait::No`] and someone holds it.
+    pub(crate) fn take(path: &Path, wait: Wait) -> Result<Option<Self>, StateError> {
+        ensure_home(path.parent().unwrap_or(Path::new(".")))?;
         let lock_error = |source| StateError::Lock {
-            path: path.clone(),
+            path: path.to_path_buf(),
             source,
         };
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&path)
+            .open(path)
             .map_err(lock_error)?;
         #[cfg(unix)]
         {
@@ -112,38 +97,10 @@ impl Lock {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Wait {
-    Yes,
-    No,
-}
-
-/// Where [`write_atomic`] writes under the state lock: `$HCP_HOME` itself and the
-/// folders of the CLIs hcpx writes there (`.builtin/*/`, `.installed/*/`). The
-/// install work folder (`packs/.work`) goes whole when a change ends or is
-/// recovered, and host files (`adopt`) are not hcpx's folders: another `HCP_HOME`'s
-/// hcpx may be writing one.
-const PROGRAM_FOLDERS: [&str; 2] = [".builtin", ".installed"];
-
-/// Removes the temporary files (`.NAME.XXXXXX.tmp`) that atomic writes left when
-/// hcpx was killed in the middle of one. The caller holds the state lock, and every
-/// writer of these folders writes under it, so none of them is a write in flight.
-fn sweep_temporaries(home: &Path) {
-    remove_temporaries_in(home);
-    for folder in PROGRAM_FOLDERS {
-        for entry in std::fs::read_dir(home.join(folder))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                remove_temporaries_in(&entry.path());
-            }
-        }
-    }
-}
-
-fn remove_temporaries_in(dir: &Path) {
+/// Removes the temporary files (`.NAME.XXXXXX.tmp`) that atomic writes left in `dir`
+/// when hcpx was killed in the middle of one. The caller holds the lock every writer
+/// of `dir` writes under, so none of them is a write in flight.
+pub(crate) fn remove_temporaries_in(dir: &Path) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let temporary = entry.file_name().to_str().is_some_and(is_temporary);
         if temporary
@@ -204,10 +161,20 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()
     Ok(())
 }
 
-/// Appends one line with a single `write` on an `O_APPEND` file (mode 0600) under
-/// the lock, so concurrent writers never interleave inside a line.
-pub(crate) fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), StateError> {
-    let _lock = Lock::named(home, ".append.lock", Wait::Yes)?;
+#[cfg(test)]
+thread_local! {
+    /// Tests: the size of the pieces [`append_line`] writes a line in, as a short
+    /// write or a file system whose appends are not atomic (NFS) would leave it.
+    static APPEND_PIECES: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Appends one line to `path` (mode 0600), one buffer written to an `O_APPEND` file,
+/// holding the lock at `lock` for as long as the line takes. One `write` of a regular
+/// file is not interleaved with another on a local file system, but a line may take
+/// more than one (`write_all` goes on after a short write) and an `O_APPEND` write
+/// is not atomic on every file system (NFS): the lock keeps the line whole there.
+pub(crate) fn append_line(lock: &Path, path: &Path, line: &str) -> Result<(), StateError> {
+    let _lock = Lock::take(lock, Wait::Yes)?;
     let write_error = |source| StateError::Write {
         path: path.to_path_buf(),
         source,
@@ -223,6 +190,14 @@ pub(crate) fn append_line(home: &Path, path: &Path, line: &str) -> Result<(), St
     let mut buffer = String::with_capacity(line.len() + 1);
     buffer.push_str(line);
     buffer.push('\n');
+    #[cfg(test)]
+    if let Some(piece) = APPEND_PIECES.with(std::cell::Cell::get) {
+        for piece in buffer.as_bytes().chunks(piece) {
+            file.write_all(piece).map_err(write_error)?;
+            std::thread::yield_now();
+        }
+        return Ok(());
+    }
     file.write_all(buffer.as_bytes()).map_err(write_error)
 }
 
@@ -245,20 +220,31 @@ mod tests {
         }
     }
 
+    /// Replaced, not rewritten: a reader that opened the old file (or a hard link to
+    /// it) keeps reading the old contents whole, and the name points to a new file.
     #[test]
     fn atomic_write_replaces_with_mode_and_leaves_no_temp() {
+        use std::io::Read as _;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bindings.json");
         std::fs::write(&path, "old").unwrap();
+        let mut reader = File::open(&path).unwrap();
+        #[cfg(unix)]
+        let before = {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(&path).unwrap().ino()
+        };
         write_atomic(&path, b"new", 0o600).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).unwrap();
+        assert_eq!(old, "old", "the file was written in place");
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            assert_eq!(
-                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let meta = std::fs::metadata(&path).unwrap();
+            assert_ne!(meta.ino(), before, "the same file, written in place");
+            assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         }
         let names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -289,58 +275,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn taking_the_state_lock_removes_temporaries_left_behind() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path();
-        let program = home.join(".installed/probe-abc");
-        std::fs::create_dir_all(&program).unwrap();
-        let left = [
-            home.join(".bindings.json.Ab3dE9.tmp"),
-            program.join(".probe.x1y2z3.tmp"),
-        ];
-        let kept = [home.join("notes.tmp"), program.join("probe")];
-        for path in left.iter().chain(&kept) {
-            std::fs::write(path, "x").unwrap();
-        }
-        // A folder so named is not a temporary file.
-        std::fs::create_dir(home.join(".adopted.json.qwerty.tmp")).unwrap();
-        let lock = Lock::acquire(home).unwrap();
-        assert!(left.iter().all(|path| !path.exists()));
-        assert!(kept.iter().all(|path| path.exists()));
-        assert!(home.join(".adopted.json.qwerty.tmp").is_dir());
-        // Held: another taker does not wait, and takes nothing away.
-        std::fs::write(&left[0], "in flight").unwrap();
-        assert!(Lock::try_acquire(home).unwrap().is_none());
-        assert!(left[0].exists());
-        drop(lock);
-        assert!(Lock::try_acquire(home).unwrap().is_some());
-        assert!(!left[0].exists());
-    }
-
-    #[test]
-    fn appending_while_holding_the_state_lock_does_not_wait() {
-        let dir = tempfile::tempdir().unwrap();
-        let _held = Lock::acquire(dir.path()).unwrap();
-        append_line(dir.path(), &dir.path().join("audit.log"), "{}").unwrap();
-    }
-
+    /// What the append lock is for: a line that takes more than one `write` (here
+    /// written in pieces, as after a short write or on a file system whose appends
+    /// are not atomic) is never cut by another writer's.
     #[test]
     fn concurrent_appends_never_interleave() {
         let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().to_path_buf();
-        let log = home.join("audit.log");
+        let lock = dir.path().join(".append.lock");
+        let log = dir.path().join("audit.log");
+        let line = |t: usize, i: usize| format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}", "x".repeat(3000));
         let threads: Vec<_> = (0..8)
             .map(|t| {
-                let (home, log) = (home.clone(), log.clone());
+                let (lock, log) = (lock.clone(), log.clone());
                 std::thread::spawn(move || {
+                    APPEND_PIECES.with(|pieces| pieces.set(Some(256)));
                     for i in 0..50 {
-                        append_line(
-                            &home,
-                            &log,
-                            &format!("{{\"t\":{t},\"i\":{i},\"pad\":\"{}\"}}", "x".repeat(3000)),
-                        )
-                        .unwrap();
+                        append_line(&lock, &log, &line(t, i)).unwrap();
                     }
                 })
             })
@@ -351,5 +301,10 @@ mod tests {
         for line in text.lines() {
             serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
+        let mut written: Vec<&str> = text.lines().collect();
+        written.sort_unstable();
+        let mut expected: Vec<String> = (0..8).flat_map(|t| (0..50).map(move |i| line(t, i))).collect();
+        expected.sort_unstable();
+        assert_eq!(written, expected, "every line whole, once");
     }
 }

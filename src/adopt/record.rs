@@ -16,7 +16,7 @@ use super::AdoptError;
 use crate::state;
 
 /// The record's file name under `$HCP_HOME`.
-pub const FILE: &str = "adopted.json";
+pub const FILE: &str = crate::layout::ADOPTED_FILE;
 
 /// The only layout this build reads and writes.
 const VERSION: u32 = 1;

@@ -571,7 +571,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     }
     // Under the lock, from what the files and the record are now: a prompt can take
     // long, and what was confirmed must still be what is written.
-    let _lock = state::Lock::acquire(&ctx.home).map_err(state_failure)?;
+    let _lock = crate::layout::lock(&ctx.home).map_err(state_failure)?;
     let again = plan(ctx, &host, scope, request)?;
     if again.changes != planned.changes {
         return Err(Failure::new(

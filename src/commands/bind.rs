@@ -20,7 +20,7 @@ fn state_failure(error: &impl std::fmt::Display) -> Failure {
 /// Loads, changes and writes the store under the lock. An unparsable store is
 /// never overwritten.
 pub(crate) fn update(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, Failure> {
-    let _lock = state::Lock::acquire(&ctx.home).map_err(|error| state_failure(&error))?;
+    let _lock = crate::layout::lock(&ctx.home).map_err(|error| state_failure(&error))?;
     let path = ctx.bindings_path();
     let mut store = Store::load(&path).map_err(|error| state_failure(&error))?;
     store.version = 1;

@@ -108,8 +108,14 @@ pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
     }
 }
 
-pub(crate) fn load_policies(ctx: &Context) -> Policies {
-    crate::policy::load(ctx.user_policy_path(), ctx.project_policy_path())
+/// The policy files, as this call read them before its command ran, else read now.
+pub(crate) fn load_policies(ctx: &Context) -> std::sync::Arc<Policies> {
+    ctx.policies.clone().unwrap_or_else(|| {
+        std::sync::Arc::new(crate::policy::load(
+            ctx.user_policy_path(),
+            ctx.project_policy_path(),
+        ))
+    })
 }
 
 /// The binding store, or why it cannot be read (which makes `bound` false).
@@ -209,7 +215,7 @@ pub(crate) struct Asked {
 /// server, which no policy change opens.
 pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &serde_json::Value) -> Failure {
     let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
-    let failure = if evaluation.rule.matcher == crate::policy::READ_ONLY {
+    let failure = if evaluation.rule.kind == crate::policy::RuleKind::ReadOnly {
         failure.next("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves")
     } else {
         failure.next("hcpx policy show")

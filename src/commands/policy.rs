@@ -237,7 +237,7 @@ fn edit_user_policy<T>(
     change: impl FnOnce(&mut PolicyFile) -> Result<T, Failure>,
 ) -> Result<(T, std::path::PathBuf), Failure> {
     let path = ctx.user_policy_path();
-    let _lock = state::Lock::acquire(&ctx.home)
+    let _lock = crate::layout::lock(&ctx.home)
         .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),

@@ -25,6 +25,7 @@ use serde_json::Value;
 use super::{Server, modern};
 use crate::context::{Answer, Context, Human};
 use crate::error::{Failure, Reason};
+use crate::policy::Policies;
 
 /// How long a person has to answer a confirmation through the host.
 const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -57,22 +58,22 @@ impl Seals {
         self.codec.is_some()
     }
 
-    /// A state for this argv in `ctx`, good once and for [`STATE_TTL`].
-    fn seal(&self, ctx: &Context, argv: &[String]) -> Option<String> {
+    /// A state for this argv in `ctx` under `policies`, good once and for [`STATE_TTL`].
+    fn seal(&self, ctx: &Context, argv: &[String], policies: &Policies) -> Option<String> {
         let codec = self.codec.as_ref()?;
         let nonce = self.nonces.fetch_add(1, Ordering::Relaxed).to_string();
-        let context = sealed_context(ctx, argv);
+        let context = sealed_context(ctx, argv, policies);
         let options = SealOptions::new().associated_data(&context).ttl(STATE_TTL);
         codec.seal_json_with(&Sealed { nonce }, &options).ok()
     }
 
     /// Opens a sealed state for this very argv in `ctx`, once. Any failure is one
     /// answer.
-    fn open(&self, state: &str, ctx: &Context, argv: &[String]) -> bool {
+    fn open(&self, state: &str, ctx: &Context, argv: &[String], policies: &Policies) -> bool {
         let Some(codec) = self.codec.as_ref() else {
             return false;
         };
-        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv)) else {
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv, policies)) else {
             return false;
         };
         let Ok(mut used) = self.used.lock() else {
@@ -95,18 +96,14 @@ fn fresh_key() -> Option<Vec<u8>> {
 }
 
 /// The associated data a state is sealed with, so that it opens only for the same
-/// call: the argv, the working directory and the policy in force (the contents of
-/// both policy files).
-fn sealed_context(ctx: &Context, argv: &[String]) -> Vec<u8> {
-    let read =
-        |path: Option<std::path::PathBuf>| path.and_then(|path| std::fs::read(path).ok()).unwrap_or_default();
+/// call: the argv, the working directory and the policy in force (what both policy
+/// files say, as the call read them once: the very policy its command decides by).
+fn sealed_context(ctx: &Context, argv: &[String], policies: &Policies) -> Vec<u8> {
     let mut context = argv.join("\0").into_bytes();
     context.push(0);
     context.extend(ctx.cwd.display().to_string().into_bytes());
     context.push(0);
-    context.extend(read(Some(ctx.user_policy_path())));
-    context.push(0);
-    context.extend(read(ctx.project_policy_path()));
+    context.extend(policies.in_force());
     context
 }
 
@@ -128,12 +125,13 @@ pub(crate) struct Confirmation {
 impl Server {
     /// Who answers `argv`'s confirmation in this request. `resume` is the client's
     /// answer to an earlier `InputRequiredResult`; a state that does not open for
-    /// this argv is refused, and nothing runs.
+    /// this argv under `policies` is refused, and nothing runs.
     pub(crate) fn confirmation(
         &self,
         request: &RequestContext<RoleServer>,
         resume: Option<(&InputResponses, &str)>,
         argv: &[String],
+        policies: &Policies,
     ) -> Result<Confirmation, Failure> {
         if !modern(request) {
             if request
@@ -158,7 +156,7 @@ impl Server {
         }
         match resume {
             Some((responses, state)) => {
-                if !self.seals.open(state, &self.base, argv) {
+                if !self.seals.open(state, &self.base, argv, policies) {
                     return Err(Failure::new(
                         Reason::NeedsConfirmation,
                         "that confirmation is expired, altered, for another command or already used; \
@@ -192,12 +190,13 @@ impl Server {
         &self,
         confirmation: Confirmation,
         argv: &[String],
+        policies: &Policies,
         plan: Option<&Value>,
     ) -> Option<InputRequiredResult> {
         let question = confirmation
             .deferred
             .and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()))?;
-        let state = self.seals.seal(&self.base, argv)?;
+        let state = self.seals.seal(&self.base, argv, policies)?;
         let plan = plan.map(ToString::to_string).unwrap_or_default();
         let params = confirm_params(format!("{question}\nPlan: {plan}"))?;
         let mut requests = InputRequests::new();

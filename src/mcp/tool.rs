@@ -121,6 +121,10 @@ impl Server {
         };
         let mut call = self.base.clone();
         call.confirmed = input.confirm;
+        // The policy files, read once: a confirmation is sealed with (or opened
+        // against) the very policy the command decides by.
+        let policies = crate::commands::load_policies(&call);
+        call.policies = Some(policies.clone());
         let mut confirmation = None;
         let mut forwarder = None;
         // The call stops when its request is cancelled or the server shuts down.
@@ -138,7 +142,7 @@ impl Server {
         }));
         call.cancel = cancel;
         if let Some(request) = ctx {
-            let asked = match self.confirmation(request, resume, &input.argv) {
+            let asked = match self.confirmation(request, resume, &input.argv, &policies) {
                 Ok(asked) => asked,
                 Err(failure) => return view::refusal(failure).into(),
             };
@@ -156,7 +160,12 @@ impl Server {
             let _ = forwarder.await;
         }
         if let Some(deferred) = confirmation.and_then(|confirmation| {
-            self.input_required(confirmation, &input.argv, executed.envelope.data.as_ref())
+            self.input_required(
+                confirmation,
+                &input.argv,
+                &policies,
+                executed.envelope.data.as_ref(),
+            )
         }) {
             return deferred.into();
         }

@@ -72,18 +72,8 @@ pub(super) fn read_bindings(ctx: &Context, pack: &Pack) -> Bindings {
             (files, manifest.bin_file(), &current.integrity)
         && let Some(bytes) = files.remove(bin)
     {
-        let tag: String = integrity
-            .trim_start_matches("sha512-")
-            .chars()
-            .take(22)
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
         bindings.pinned = Some(Pinned {
-            program: ctx
-                .home
-                .join(".installed")
-                .join(format!("{}-{tag}", manifest.id))
-                .join(bin),
+            program: install::pinned_copy(&ctx.home, &manifest.id, integrity, bin),
             bytes,
         });
     }

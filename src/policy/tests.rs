@@ -1,6 +1,12 @@
 //! Every decision path of the engine, asserting whole evaluations.
 
+use std::path::PathBuf;
+
+use super::evaluate::RuleRef;
+use super::rules::Scope;
+use super::show::Ignored;
 use super::*;
+use crate::manifest::Effect;
 
 fn parsed(scope_path: &str, text: &str) -> Layer {
     Layer::Parsed {
@@ -28,14 +34,25 @@ fn decide(pack: &str, command: &str, effect: Effect, user: Layer, project: Layer
     )
 }
 
+/// The rule `matcher` of a file's `rules` at `index`, or with none the default
+/// `defaults.EFFECT`.
 fn rule(scope: Scope, matcher: &str, file: Option<&str>, index: Option<usize>) -> RuleRef {
-    RuleRef {
+    let kind = match index {
+        Some(index) => RuleKind::Rule {
+            matcher: Matcher::parse(matcher).unwrap(),
+            index,
+        },
+        None => RuleKind::Default {
+            effect: Effect::parse(matcher.strip_prefix("defaults.").unwrap()).unwrap(),
+        },
+    };
+    let rule = RuleRef {
         scope,
-        matcher: matcher.to_owned(),
         file: file.map(PathBuf::from),
-        index,
-        error: None,
-    }
+        kind,
+    };
+    assert_eq!(rule.matcher(), matcher);
+    rule
 }
 
 #[test]
@@ -93,20 +110,35 @@ fn most_specific_match_wins() {
     );
     let log = decide("git", "log", Effect::Read, user(file), Layer::Absent);
     assert_eq!(log.decision, Decision::Confirm);
-    assert_eq!(log.rule.matcher, "git.*");
+    assert_eq!(log.rule.matcher(), "git.*");
     let other = decide("jq", "filter", Effect::Read, user(file), Layer::Absent);
     assert_eq!(other.decision, Decision::Deny);
-    assert_eq!(other.rule.matcher, "*.read");
+    assert_eq!(other.rule.matcher(), "*.read");
     let write = decide("jq", "x", Effect::Write, user(file), Layer::Absent);
     assert_eq!(write.rule.scope, Scope::Builtin);
 }
 
+/// In either order: the strictest, not the first (nor the last) of them.
 #[test]
 fn equally_specific_rules_take_the_strictest() {
     let file = r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.*","decision":"allow"}]}"#;
     let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
     assert_eq!(evaluation.decision, Decision::Deny);
-    assert_eq!(evaluation.rule.index, Some(0));
+    assert_eq!(evaluation.rule.index(), Some(0));
+    let file = r#"{"rules":[{"match":"git.*","decision":"allow"},{"match":"git.*","decision":"deny"}]}"#;
+    let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(evaluation.rule.index(), Some(1));
+    // Among equally strict ones, the first.
+    let file = r#"{"rules":[{"match":"git.*","decision":"confirm"},{"match":"git.*","decision":"allow"},{"match":"git.*","decision":"confirm"}]}"#;
+    let evaluation = decide("git", "log", Effect::Read, user(file), Layer::Absent);
+    assert_eq!(
+        evaluation,
+        Evaluation {
+            decision: Decision::Confirm,
+            rule: rule(Scope::User, "git.*", Some("/h/policy.json"), Some(0))
+        }
+    );
 }
 
 #[test]
@@ -171,7 +203,13 @@ fn unparsable_files_deny_everything() {
     };
     let evaluation = decide("transit", "plan", Effect::Read, broken.clone(), Layer::Absent);
     assert_eq!(evaluation.decision, Decision::Deny);
-    assert_eq!(evaluation.rule.matcher, "unparsable");
+    assert_eq!(evaluation.rule.matcher(), "unparsable");
+    assert_eq!(
+        evaluation.rule.kind,
+        RuleKind::Unparsable {
+            error: "not valid JSON".to_owned()
+        }
+    );
     assert_eq!(
         evaluation.rule.to_string(),
         "unparsable policy file /h/policy.json (not valid JSON)"
@@ -243,6 +281,73 @@ fn pack_ids_with_dots_split_at_the_last_dot() {
 fn access_refuses_agents_always() {
     assert_eq!(access(Principal::Agent).decision, Decision::Deny);
     assert_eq!(access(Principal::Terminal).decision, Decision::Allow);
+    assert_eq!(access(Principal::Agent).rule.matcher(), "access.agent");
+}
+
+/// The built-in kinds read and serialize as their names always have.
+#[test]
+fn built_in_rules_keep_their_names() {
+    let denied = read_only(Effect::Write).unwrap();
+    assert_eq!(denied.rule.kind, RuleKind::ReadOnly);
+    assert_eq!(denied.rule.to_string(), "built-in default `read-only`");
+    assert_eq!(
+        serde_json::to_value(&denied.rule).unwrap(),
+        serde_json::json!({ "scope": "builtin", "match": "read-only", "file": null, "index": null })
+    );
+    assert!(read_only(Effect::Read).is_none());
+    let broken = decide(
+        "git",
+        "log",
+        Effect::Read,
+        Layer::Unparsable {
+            path: "/h/policy.json".into(),
+            error: "bad".into(),
+        },
+        Layer::Absent,
+    );
+    assert_eq!(
+        serde_json::to_value(&broken.rule).unwrap(),
+        serde_json::json!({ "scope": "user", "match": "unparsable", "file": "/h/policy.json", "index": null, "error": "bad" })
+    );
+    let ruled = decide(
+        "git",
+        "log",
+        Effect::Read,
+        user(r#"{"rules":[{"match":"git.log","decision":"deny"}]}"#),
+        Layer::Absent,
+    );
+    assert_eq!(
+        serde_json::to_value(&ruled.rule).unwrap(),
+        serde_json::json!({ "scope": "user", "match": "git.log", "file": "/h/policy.json", "index": 0 })
+    );
+    assert_eq!(
+        ruled.rule.to_string(),
+        "rule `git.log` (rules[0]) in /h/policy.json"
+    );
+}
+
+/// What a confirmation is sealed with changes with what the files say, and only then.
+#[test]
+fn the_policy_in_force_is_what_the_files_say() {
+    let load = |user_text: &str| Policies {
+        user: user(user_text),
+        project: Layer::Absent,
+    };
+    let confirm = r#"{"rules":[{"match":"git.*","decision":"confirm"}]}"#;
+    let spaced = r#"{ "rules": [ { "match": "git.*", "decision": "confirm" } ] }"#;
+    let human = r#"{"rules":[{"match":"git.*","decision":"confirm-human"}]}"#;
+    assert_eq!(load(confirm).in_force(), load(spaced).in_force());
+    assert_ne!(load(confirm).in_force(), load(human).in_force());
+    let elsewhere = Policies {
+        user: parsed("/other/policy.json", confirm),
+        project: Layer::Absent,
+    };
+    assert_ne!(load(confirm).in_force(), elsewhere.in_force());
+    let absent = Policies {
+        user: Layer::Absent,
+        project: Layer::Absent,
+    };
+    assert_ne!(absent.in_force(), load("{}").in_force());
 }
 
 #[test]
@@ -256,7 +361,7 @@ fn permitted_when_any_command_is_not_denied() {
     let commands = [("status", Effect::Read), ("log", Effect::Read)];
     assert!(permits_any("git", commands, &policies).is_ok());
     let err = permits_any("git", [("log", Effect::Read)], &policies).unwrap_err();
-    assert_eq!(err.rule.matcher, "git.*");
+    assert_eq!(err.rule.matcher(), "git.*");
 }
 
 #[test]

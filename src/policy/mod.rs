@@ -1,0 +1,22 @@
+//! The policy engine (see README.md): a pure function from who is calling, which command,
+//! its effect, the user's policy and the project's policy to a [`Decision`] and the
+//! rule that made it. The most specific match wins within a file; across the two
+//! files the stricter decision wins; a file that cannot be parsed denies everything.
+//! Reading the files is [`load()`]'s job; [`evaluate()`] does no I/O.
+//!
+//! The parts: what a policy says (`rules`), reading the files (`load`), the
+//! decision (`evaluate`) and what `policy show` lists (`show`).
+
+mod evaluate;
+mod load;
+mod rules;
+mod show;
+
+pub(crate) use evaluate::{Evaluation, RuleKind, access, evaluate, permits_any, read_only};
+pub(crate) use load::{Layer, Policies, load, load_layer};
+pub use rules::Principal;
+pub(crate) use rules::{Decision, Matcher, PolicyFile, Rule, Subject};
+pub(crate) use show::{ShownRule, show};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! What a policy says: who is calling, the four decisions and the built-in default
+//! for each effect, what a rule matches, and a policy file, parsed strictly (an
+//! unknown field or value is an error, since a rule silently ignored could leave
+//! something open) and written back.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::manifest::Effect;
+use crate::template::{is_name, is_pack_id};
+
+/// Who is calling (see docs/bindings.md). Agents never widen their own access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Principal {
+    Terminal,
+    Agent,
+}
+
+impl Principal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Terminal => "terminal",
+            Self::Agent => "agent",
+        }
+    }
+}
+
+/// From weakest to strictest; `Ord` follows, so combining is `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Decision {
+    Allow,
+    Confirm,
+    ConfirmHuman,
+    Deny,
+}
+
+impl Decision {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Confirm => "confirm",
+            Self::ConfirmHuman => "confirm-human",
+            Self::Deny => "deny",
+        }
+    }
+
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "allow" => Self::Allow,
+            "confirm" => Self::Confirm,
+            "confirm-human" => Self::ConfirmHuman,
+            "deny" => Self::Deny,
+            _ => return None,
+        })
+    }
+}
+
+/// The built-in defaults (see README.md).
+pub(crate) fn builtin_default(effect: Effect) -> Decision {
+    match effect {
+        Effect::Read => Decision::Allow,
+        Effect::Write => Decision::Confirm,
+        Effect::Destructive => Decision::ConfirmHuman,
+    }
+}
+
+/// What is being decided.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Subject<'a> {
+    pub pack: &'a str,
+    pub command: &'a str,
+    pub effect: Effect,
+}
+
+/// What a rule's `match` names, from most to least specific.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Matcher {
+    Command { pack: String, command: String },
+    Pack(String),
+    Effect(Effect),
+}
+
+impl Matcher {
+    /// `pack.command`, `pack.*` or `*.effect`. Pack ids may hold dots; command names
+    /// never do, so the split is at the last dot.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let Some((pack, rest)) = text.rsplit_once('.') else {
+            return Err(format!(
+                "match \"{text}\" must be pack.command, pack.* or *.effect"
+            ));
+        };
+        match (pack, rest) {
+            ("*", effect) => Effect::parse(effect)
+                .map(Self::Effect)
+                .ok_or_else(|| format!("match \"{text}\": after `*.` comes read, write or destructive")),
+            (pack, "*") if is_pack_id(pack) => Ok(Self::Pack(pack.to_owned())),
+            (pack, command) if is_pack_id(pack) && is_name(command) => Ok(Self::Command {
+                pack: pack.to_owned(),
+                command: command.to_owned(),
+            }),
+            _ => Err(format!(
+                "match \"{text}\" must be pack.command, pack.* or *.effect"
+            )),
+        }
+    }
+
+    /// 3 for `pack.command`, 2 for `pack.*`, 1 for `*.effect`.
+    pub(super) fn specificity(&self) -> u8 {
+        match self {
+            Self::Command { .. } => 3,
+            Self::Pack(_) => 2,
+            Self::Effect(_) => 1,
+        }
+    }
+
+    pub(super) fn matches(&self, subject: &Subject<'_>) -> bool {
+        match self {
+            Self::Command { pack, command } => pack == subject.pack && command == subject.command,
+            Self::Pack(pack) => pack == subject.pack,
+            Self::Effect(effect) => *effect == subject.effect,
+        }
+    }
+}
+
+impl fmt::Display for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Command { pack, command } => write!(f, "{pack}.{command}"),
+            Self::Pack(pack) => write!(f, "{pack}.*"),
+            Self::Effect(effect) => write!(f, "*.{}", effect.as_str()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub matcher: Matcher,
+    pub decision: Decision,
+}
+
+/// A parsed policy file. `defaults` holds only what the file says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PolicyFile {
+    pub defaults: [Option<Decision>; 3],
+    pub rules: Vec<Rule>,
+}
+
+pub(super) fn effect_slot(effect: Effect) -> usize {
+    match effect {
+        Effect::Read => 0,
+        Effect::Write => 1,
+        Effect::Destructive => 2,
+    }
+}
+
+pub(super) const EFFECTS: [Effect; 3] = [Effect::Read, Effect::Write, Effect::Destructive];
+
+impl PolicyFile {
+    /// Parses a policy file strictly: any unknown field or value is an error, since a
+    /// rule that is silently ignored could leave something open.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let value: Value = serde_json::from_str(text).map_err(|error| format!("not valid JSON: {error}"))?;
+        let Value::Object(root) = value else {
+            return Err("must be a JSON object".to_owned());
+        };
+        let mut file = Self::default();
+        for (key, value) in &root {
+            match key.as_str() {
+                "defaults" => {
+                    let Value::Object(defaults) = value else {
+                        return Err("defaults must be an object".to_owned());
+                    };
+                    for (effect, decision) in defaults {
+                        let effect = Effect::parse(effect).ok_or_else(|| {
+                            format!("defaults.{effect}: not an effect (read, write, destructive)")
+                        })?;
+                        file.defaults[effect_slot(effect)] = Some(parse_decision(decision, "defaults")?);
+                    }
+                }
+                "rules" => {
+                    let Value::Array(rules) = value else {
+                        return Err("rules must be an array".to_owned());
+                    };
+                    for (index, rule) in rules.iter().enumerate() {
+                        file.rules
+                            .push(parse_rule(rule).map_err(|error| format!("rules[{index}]: {error}"))?);
+                    }
+                }
+                other => return Err(format!("unknown field \"{other}\" (known: defaults, rules)")),
+            }
+        }
+        Ok(file)
+    }
+
+    /// Serializes back to the format (see README.md).
+    pub(crate) fn to_json(&self) -> Value {
+        let mut defaults = serde_json::Map::new();
+        for effect in EFFECTS {
+            if let Some(decision) = self.defaults[effect_slot(effect)] {
+                defaults.insert(
+                    effect.as_str().to_owned(),
+                    Value::String(decision.as_str().to_owned()),
+                );
+            }
+        }
+        let rules: Vec<Value> = self
+            .rules
+            .iter()
+            .map(|rule| serde_json::json!({ "match": rule.matcher.to_string(), "decision": rule.decision.as_str() }))
+            .collect();
+        serde_json::json!({ "defaults": defaults, "rules": rules })
+    }
+}
+
+fn parse_decision(value: &Value, context: &str) -> Result<Decision, String> {
+    value
+        .as_str()
+        .and_then(Decision::parse)
+        .ok_or_else(|| format!("{context}: decision must be allow, confirm, confirm-human or deny"))
+}
+
+fn parse_rule(value: &Value) -> Result<Rule, String> {
+    let Value::Object(rule) = value else {
+        return Err("must be an object with match and decision".to_owned());
+    };
+    if let Some(key) = rule.keys().find(|key| *key != "match" && *key != "decision") {
+        return Err(format!("unknown field \"{key}\" (known: match, decision)"));
+    }
+    let matcher = rule
+        .get("match")
+        .and_then(Value::as_str)
+        .ok_or("match is required")?;
+    let decision = rule.get("decision").ok_or("decision is required")?;
+    Ok(Rule {
+        matcher: Matcher::parse(matcher)?,
+        decision: parse_decision(decision, "decision")?,
+    })
+}
+
+/// Which file a layer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Scope {
+    Builtin,
+    User,
+    Project,
+}
