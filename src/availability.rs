@@ -42,20 +42,50 @@ pub(crate) struct Availability {
 }
 
 /// Why the pack's CLI cannot run here, or `None` when it can.
+/// The most of a CLI's first bytes its `#!` line is looked for in.
+const HEAD: usize = 256;
+
+fn head_of(bytes: &[u8]) -> Vec<u8> {
+    bytes[..bytes.len().min(HEAD)].to_vec()
+}
+
+/// The first bytes of a file, reading no more of it.
+fn read_head(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut head = Vec::with_capacity(HEAD);
+    if let Ok(file) = std::fs::File::open(path) {
+        let _ = file.take(HEAD as u64).read_to_end(&mut head);
+    }
+    head
+}
+
 pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
+    cli_problem_of(pack, env, None)
+}
+
+/// [`cli_problem`], given the CLI's bytes when the caller has already read them (an
+/// exec that pinned them to their digest): the file is then not read again.
+pub(crate) fn cli_problem_of(
+    pack: &Pack,
+    env: &BTreeMap<String, String>,
+    read: Option<&[u8]>,
+) -> Option<(String, String)> {
     let bin = pack.manifest.bin.first()?;
     if let Some(file) = pack.manifest.bin_file() {
-        let head: Vec<u8> = match &pack.origin {
-            Origin::Builtin { bin: Some(bytes) } => bytes.iter().take(256).copied().collect(),
-            Origin::Builtin { bin: None } => return Some((format!("./{file} is missing"), reinstall(pack))),
-            Origin::Installed { dir } => {
+        let head: Vec<u8> = match (&pack.origin, read) {
+            (Origin::Builtin { bin: Some(bytes) }, _) => head_of(bytes),
+            (Origin::Builtin { bin: None }, _) => {
+                return Some((format!("./{file} is missing"), reinstall(pack)));
+            }
+            (Origin::Installed { dir }, read) => {
                 let path = dir.join(file);
                 if let Some(problem) = check_bin_file(&path) {
                     return Some((problem, reinstall(pack)));
                 }
-                let mut head = std::fs::read(&path).unwrap_or_default();
-                head.truncate(256);
-                head
+                match read {
+                    Some(bytes) => head_of(bytes),
+                    None => read_head(&path),
+                }
             }
         };
         if let Some(interpreter) = shebang_interpreter(&head)

@@ -48,6 +48,7 @@ pub(super) fn runnable<'p>(
     ctx: &Context,
     target: &Target<'_>,
     plan: &'p Plan,
+    pinned: Option<&Pinned>,
 ) -> Result<&'p PathBuf, Failure> {
     let program = plan
         .program
@@ -55,7 +56,11 @@ pub(super) fn runnable<'p>(
         .map_err(|error| program_failure(error, target.pack))?;
     // The same answer availability gives: a CLI whose `#!` interpreter is missing,
     // or whose file is not a runnable regular file, is refused here.
-    if let Some((problem, fix)) = crate::availability::cli_problem(target.pack, &ctx.env) {
+    if let Some((problem, fix)) = crate::availability::cli_problem_of(
+        target.pack,
+        &ctx.env,
+        pinned.map(|pinned| pinned.bytes.as_slice()),
+    ) {
         return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
     }
     if let Err(error) = &plan.sandbox.reads {

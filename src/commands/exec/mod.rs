@@ -87,7 +87,7 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     let every = std::mem::take(&mut bindings.every);
     let bound = bind::bind(target.pack, bindings)?;
     audit.redactor = Redactor::new(&[bound.as_slice(), every.as_slice()].concat());
-    let program = confine::runnable(ctx, &target, &plan)?;
+    let program = confine::runnable(ctx, &target, &plan, pinned.as_ref())?;
     if request.args.dry_run {
         return Ok(report::dry_run(ctx, &plan));
     }
