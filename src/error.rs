@@ -43,6 +43,8 @@ reasons! {
     InvalidArguments => "invalid_arguments",
     Metacharacter => "metacharacter",
     UnknownPack => "unknown_pack",
+    /// What an install was pointed at is not a pack hcpx takes.
+    InvalidPack => "invalid_pack",
     UnknownCommand => "unknown_command",
     UnknownParam => "unknown_param",
     MissingParam => "missing_param",

@@ -32,16 +32,17 @@ const NPM_TIMEOUT: Duration = Duration::from_secs(180);
 /// - `io_error`: a file changed while it was read (reading again may work), and
 ///   hcpx's own lock file or journal cannot be parsed: the caller asked nothing
 ///   wrong, hcpx cannot read its state (docs/mcp.md).
-/// - `invalid_arguments`: the source is not a pack hcpx takes (a link, a device, a
-///   missing or doubled file, a path that escapes, a manifest that is not text) or
-///   the id is not one.
+/// - `invalid_pack`: the source is not a pack hcpx takes (an invalid manifest, a
+///   link, a device, a missing or doubled file, a path that escapes, a manifest
+///   that is not text): the caller's words are right, what they name is not.
+/// - `invalid_arguments`: only the caller's own words, an id that is not one.
 fn failure(error: InstallError) -> Failure {
     use InstallError as E;
     let entry = |entry: &dyn std::fmt::Display, why: &str| json!({ "entry": entry.to_string(), "why": why });
     let (reason, data) = match &error {
         E::Invalid(problems) => {
             return Failure::new(
-                Reason::InvalidArguments,
+                Reason::InvalidPack,
                 format!(
                     "the pack is invalid ({} problems); nothing was installed",
                     problems.len()
@@ -56,26 +57,26 @@ fn failure(error: InstallError) -> Failure {
         #[cfg(test)]
         E::Crash(_) => return Failure::new(Reason::Failed, error.to_string()),
         E::FolderMissing { name } | E::PackageMissing { name } => {
-            (Reason::InvalidArguments, entry(name, "missing"))
+            (Reason::InvalidPack, entry(name, "missing"))
         }
-        E::PackageNoManifest => (Reason::InvalidArguments, entry(&MANIFEST_FILE, "missing")),
-        E::FolderLink { name } => (Reason::InvalidArguments, entry(name, "symbolic_link")),
+        E::PackageNoManifest => (Reason::InvalidPack, entry(&MANIFEST_FILE, "missing")),
+        E::FolderLink { name } => (Reason::InvalidPack, entry(name, "symbolic_link")),
         E::PackageLink { path, link } => {
             let why = match link {
                 LinkKind::Symbolic => "symbolic_link",
                 LinkKind::Hard => "hard_link",
             };
-            (Reason::InvalidArguments, entry(&path.display(), why))
+            (Reason::InvalidPack, entry(&path.display(), why))
         }
         E::FolderHardLink { name, links } => (
-            Reason::InvalidArguments,
+            Reason::InvalidPack,
             json!({ "entry": name, "why": "hard_link", "links": links }),
         ),
-        E::FolderNotRegular { name } => (Reason::InvalidArguments, entry(name, "not_regular")),
-        E::PackageSpecial { path } => (Reason::InvalidArguments, entry(&path.display(), "not_regular")),
-        E::PackageEscapes { path } => (Reason::InvalidArguments, entry(&path.display(), "escapes")),
-        E::PackageTwice { name } => (Reason::InvalidArguments, entry(name, "twice")),
-        E::ManifestNotUtf8 => (Reason::InvalidArguments, entry(&MANIFEST_FILE, "not_utf8")),
+        E::FolderNotRegular { name } => (Reason::InvalidPack, entry(name, "not_regular")),
+        E::PackageSpecial { path } => (Reason::InvalidPack, entry(&path.display(), "not_regular")),
+        E::PackageEscapes { path } => (Reason::InvalidPack, entry(&path.display(), "escapes")),
+        E::PackageTwice { name } => (Reason::InvalidPack, entry(name, "twice")),
+        E::ManifestNotUtf8 => (Reason::InvalidPack, entry(&MANIFEST_FILE, "not_utf8")),
         E::FolderTooLarge { name, size } => (
             Reason::TooLarge,
             json!({ "entry": name, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
@@ -273,7 +274,7 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
     let name = packed[0]["name"].as_str().unwrap_or_default();
     if name != package_name(spec) {
         return Err(Failure::new(
-            Reason::InvalidArguments,
+            Reason::InvalidPack,
             format!(
                 "npm returned the package {name:?} for {:?}; nothing was installed",
                 package_name(spec)
@@ -504,7 +505,7 @@ mod tests {
                     path: PathBuf::from("package/x"),
                     link: LinkKind::Hard,
                 },
-                Reason::InvalidArguments,
+                Reason::InvalidPack,
                 "the package holds a link; packs carry regular files only; nothing was installed",
                 json!({ "entry": "package/x", "why": "hard_link" }),
             ),
@@ -539,6 +540,37 @@ mod tests {
                 (failure.reason, failure.message.as_str(), failure.data.clone()),
                 (reason, message, Some(data))
             );
+        }
+    }
+
+    /// `invalid_arguments` is for the caller's own words only; a source that is not
+    /// a pack hcpx takes is `invalid_pack`.
+    #[test]
+    fn only_the_callers_words_are_invalid_arguments() {
+        let not_an_id = failure(InstallError::NotAPackId { id: "A B".into() });
+        assert_eq!(not_an_id.reason, Reason::InvalidArguments);
+        for error in [
+            InstallError::FolderLink { name: "demo".into() },
+            InstallError::FolderHardLink {
+                name: "demo".into(),
+                links: 2,
+            },
+            InstallError::FolderMissing {
+                name: "SKILL.md".into(),
+            },
+            InstallError::PackageNoManifest,
+            InstallError::PackageEscapes {
+                path: PathBuf::from("package/../x"),
+            },
+            InstallError::PackageSpecial {
+                path: PathBuf::from("package/dev"),
+            },
+            InstallError::PackageTwice { name: "demo".into() },
+            InstallError::ManifestNotUtf8,
+            InstallError::Invalid(Vec::new()),
+        ] {
+            let shown = error.to_string();
+            assert_eq!(failure(error).reason, Reason::InvalidPack, "{shown}");
         }
     }
 
