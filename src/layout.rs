@@ -27,8 +27,9 @@ pub(crate) const DEFAULT_HOME: &str = ".hcp";
 /// A project's folder of hcpx settings, in the working folder or an ancestor.
 pub(crate) const PROJECT_DIR: &str = ".hcp";
 
-/// The installed packs, one folder each.
-pub(crate) const PACKS: &str = "packs";
+/// The installed packs' folder, and the two of CLI copies: named with the sandbox,
+/// which lets a pack read its own files there and nothing else of `$HCP_HOME`.
+pub(crate) use crate::sandbox::home::{BUILTIN_COPIES, INSTALLED_COPIES, PACKS};
 /// Where installed packs are recorded (never inside `packs/`, whose times are part
 /// of the packs index's key).
 pub const LOCK_FILE: &str = "packs.lock.json";
@@ -48,10 +49,6 @@ const STATE_LOCK: &str = ".lock";
 /// The audit log's lock, of its own so appending while holding the state lock can
 /// never wait on itself.
 const APPEND_LOCK: &str = ".append.lock";
-/// The folders of built-in packs' CLIs written to run (`ID-VERSION-DIGEST/`).
-const BUILTIN_COPIES: &str = ".builtin";
-/// The folders of the copies of installed packs' CLIs that bound calls run from.
-const INSTALLED_COPIES: &str = ".installed";
 /// Inside `packs/`: the work folder of a change in flight, and what it holds.
 const WORK: &str = ".work";
 const JOURNAL: &str = "journal.json";

@@ -44,9 +44,8 @@ pub const ROOT_SECRETS: [&str; 16] = [
 ];
 /// The folder of the SSH server's host keys: its `ssh_host_*_key` files are private.
 const HOST_KEYS: &str = "/etc/ssh";
-/// The folders of `$HCP_HOME` a pack may read: they hold only pack files (the call's
-/// layer narrows them to the pack's own).
-pub(super) const HOME_READS: [&str; 3] = ["packs", ".builtin", ".installed"];
+/// The folders of `$HCP_HOME` a pack may read (see [`PACK_FOLDERS`]).
+use super::home::PACK_FOLDERS as HOME_READS;
 /// What a call's base layer hides: the paths of `$HCP_HOME`, the system's secrets
 /// (as root), or both; only what a folder the call is granted holds (see
 /// [`hidden_paths`]), so the layer is as small as the call allows.

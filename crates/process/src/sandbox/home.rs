@@ -10,6 +10,18 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// The folder of `$HCP_HOME` that holds the installed packs, one folder each.
+pub const PACKS: &str = "packs";
+/// The folder of `$HCP_HOME` with the built-in packs' CLIs written to run.
+pub const BUILTIN_COPIES: &str = ".builtin";
+/// The folder of `$HCP_HOME` with the copies of installed packs' CLIs that bound
+/// calls run from.
+pub const INSTALLED_COPIES: &str = ".installed";
+/// The folders of `$HCP_HOME` that hold only pack files: the only ones a pack may
+/// read of it (each call's layer narrows them to the pack's own). The rest of the
+/// layout is hcpx's (`src/layout.rs`), which takes these names from here.
+pub const PACK_FOLDERS: [&str; 3] = [PACKS, BUILTIN_COPIES, INSTALLED_COPIES];
+
 /// One line of `/proc/self/mountinfo` (see proc(5)): which filesystem, which of its
 /// folders is mounted, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
