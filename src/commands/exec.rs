@@ -21,6 +21,7 @@ use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::install;
 use crate::invocation::{self, InvocationError};
 use crate::manifest::{Command, Effect, MAX_TIMEOUT_MS};
+use crate::next::Next;
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
 use crate::render::{self, PlanText, Question};
@@ -39,15 +40,15 @@ pub(crate) struct Request {
 
 impl Request {
     /// This very call as a command line, with or without `--yes`: what `next`
-    /// suggests, with the caller's own values, quoted for a shell.
-    fn command_line(&self, yes: bool) -> String {
+    /// suggests, with the caller's own values (the words after `hcpx`).
+    fn command_line(&self, yes: bool) -> Vec<String> {
         self.corrected(&self.args.command, &self.args.params, yes, false)
     }
 
     /// This call with another command or other parameters (a misspelling put
     /// right), every flag the caller gave kept.
-    fn corrected(&self, command: &str, params: &[String], yes: bool, dry_run: bool) -> String {
-        let mut words = vec!["hcpx", "exec", self.args.pack.as_str(), command];
+    fn corrected(&self, command: &str, params: &[String], yes: bool, dry_run: bool) -> Vec<String> {
+        let mut words = vec!["exec", self.args.pack.as_str(), command];
         if dry_run {
             words.push("--dry-run");
         }
@@ -62,7 +63,7 @@ impl Request {
             words.push("--");
             words.extend(params.iter().map(String::as_str));
         }
-        shell_words::join(words)
+        words.into_iter().map(str::to_owned).collect()
     }
 
     fn timeout(&self, pack: &Pack) -> Duration {
@@ -123,7 +124,7 @@ async fn spawn(
         )
         .details(vec![error.to_string()])
         .data(json!({ "details": [error.to_string()] }))
-        .next(format!("hcpx availability {}", request.args.pack))
+        .next(Next::hcpx(["availability", request.args.pack.as_str()]))
     })
 }
 
@@ -154,11 +155,16 @@ fn validate<'c>(catalog: &'c Catalog, ctx: &Context, request: &Request) -> Resul
                     "the pack has no such command; closest: {best}; its commands: {}",
                     names.join(", ")
                 ),
-                request.corrected(best, &request.args.params, request.args.yes, request.args.dry_run),
+                Next::hcpx(request.corrected(
+                    best,
+                    &request.args.params,
+                    request.args.yes,
+                    request.args.dry_run,
+                )),
             ),
             None => (
                 format!("the pack has no such command; its commands: {}", names.join(", ")),
-                format!("hcpx skill {}", request.args.pack),
+                Next::hcpx(["skill", request.args.pack.as_str()]),
             ),
         };
         return Err(Failure::new(Reason::UnknownCommand, message)
@@ -190,7 +196,7 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
         InvocationError::Repeated { .. } | InvocationError::Invalid { .. } => Reason::InvalidParam,
     };
     let mut failure =
-        Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.args.pack));
+        Failure::new(reason, error.to_string()).next(Next::hcpx(["skill", request.args.pack.as_str()]));
     if let InvocationError::Unknown { key, closest, known } = error {
         // The caller's key, named for a person (escaped and bounded: it is their
         // text, never the message's), and the call with the closest key instead.
@@ -213,12 +219,12 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
                     None => word.clone(),
                 })
                 .collect();
-            failure = failure.next(request.corrected(
+            failure = failure.next(Next::hcpx(request.corrected(
                 &request.args.command,
                 &params,
                 request.args.yes,
                 request.args.dry_run,
-            ));
+            )));
         }
         failure = failure.details(details).data(json!({
             "key": key, "closest": closest, "known": known, "command": request.args.command,
@@ -415,8 +421,18 @@ async fn decide(
     let asked = super::Asked {
         what: plan.summary.clone(),
         yes: request.args.yes,
-        retry: redact_text(&request.command_line(true), &bindings.found),
-        by_hand: redact_text(&request.command_line(false), &bindings.found),
+        retry: Next::hcpx(
+            request
+                .command_line(true)
+                .iter()
+                .map(|word| redact_text(word, &bindings.found)),
+        ),
+        by_hand: Next::hcpx(
+            request
+                .command_line(false)
+                .iter()
+                .map(|word| redact_text(word, &bindings.found)),
+        ),
     };
     if let Err(failure) = super::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
         audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));
@@ -514,23 +530,23 @@ fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secret)>, Failur
             Reason::Unbound,
             format!("the binding store cannot be used: {error}"),
         )
-        .next("hcpx bindings"));
+        .next(Next::hcpx(["bindings"])));
     }
     let id = &pack.manifest.id;
     for (key, _) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
         if let Some((_, why)) = bindings.held_back.iter().find(|(held, _)| held == key) {
             return Err(Failure::new(Reason::Unbound, why.clone())
                 .data(json!({ "heldBack": [key] }))
-                .next(format!(
+                .next(Next::advice(format!(
                     "a person who trusts this {id} runs: hcpx bind {id} {key} --keep   (or binds a new value: hcpx bind {id} {key})"
-                )));
+                ))));
         }
         if !bindings.found.iter().any(|(found, _)| found == key) {
             return Err(Failure::new(
                 Reason::Unbound,
                 format!("the pack needs {key}, which is not bound"),
             )
-            .next(format!("a person runs: hcpx bind {id} {key}")));
+            .next(Next::advice(format!("a person runs: hcpx bind {id} {key}"))));
         }
     }
     Ok(bindings.found)
@@ -538,13 +554,11 @@ fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secret)>, Failur
 
 fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
     let next = match error {
-        ProgramError::NotOnPath { name } => {
-            format!(
-                "install `{name}`, then run hcpx availability {}",
-                pack.manifest.id
-            )
-        }
-        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => "hcpx doctor".to_owned(),
+        ProgramError::NotOnPath { name } => Next::advice(format!(
+            "install `{name}`, then run hcpx availability {}",
+            pack.manifest.id
+        )),
+        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => Next::hcpx(["doctor"]),
     };
     Failure::new(Reason::NotRunnable, error.to_string()).next(next)
 }
@@ -556,7 +570,7 @@ fn sandbox_failure(error: String) -> Failure {
     )
     .data(json!({ "details": [error] }))
     .details(vec![error])
-    .next("hcpx doctor")
+    .next(Next::hcpx(["doctor"]))
 }
 
 /// Step 4, first half (also for `--dry-run`): the pack's CLI is found, and the
@@ -573,12 +587,12 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
     }
     if let Err(error) = &plan.reads {
         let next = match (error, &target.pack.origin) {
-            (ReadsError::CwdInHome { .. }, _) => "run it from a folder outside HCP_HOME".to_owned(),
-            (ReadsError::Declared { .. }, Origin::Installed { dir }) => format!(
+            (ReadsError::CwdInHome { .. }, _) => Next::advice("run it from a folder outside HCP_HOME"),
+            (ReadsError::Declared { .. }, Origin::Installed { dir }) => Next::advice(format!(
                 "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
                 shell_words::quote(&dir.display().to_string())
-            ),
-            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => "hcpx doctor".to_owned(),
+            )),
+            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => Next::hcpx(["doctor"]),
         };
         return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
     }
@@ -598,7 +612,9 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
                 .map(|layer| format!("{}: {}", layer.layer, layer.detail))
                 .collect(),
         )
-        .next("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
+        .next(Next::advice(
+            "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort",
+        ))
         .data(plan.json.clone()));
     }
     if !ctx.session.sandbox.machine().landlock.enforced {
@@ -614,7 +630,7 @@ fn runnable<'p>(ctx: &Context, target: &Target<'_>, plan: &'p Plan) -> Result<&'
                     Reason::NotRunnable,
                     "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there",
                 )
-                .next("run it from another folder"));
+                .next(Next::advice("run it from another folder")));
             }
         }
     }
@@ -641,7 +657,7 @@ fn confine(
             Reason::NotRunnable,
             format!("cannot create the private temporary folder: {error}"),
         )
-        .next("hcpx doctor")
+        .next(Next::hcpx(["doctor"]))
     })?;
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
@@ -664,9 +680,9 @@ fn confine(
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
-            .next(
+            .next(Next::advice(
                 "remove the link, or run the pack where its write path is a folder of the working directory",
-            ),
+            )),
         error => sandbox_failure(error.to_string()),
     })?;
     Ok((spawn, tmpdir))
@@ -762,9 +778,9 @@ fn report(
                     request.timeout(target.pack).as_millis()
                 ),
             )
-            .next(format!(
+            .next(Next::advice(format!(
                 "hcpx exec {pack} {command} --timeout-ms N -- … (up to {MAX_TIMEOUT_MS})"
-            )),
+            ))),
         ),
         Ending::Overflow => Some(
             Failure::new(
@@ -772,7 +788,7 @@ fn report(
                 "the output passed 8 MiB, so the command was stopped",
             )
             .exit_code(EXIT_FAILED)
-            .next(format!("hcpx skill {pack}   (narrow the request)")),
+            .next(Next::hcpx(["skill", pack.as_str()]).note("narrow the request")),
         ),
         Ending::Cancelled => Some(Failure::new(
             Reason::Failed,
@@ -783,7 +799,7 @@ fn report(
                 Reason::Failed,
                 format!("the pack's CLI failed with exit code {exit_code}"),
             )
-            .next(format!("hcpx skill {pack}")),
+            .next(Next::hcpx(["skill", pack.as_str()])),
         ),
         Ending::Exited => None,
     };
@@ -793,7 +809,7 @@ fn report(
     // The child's exit code says whether the command worked; output that is not
     // JSON only leaves `data` empty (a write that printed nothing succeeded, and
     // must not be retried as if it had failed).
-    let mut warnings = String::new();
+    let mut warnings = Vec::new();
     let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
             Ok(mut value) => {
@@ -802,9 +818,7 @@ fn report(
                 Some(value)
             }
             Err(why) => {
-                warnings = render::warning_line(format_args!(
-                    "the pack's output is not JSON ({why}), so data is null"
-                ));
+                warnings.push(crate::reply::Warning::NotJson(why));
                 None
             }
         }
@@ -816,6 +830,7 @@ fn report(
         warnings,
         data,
         run: Some(run),
+        ..Reply::default()
     })
 }
 
@@ -879,8 +894,9 @@ impl<'a> Audit<'a> {
         let warning = render::warning(format_args!("the audit line was not written: {error}"));
         match result {
             Ok(mut reply) => {
-                reply.warnings.push_str(&warning);
-                reply.warnings.push('\n');
+                reply
+                    .warnings
+                    .push(crate::reply::Warning::AuditLine(error.to_string()));
                 Ok(reply)
             }
             Err(failure) => {

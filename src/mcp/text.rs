@@ -52,10 +52,11 @@ pub(crate) fn model_text(envelope: &Envelope, human: &str) -> String {
 mod tests {
     use super::*;
     use crate::error::{Failure, Reason};
+    use crate::next::Next;
 
     #[test]
     fn text_shows_refusal_and_next() {
-        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
+        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next(Next::hcpx(["search"]));
         let envelope = Envelope::failed(vec![], failure);
         assert_eq!(
             model_text(&envelope, ""),

@@ -4,9 +4,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::next::Next;
+
 /// `hcpx adopt HOST` without `--write`: the diff of every file that would change
 /// (`diffs`, none when nothing would) and the command that writes them.
-pub(crate) fn adopt_plan_text(host: &str, diffs: &[String], next: &str) -> String {
+pub(crate) fn adopt_plan_text(host: &str, diffs: &[String], next: &Next) -> String {
     if diffs.is_empty() {
         format!("{host}: nothing to change\n")
     } else {

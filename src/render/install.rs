@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::error::Failure;
 use crate::install::Outcome;
+use crate::next::Next;
 
 /// What `hcpx install` did.
 pub(crate) struct Installed<'a> {
@@ -50,7 +51,7 @@ pub(crate) fn install_text(installed: &Installed<'_>) -> String {
             installed.held_back.join(", ")
         );
     }
-    let _ = writeln!(text, "next: hcpx skill {id}");
+    let _ = writeln!(text, "next: {}", Next::hcpx(["skill", id]));
     text
 }
 

@@ -1,12 +1,11 @@
-//! `hcpx search`'s text, one result as it is shown and serialized, and the warning
-//! lines of the broken packs it skipped. Part of [`crate::render`], which
-//! re-exports it.
+//! `hcpx search`'s text, and one result as it is shown and serialized. Part of
+//! [`crate::render`], which re-exports it.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::catalog::BrokenPack;
+use crate::next::Next;
 
 /// One search result as shown.
 #[derive(Debug, Clone, Serialize)]
@@ -75,22 +74,7 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
         );
     }
     if let Some(first) = results.first() {
-        let _ = writeln!(text, "next: hcpx skill {}", first.id);
-    }
-    text
-}
-
-/// One warning line per broken installed pack.
-pub(crate) fn broken_text(broken: &[BrokenPack]) -> String {
-    let mut text = String::new();
-    for pack in broken {
-        let _ = writeln!(
-            text,
-            "warning: installed pack `{}` is broken and was skipped ({} problems); run `hcpx pack check {}`",
-            pack.id,
-            pack.problems.len(),
-            pack.dir.display()
-        );
+        let _ = writeln!(text, "next: {}", Next::hcpx(["skill", first.id.as_str()]));
     }
     text
 }
