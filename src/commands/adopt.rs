@@ -212,9 +212,8 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
             .data(InFile { path })
             .next(forced(request));
         }
-        // The file was read; what it holds cannot be edited without guessing, so
-        // the request cannot be done as asked (invalid_arguments) until a person
-        // fixes the file: `data` says where.
+        // The file was read; what it holds cannot be edited without guessing, so a
+        // person fixes the file (a file hcpx needs: io_error): `data` says where.
         AdoptError::Unparsable { syntax, at, .. } => Why::Unparsable { syntax, at },
         AdoptError::Duplicate { path: key, count } => Why::Duplicate { key, count: *count },
         AdoptError::NotAJsonObject => Why::NotAnObject { key: &[] },
@@ -222,11 +221,11 @@ fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failur
         AdoptError::NotATable { path: key } => Why::NotATable { key },
         AdoptError::NoTomlForm { key } => Why::NoTomlForm { key: [key] },
         AdoptError::Record { .. } | AdoptError::LinkLoop(_) | AdoptError::State(_) => {
-            return Failure::new(Reason::InvalidArguments, error.to_string());
+            return Failure::from(error);
         }
     };
     Failure::new(
-        Reason::InvalidArguments,
+        Reason::Io,
         format!(
             "{} cannot be edited ({error}); it was left untouched",
             path.display()
@@ -387,9 +386,11 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<Warning>) 
             ),
         ));
     };
+    // Where the file would be cannot be told here (no path for this system, or
+    // the variable it is under is not set): a file hcpx needs, not the caller's words.
     let path = adopt::scope_path(paths, &ctx.env, &ctx.cwd).ok_or_else(|| {
         Failure::new(
-            Reason::InvalidArguments,
+            Reason::Io,
             format!("{} keeps no configuration on this system", host.name),
         )
     })?;
@@ -657,16 +658,19 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     let _lock = state::Lock::acquire(&ctx.home)?;
     let again = plan(ctx, &host, scope, request)?;
     if again.changes != planned.changes {
+        // Not the caller's words: a file hcpx read changed under it (io_error, as
+        // for a pack's file that changes while it is installed).
         return Err(Failure::new(
-            Reason::InvalidArguments,
+            Reason::Io,
             "a file changed while hcpx was asking; nothing was written",
         )
         .next(request.command_line(true, false)));
     }
     for change in &changed {
+        // A file hcpx needs to write and may not (io_error).
         if change.existed && adopt::read_only(&change.target) {
             return Err(Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!(
                     "{} is read-only, so hcpx leaves it as it is; nothing was written. \
                      Make it writable, then run adopt again",

@@ -74,10 +74,12 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 render::pack_check_text(&manifest.id, &data.version, &commands),
             ))
         }
+        // The folder is there and the pack in it is broken: not the caller's words,
+        // but files a person fixes (io_error), as `next` says.
         Err(problems) => {
             let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
             Err(Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!(
                     "the pack is invalid: {} problem{}",
                     problems.len(),
@@ -263,13 +265,11 @@ pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
     }
-    // What we write must pass our own check.
+    // What we write must pass our own check: when it does not, the folder does not
+    // hold what was written (a file system that drops the executable bit, say).
     catalog::load_dir(&dir).map_err(|problems| {
-        Failure::new(
-            Reason::InvalidArguments,
-            "the generated pack failed its own check",
-        )
-        .details(problems.iter().map(ToString::to_string).collect())
+        Failure::new(Reason::Io, "the generated pack failed its own check")
+            .details(problems.iter().map(ToString::to_string).collect())
     })?;
     let files = [MANIFEST_FILE, SKILL_FILE, id];
     let text = render::pack_new_text(id, &files);

@@ -340,11 +340,7 @@ impl From<EditError> for Failure {
             EditError::Unparsable(_) => Some(Next::hcpx(["policy", "show"])),
             EditError::Write { .. } => None,
         };
-        let reason = match &error {
-            EditError::Unparsable(_) => Reason::InvalidArguments,
-            _ => Reason::Io,
-        };
-        let failure = Failure::new(reason, error.to_string());
+        let failure = Failure::new(Reason::Io, error.to_string());
         match next {
             Some(next) => failure.next(next),
             None => failure,
