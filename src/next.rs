@@ -15,7 +15,7 @@ pub struct Next {
 
 /// The step itself.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// One whole hcpx command: the words after `hcpx`, and a remark for the reader
     /// shown after it in parentheses (`narrow the request`).
     Command { argv: Vec<String>, note: Option<String> },
@@ -66,10 +66,6 @@ impl Next {
         self
     }
 
-    pub fn step(&self) -> &Step {
-        &self.step
-    }
-
     /// The same step, for an MCP client: shown (and serialized) as the tool call.
     #[must_use]
     pub fn for_tool(mut self) -> Self {
@@ -78,7 +74,7 @@ impl Next {
     }
 
     /// The step as shell text, whoever reads it.
-    pub fn shell_text(&self) -> String {
+    fn shell_text(&self) -> String {
         match &self.step {
             Step::Command { argv, note } => {
                 let mut text = format!("hcpx {}", shell_words::join(argv));
