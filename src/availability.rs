@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::binding::{Identity, Resolved, Store};
 use crate::catalog::{Origin, Pack};
 use crate::context::env_vars;
+use crate::next::Next;
 use crate::policy::{self, Policies, RuleKind};
 use crate::program::{check_bin_file, is_executable, shebang_interpreter};
 // Where `adopt` finds it; the lookup is the program module's.
@@ -59,7 +60,7 @@ fn read_head(path: &std::path::Path) -> Vec<u8> {
     head
 }
 
-pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, String)> {
+pub(crate) fn cli_problem(pack: &Pack, env: &BTreeMap<String, String>) -> Option<(String, Next)> {
     cli_problem_of(pack, env, None)
 }
 
@@ -69,7 +70,7 @@ pub(crate) fn cli_problem_of(
     pack: &Pack,
     env: &BTreeMap<String, String>,
     read: Option<&[u8]>,
-) -> Option<(String, String)> {
+) -> Option<(String, Next)> {
     let bin = pack.manifest.bin.first()?;
     if let Some(file) = pack.manifest.bin_file() {
         let head: Vec<u8> = match (&pack.origin, read) {
@@ -96,10 +97,10 @@ pub(crate) fn cli_problem_of(
                     "./{file} runs with {}, which is not on this machine",
                     interpreter.display()
                 ),
-                format!(
+                Next::advice(format!(
                     "install {} or a pack built for this machine",
                     interpreter.display()
-                ),
+                )),
             ));
         }
         return None;
@@ -108,13 +109,15 @@ pub(crate) fn cli_problem_of(
         Some(_) => None,
         None => Some((
             format!("`{bin}` is not on PATH"),
-            format!("install `{bin}` (for example: apt-get install {bin}, or brew install {bin})"),
+            Next::advice(format!(
+                "install `{bin}` (for example: apt-get install {bin}, or brew install {bin})"
+            )),
         )),
     }
 }
 
-fn reinstall(pack: &Pack) -> String {
-    format!("hcpx install {}", pack.manifest.id)
+fn reinstall(pack: &Pack) -> Next {
+    Next::hcpx(["install", pack.manifest.id.as_str()])
 }
 
 /// What the caller's machine and settings are, for the flags.
@@ -138,7 +141,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         problems.push(Problem {
             flag: Flag::Runnable,
             reason,
-            fix,
+            fix: fix.to_string(),
         });
     }
     let layers = sandbox::layers(

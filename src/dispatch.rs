@@ -6,6 +6,7 @@ use crate::cli::{Command, PackCommand, PolicyCommand};
 use crate::commands;
 use crate::context::Context;
 use crate::error::Failure;
+use crate::next::Next;
 
 /// Commands only a person may run, whatever the policy says: with them an agent
 /// would change its own credentials or rules. Refused here, before their handler;
@@ -38,7 +39,7 @@ pub(crate) async fn dispatch(
             crate::error::Reason::DeniedByPolicy,
             "this server is read-only: only commands that read are allowed",
         )
-        .next("hcpx pack new ID   (at a terminal)")),
+        .next(Next::hcpx(["pack", "new", "ID"]).note("at a terminal"))),
         Command::Exec(args) => {
             let request = commands::exec::Request {
                 args,
@@ -121,6 +122,6 @@ pub(crate) async fn dispatch(
             crate::error::Reason::AccessRefused,
             "`mcp` starts a server; it cannot run inside one, nor from an agent's call",
         )
-        .next("hcpx adopt mcp   (to configure a host that starts it)")),
+        .next(Next::hcpx(["adopt", "mcp"]).note("to configure a host that starts it"))),
     }
 }

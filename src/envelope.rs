@@ -7,6 +7,8 @@ use serde_json::Value;
 
 use crate::child::{RunInfo, Truncation};
 use crate::error::Failure;
+use crate::next::Next;
+use crate::reply::Warning;
 
 /// `{code, reason, message}` of a refusal or failure. `code` is the CLI exit code
 /// (0, 1, 2 or 124; `exitCode` holds the child's own code when one ran).
@@ -35,11 +37,12 @@ pub struct Envelope {
     pub output_id: Option<String>,
     pub duration_ms: u64,
     pub error: Option<ErrorBody>,
-    pub next: Option<String>,
+    /// Shell text, or for an MCP client the tool call ([`Next::for_tool`]).
+    pub next: Option<Next>,
     /// What went wrong without failing the command (output that is not JSON, an
-    /// audit line not written); absent when nothing did.
+    /// audit line not written), each as its text; absent when nothing did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Envelope {
@@ -104,7 +107,7 @@ mod tests {
 
     #[test]
     fn failed_envelope_carries_reason_code_and_next() {
-        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next("hcpx search");
+        let failure = Failure::new(Reason::UnknownPack, "no pack by that name").next(Next::hcpx(["search"]));
         let envelope = Envelope::failed(vec!["skill".into(), "x".into()], failure);
         let json = serde_json::to_value(&envelope).unwrap();
         assert_eq!(

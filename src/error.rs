@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use crate::next::Next;
+
 /// Exit code: the command succeeded.
 pub const EXIT_OK: u8 = 0;
 /// Exit code: the pack's CLI ran and failed (non-zero exit, killed).
@@ -92,8 +94,8 @@ pub struct FailureBody {
     pub reason: Reason,
     /// Fixed text; never echoes a value the caller sent.
     pub message: String,
-    /// A suggested next hcpx command, shown as `next` and as a hint.
-    pub next: Option<String>,
+    /// A suggested next step, shown as `next` and as a hint.
+    pub next: Option<Next>,
     /// Extra lines for people (every manifest problem, say); also in `data`.
     pub details: Vec<String>,
     pub exit_code: u8,
@@ -123,8 +125,8 @@ impl Failure {
     }
 
     #[must_use]
-    pub fn next(mut self, next: impl Into<String>) -> Self {
-        self.0.next = Some(next.into());
+    pub fn next(mut self, next: Next) -> Self {
+        self.0.next = Some(next);
         self
     }
 
@@ -134,9 +136,10 @@ impl Failure {
         self
     }
 
+    /// Structured detail: a payload of the handler's, or a `serde_json::Value`.
     #[must_use]
-    pub fn data(mut self, data: serde_json::Value) -> Self {
-        self.0.data = Some(data);
+    pub fn data(mut self, data: impl Serialize) -> Self {
+        self.0.data = Some(serde_json::to_value(data).unwrap_or(serde_json::Value::Null));
         self
     }
 
@@ -175,6 +178,72 @@ impl std::fmt::Display for Failure {
 }
 
 impl std::error::Error for Failure {}
+
+/// The boundary mappings of the leaf modules' errors whose files keep no `Failure`
+/// of their own (the data layer's, the host files'): one reason each, with the
+/// error's own words, which name the file and why. A handler that knows more (the
+/// command to retry) adds it to the `Failure` it gets.
+impl From<crate::state::StateError> for Failure {
+    fn from(error: crate::state::StateError) -> Self {
+        Self::new(Reason::Io, error.to_string())
+    }
+}
+
+/// The binding store cannot be read: no binding can be trusted to be there.
+impl From<crate::binding::BindingError> for Failure {
+    fn from(error: crate::binding::BindingError) -> Self {
+        Self::new(
+            Reason::Unbound,
+            format!("the binding store cannot be read: {error}"),
+        )
+        .next(Next::hcpx(["doctor"]))
+    }
+}
+
+/// No pack by that id: the closest ids, and where to look next.
+impl From<crate::catalog::CatalogError> for Failure {
+    fn from(error: crate::catalog::CatalogError) -> Self {
+        #[derive(Serialize)]
+        struct Closest<'a> {
+            suggestions: &'a [String],
+        }
+        let crate::catalog::CatalogError::Unknown { suggestions, .. } = error;
+        let next = match suggestions.first() {
+            Some(best) => Next::hcpx(["skill", best.as_str()]),
+            None => Next::hcpx(["search"]),
+        };
+        let message = match suggestions.as_slice() {
+            [] => "no pack by that name".to_owned(),
+            ids => format!("no pack by that name; closest: {}", ids.join(", ")),
+        };
+        Self::new(Reason::UnknownPack, message).next(next).data(Closest {
+            suggestions: &suggestions,
+        })
+    }
+}
+
+/// A host's file (or adopt's record of it) that cannot be read, followed or edited
+/// is a file hcpx needs (`io_error`); an entry or file that hcpx did not write is
+/// replaced only when the caller says so with `--force` (`invalid_arguments`).
+/// `commands/adopt.rs` names the file and the command to run again.
+impl From<crate::adopt::AdoptError> for Failure {
+    fn from(error: crate::adopt::AdoptError) -> Self {
+        use crate::adopt::AdoptError as E;
+        let reason = match &error {
+            E::Foreign { .. } | E::ForeignFile => Reason::InvalidArguments,
+            E::Unparsable { .. }
+            | E::Duplicate { .. }
+            | E::NotAJsonObject
+            | E::NotAnObject { .. }
+            | E::NotATable { .. }
+            | E::NoTomlForm { .. }
+            | E::Record { .. }
+            | E::LinkLoop(_)
+            | E::State(_) => Reason::Io,
+        };
+        Self::new(reason, error.to_string())
+    }
+}
 
 #[cfg(test)]
 mod tests {

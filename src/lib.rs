@@ -34,10 +34,12 @@ pub(crate) use hcpx_pack::invocation;
 pub(crate) mod layout;
 pub use hcpx_pack::manifest;
 pub mod mcp;
+pub(crate) mod next;
 pub(crate) mod policy;
 pub(crate) mod program;
 pub(crate) mod redact;
 pub(crate) mod render;
+pub(crate) mod reply;
 pub(crate) use hcpx_process::runtime;
 pub use hcpx_process::sandbox;
 pub mod search;
@@ -54,6 +56,9 @@ pub use crate::context::{Context, Principal, Session};
 // What the binary needs from modules that are otherwise the crate's own.
 pub use crate::envelope::Envelope;
 use crate::error::{Failure, Reason};
+use crate::next::Next;
+use crate::reply::Effects;
+pub(crate) use crate::reply::Reply;
 pub use crate::runtime::Progress;
 pub use crate::terminal::Terminal;
 
@@ -98,18 +103,6 @@ pub struct Outcome {
     pub envelope: Envelope,
     /// The process exit code (see README.md).
     pub exit_code: u8,
-}
-
-/// A command's successful result: JSON data for the envelope, text for people.
-#[derive(Debug, Clone, Default)]
-pub struct Reply {
-    pub data: Option<serde_json::Value>,
-    pub text: String,
-    /// Warnings, one per line starting `warning: `: on stderr for people, in the
-    /// envelope's `warnings` for JSON.
-    pub warnings: String,
-    /// What the pack's CLI did, when one ran.
-    pub run: Option<child::RunInfo>,
 }
 
 /// Streams serialized JSON to a [`Sink`] in bounded chunks, cut only at UTF-8
@@ -186,70 +179,65 @@ pub struct Executed {
     /// envelope): what a person would read on stdout and stderr.
     pub text: String,
     pub errors: String,
-    /// An install or uninstall changed or removed a pack: the packs there are, and
-    /// so the MCP server's list of skills, changed.
-    pub packs_changed: bool,
+    /// What the command changed beyond its result (the packs there are, say).
+    pub effects: Effects,
+}
+
+/// `hcpx --help` (or any command's) as data.
+#[derive(serde::Serialize)]
+struct Help<'a> {
+    help: &'a str,
+}
+
+/// `hcpx --version` as data.
+#[derive(serde::Serialize)]
+struct Version {
+    name: &'static str,
+    version: &'static str,
 }
 
 /// Runs one hcpx command line (the words after `hcpx`) and returns the envelope and
 /// the human rendering. Prints nothing.
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
-    let parsed = parse(&argv);
-    let changes_packs = matches!(
-        &parsed,
-        Ok(cli::Cli {
-            command: cli::Command::Install { .. } | cli::Command::Uninstall { .. },
-            ..
-        })
-    );
-    let result = match parsed {
+    let result = match parse(&argv) {
         Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
                 let text = error.render().to_string();
-                Ok(Reply {
-                    data: Some(serde_json::json!({ "help": text })),
-                    text,
-                    ..Reply::default()
-                })
+                Ok(Reply::new(&Help { help: &text }, text.clone()))
             }
             // The version as a field of its own: `hcpx --version --json` is read by
             // scripts, which should not have to cut `hcpx ` off a help text.
             clap::error::ErrorKind::DisplayVersion => {
                 let version = env!("CARGO_PKG_VERSION");
-                Ok(Reply {
-                    data: Some(serde_json::json!({ "name": "hcpx", "version": version })),
-                    text: format!("hcpx {version}\n"),
-                    ..Reply::default()
-                })
+                Ok(Reply::new(
+                    &Version {
+                        name: "hcpx",
+                        version,
+                    },
+                    format!("hcpx {version}\n"),
+                ))
             }
             _ => Err(usage_failure(&argv, &error)),
         },
     };
     let mut executed = match result {
         Ok(reply) => {
+            let errors = render::warnings_text(&reply.warnings);
             let mut envelope = Envelope::ok(argv, reply.data);
-            envelope.warnings = reply
-                .warnings
-                .lines()
-                .map(|line| line.strip_prefix("warning: ").unwrap_or(line).to_owned())
-                .filter(|line| !line.is_empty())
-                .collect();
+            envelope.warnings = reply.warnings;
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,
             };
-            let changed = envelope.data.as_ref().is_some_and(|data| {
-                data["changed"] == serde_json::json!(true) || data["removed"] == serde_json::json!(true)
-            });
             Executed {
                 envelope,
                 exit_code: error::EXIT_OK,
                 text: reply.text,
-                errors: reply.warnings,
-                packs_changed: changes_packs && changed,
+                errors,
+                effects: reply.effects,
             }
         }
         Err(failure) => {
@@ -260,7 +248,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
                 exit_code,
                 text: String::new(),
                 errors,
-                packs_changed: false,
+                effects: Effects::default(),
             }
         }
     };
@@ -374,30 +362,52 @@ fn usage_failure(argv: &[String], error: &clap::Error) -> Failure {
     };
     let corrected = fix(ContextKind::InvalidSubcommand, ContextKind::SuggestedSubcommand)
         .or_else(|| fix(ContextKind::InvalidArg, ContextKind::SuggestedArg))
-        .map(|(wrong, right)| {
-            let words: Vec<&str> = argv
-                .iter()
+        .map(|(wrong, right)| -> Vec<String> {
+            argv.iter()
                 .filter(|word| *word != "--json")
                 .map(|word| {
                     if *word == wrong {
-                        right.as_str()
+                        right.clone()
                     } else {
-                        word.as_str()
+                        word.clone()
                     }
                 })
-                .collect();
-            format!("hcpx {}", shell_words::join(words))
+                .collect()
         });
     let next = match (corrected, known) {
-        (Some(corrected), _) => corrected,
-        (None, Some(name)) => format!("hcpx {name} --help"),
-        (None, None) => "hcpx --help".to_owned(),
+        // A correction that still does not parse is shown, not offered as a call.
+        (Some(corrected), _) if !parses(&corrected) => {
+            Next::advice(format!("hcpx {}", shell_words::join(corrected)))
+        }
+        (Some(corrected), _) => Next::hcpx(corrected),
+        (None, Some(name)) => Next::hcpx([name.as_str(), "--help"]),
+        (None, None) => Next::hcpx(["--help"]),
     };
     let details = usage.iter().map(|usage| format!("usage: {usage}")).collect();
     Failure::new(Reason::InvalidArguments, message)
         .details(details)
-        .data(serde_json::json!({ "problem": problem, "tips": tips, "usage": usage }))
+        .data(Usage {
+            problem: &problem,
+            tips: &tips,
+            usage: usage.as_deref(),
+        })
         .next(next)
+}
+
+/// What a usage refusal's `data` says: clap's words, split.
+#[derive(serde::Serialize)]
+struct Usage<'a> {
+    problem: &'a str,
+    tips: &'a [String],
+    usage: Option<&'a str>,
+}
+
+/// Whether `argv` is one whole command (a help request is).
+fn parses(argv: &[String]) -> bool {
+    match parse(argv) {
+        Ok(_) => true,
+        Err(error) => error.kind() == clap::error::ErrorKind::DisplayHelp,
+    }
 }
 
 #[cfg(test)]

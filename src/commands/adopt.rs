@@ -10,17 +10,25 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{Asked, confirm, to_json};
+use super::{Asked, confirm};
 use crate::Reply;
 use crate::adopt::record::Record;
-use crate::adopt::{self, AdoptError, Found, Host, KeyEdit};
+use crate::adopt::{self, AdoptError, Host, KeyEdit};
 use crate::availability::resolve_program;
 use crate::context::{Context, env_vars};
 use crate::error::{Failure, Reason};
+use crate::next::Next;
+use crate::policy::{Decision, RuleRef};
 use crate::render;
+use crate::reply::Warning;
 use crate::state;
+
+mod refusal;
+
+use refusal::edit_failure;
 
 /// What to do.
 pub(crate) struct Request<'a> {
@@ -37,10 +45,10 @@ pub(crate) struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// This very call as a command line for `next`: every flag the caller gave
+    /// This very call as a command for `next`: every flag the caller gave
     /// (`--scope user` above all: without it the project file is the one written),
-    /// with `--write` and `--yes` as asked, quoted for a shell.
-    fn command_line(&self, write: bool, yes: bool) -> String {
+    /// with `--write` and `--yes` as asked.
+    fn command_line(&self, write: bool, yes: bool) -> Next {
         let mut words = vec!["adopt", self.host];
         if let Some(scope) = self.scope {
             words.extend(["--scope", scope]);
@@ -59,7 +67,7 @@ impl Request<'_> {
                 words.push(flag);
             }
         }
-        format!("hcpx {}", shell_words::join(words))
+        Next::hcpx(words)
     }
 }
 
@@ -67,12 +75,16 @@ fn find_host(id: &str) -> Result<Host, Failure> {
     let mut hosts = adopt::hosts();
     let known: Vec<String> = hosts.keys().cloned().collect();
     hosts.remove(id).ok_or_else(|| {
+        #[derive(Serialize)]
+        struct Hosts<'a> {
+            hosts: &'a [String],
+        }
         Failure::new(
             Reason::InvalidArguments,
             format!("unknown host; hcpx knows: {}", known.join(", ")),
         )
-        .next("hcpx adopt mcp")
-        .data(json!({ "hosts": known }))
+        .next(Next::hcpx(["adopt", "mcp"]))
+        .data(Hosts { hosts: &known })
     })
 }
 
@@ -127,8 +139,8 @@ struct Planned {
     /// The adopt record as it is, and once the changes are written.
     recorded: Record,
     record: Record,
-    /// Lines for a person; also `data.warnings`.
-    warnings: Vec<String>,
+    /// Also `data.warnings`.
+    warnings: Vec<Warning>,
 }
 
 fn read(path: &Path) -> Result<(String, bool), Failure> {
@@ -147,82 +159,6 @@ fn backup_path(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!("{name}.bak"))
-}
-
-/// The one mapping of an [`AdoptError`] from editing a host's file to a [`Failure`].
-fn edit_failure(path: &Path, request: &Request<'_>, error: AdoptError) -> Failure {
-    let data = match &error {
-        AdoptError::Foreign { key, entry } => return foreign_failure(path, request, key, entry),
-        AdoptError::ForeignFile => {
-            return Failure::new(
-                Reason::InvalidArguments,
-                format!(
-                    "{} is there and hcpx did not write it; nothing was written. Replace it \
-                     with --force (it is kept as {}, and --remove puts it back), or move it",
-                    path.display(),
-                    backup_path(path).display()
-                ),
-            )
-            .data(json!({ "path": path }))
-            .next(forced(request));
-        }
-        // The file was read; what it holds cannot be edited without guessing, so
-        // the request cannot be done as asked (invalid_arguments) until a person
-        // fixes the file: `data` says where.
-        AdoptError::Unparsable { syntax, at, .. } => json!({
-            "path": path, "why": "unparsable", "syntax": syntax, "at": at,
-        }),
-        AdoptError::Duplicate { path: key, count } => json!({
-            "path": path, "why": "duplicate", "key": key, "count": count,
-        }),
-        AdoptError::NotAJsonObject => json!({ "path": path, "why": "not_an_object", "key": [] }),
-        AdoptError::NotAnObject { path: key } => json!({ "path": path, "why": "not_an_object", "key": key }),
-        AdoptError::NotATable { path: key } => json!({ "path": path, "why": "not_a_table", "key": key }),
-        AdoptError::NoTomlForm { key } => json!({ "path": path, "why": "no_toml_form", "key": [key] }),
-        other => {
-            return Failure::new(Reason::InvalidArguments, other.to_string());
-        }
-    };
-    Failure::new(
-        Reason::InvalidArguments,
-        format!(
-            "{} cannot be edited ({error}); it was left untouched",
-            path.display()
-        ),
-    )
-    .data(data)
-    .next(format!(
-        "fix {} by hand, then run {} again",
-        path.display(),
-        request.command_line(request.write, false)
-    ))
-}
-
-/// The refusal to replace an entry adopt did not write: the entry as the file has
-/// it, and the two ways on.
-fn foreign_failure(path: &Path, request: &Request<'_>, key: &str, entry: &Found) -> Failure {
-    let mut details = vec![format!("`{key}` now:")];
-    details.extend(entry.text.lines().map(|line| format!("  {line}")));
-    Failure::new(
-        Reason::InvalidArguments,
-        format!(
-            "{} has a `{key}` entry that hcpx did not write; nothing was written. \
-             Replace it with --force (--remove puts it back), or rename or remove that entry",
-            path.display()
-        ),
-    )
-    .details(details)
-    .data(json!({ "path": path, "key": key, "entry": entry.text }))
-    .next(forced(request))
-}
-
-/// The same adopt, forced, written, with every other flag the caller gave.
-fn forced(request: &Request<'_>) -> String {
-    Request {
-        force: true,
-        ..*request
-    }
-    .command_line(true, false)
 }
 
 /// A scope's path in a `{scope: path}` map, or the other scope's when there is one.
@@ -246,18 +182,14 @@ fn keyed_change(
     request: &Request<'_>,
     keyed: Keyed<'_>,
     record: &mut Record,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Change, Failure> {
-    let foreign = format!(
-        "the `{}` entry there was not written by hcpx, so --remove leaves it",
-        keyed.key
-    );
     planned_change(
         keyed.path,
         request,
         record,
         warnings,
-        &foreign,
+        Some(keyed.key),
         |record, file, old, backup| {
             adopt::plan(
                 record,
@@ -278,14 +210,14 @@ fn keyed_change(
 
 /// A change to `path` that `plan` (adopt's planner of a key or of a whole file)
 /// works out from the record, the file it reaches through links, the text there now
-/// and the pre-adopt backup. `foreign` is the warning when `--remove` leaves what
-/// hcpx did not write.
+/// and the pre-adopt backup. `key` is the entry planned, `None` for the whole file:
+/// what `--remove` leaves when hcpx did not write it.
 fn planned_change(
     path: PathBuf,
     request: &Request<'_>,
     record: &mut Record,
-    warnings: &mut Vec<String>,
-    foreign: &str,
+    warnings: &mut Vec<Warning>,
+    key: Option<&str>,
     plan: impl FnOnce(&Record, &str, Option<&str>, Option<&str>) -> Result<adopt::Rewrite, AdoptError>,
 ) -> Result<Change, Failure> {
     let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
@@ -299,7 +231,10 @@ fn planned_change(
     )
     .map_err(|error| edit_failure(&path, request, error))?;
     if planned.kept_foreign {
-        warnings.push(format!("{}: {foreign}", path.display()));
+        warnings.push(Warning::LeftForeign {
+            path: path.clone(),
+            key: key.map(str::to_owned),
+        });
     }
     *record = planned.record;
     Ok(Change {
@@ -321,7 +256,7 @@ struct Site<'a> {
 }
 
 /// The MCP server entry in the host's configuration.
-fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -> Result<Change, Failure> {
+fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<Warning>) -> Result<Change, Failure> {
     let (ctx, host, scope, request) = (site.ctx, site.host, site.scope, site.request);
     let Some(paths) = host.scopes.get(scope) else {
         let scopes: Vec<&str> = host.scopes.keys().map(String::as_str).collect();
@@ -334,9 +269,11 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -
             ),
         ));
     };
+    // Where the file would be cannot be told here (no path for this system, or
+    // the variable it is under is not set): a file hcpx needs, not the caller's words.
     let path = adopt::scope_path(paths, &ctx.env, &ctx.cwd).ok_or_else(|| {
         Failure::new(
-            Reason::InvalidArguments,
+            Reason::Io,
             format!("{} keeps no configuration on this system", host.name),
         )
     })?;
@@ -363,14 +300,14 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -
                         takers.join(", ")
                     ),
                 )
-                .next(format!(
-                    "{}   (it starts hcpx itself)",
+                .next(
                     Request {
                         url: None,
                         ..*request
                     }
                     .command_line(true, false)
-                ))
+                    .note("it starts hcpx itself"),
+                )
             })?
         }
     };
@@ -388,12 +325,11 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -
     )?;
     let legacy = adopt::find(host.format, &change.old, &host.servers_path, LEGACY_KEY);
     if host.key != LEGACY_KEY && matches!(legacy, Ok(Some(_))) {
-        warnings.push(format!(
-            "{}: it also has an `{LEGACY_KEY}` entry, from an older hcpx; hcpx now uses `{}` and \
-             leaves that one alone: remove it by hand when nothing needs it",
-            change.path.display(),
-            host.key
-        ));
+        warnings.push(Warning::LegacyEntry {
+            path: change.path.clone(),
+            legacy: LEGACY_KEY.to_owned(),
+            key: host.key.clone(),
+        });
     }
     Ok(change)
 }
@@ -402,7 +338,7 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<String>) -
 fn native_changes(
     site: Site<'_>,
     record: &mut Record,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Change>, Failure> {
     let (ctx, host, scope, request) = (site.ctx, site.host, site.scope, site.request);
     let Some(native) = &host.native else {
@@ -429,7 +365,7 @@ fn native_changes(
             request,
             record,
             warnings,
-            "hcpx did not write this file (or it was changed since), so --remove leaves it",
+            None,
             |record, file, old, backup| {
                 adopt::plan_file(record, file, old, backup, HCPX_SKILL, remove, request.force)
             },
@@ -470,10 +406,10 @@ fn native_changes(
 /// Reads the record and every file, and plans the run.
 fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Result<Planned, Failure> {
     let recorded = Record::load(&ctx.home).map_err(|error| {
-        Failure::new(Reason::Io, error.to_string()).next(format!(
+        Failure::from(error).next(Next::advice(format!(
             "fix or move it, then run {} again",
             request.command_line(request.write, false)
-        ))
+        )))
     })?;
     let mut record = recorded.clone();
     let mut warnings = Vec::new();
@@ -496,8 +432,35 @@ fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Resul
     })
 }
 
-fn state_failure(error: impl std::fmt::Display) -> Failure {
-    Failure::new(Reason::Io, error.to_string())
+/// `adopt`'s data: what would change, or changed.
+#[derive(Serialize)]
+struct Adopted<'a> {
+    host: &'a str,
+    scope: &'a str,
+    native: bool,
+    files: Vec<FileChange<'a>>,
+    changed: bool,
+    written: bool,
+    /// The `NAME.bak` files written (each once, before the first adopt).
+    backups: Vec<PathBuf>,
+    diff: String,
+    warnings: &'a [Warning],
+}
+
+#[derive(Serialize)]
+struct FileChange<'a> {
+    path: &'a Path,
+    changed: bool,
+}
+
+/// What `adopt --write` asks to confirm, as the plan shown with a refusal.
+#[derive(Serialize)]
+struct Plan<'a> {
+    pack: &'static str,
+    command: &'static str,
+    diff: String,
+    decision: Decision,
+    rule: &'a RuleRef,
 }
 
 pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -> Result<Reply, Failure> {
@@ -513,11 +476,9 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         // What --write would refuse, said before anyone asks for it.
         for change in &planned.changes {
             if change.changed() && change.existed && adopt::read_only(&change.target) {
-                planned.warnings.push(format!(
-                    "{} is read-only: --write leaves it as it is until it is writable (chmod u+w {})",
-                    change.target.display(),
-                    change.target.display()
-                ));
+                planned.warnings.push(Warning::ReadOnly {
+                    path: change.target.clone(),
+                });
             }
         }
     }
@@ -532,28 +493,39 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
             )
         })
         .collect();
-    let files: Vec<Value> = planned
+    let files: Vec<FileChange<'_>> = planned
         .changes
         .iter()
-        .map(|change| json!({ "path": change.path, "changed": change.changed() }))
+        .map(|change| FileChange {
+            path: &change.path,
+            changed: change.changed(),
+        })
         .collect();
-    let warnings = render::warnings_text(&planned.warnings);
-    let mut data = json!({
-        "host": host.host, "scope": scope, "native": request.native, "files": files,
-        "changed": !changed.is_empty(), "written": false, "backups": [], "diff": diffs.concat(),
-        "warnings": planned.warnings,
-    });
+    let mut data = Adopted {
+        host: &host.host,
+        scope,
+        native: request.native,
+        files,
+        changed: !changed.is_empty(),
+        written: false,
+        backups: Vec::new(),
+        diff: diffs.concat(),
+        warnings: &planned.warnings,
+    };
+    let warnings = planned.warnings.iter().cloned();
     if !request.write {
-        return Ok(Reply {
-            text: render::adopt_plan_text(&host.name, &diffs, &request.command_line(true, false)),
-            data: Some(data),
-            warnings,
-            ..Reply::default()
-        });
+        let text = render::adopt_plan_text(&host.name, &diffs, &request.command_line(true, false));
+        return Ok(Reply::new(&data, text).warn(warnings));
     }
     // Writing is `hcp.adopt`, through the policy like install.
     let evaluation = super::pseudo_evaluation(ctx, "adopt");
-    let plan_data = json!({ "pack": "hcp", "command": "adopt", "diff": diffs.concat(), "decision": evaluation.decision, "rule": to_json(&evaluation.rule) });
+    let plan_data = Plan {
+        pack: "hcp",
+        command: "adopt",
+        diff: diffs.concat(),
+        decision: evaluation.decision,
+        rule: &evaluation.rule,
+    };
     let asked = Asked {
         what: render::adopt_question(&host.name, changed.len()),
         yes: request.yes,
@@ -562,40 +534,38 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     };
     confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
-        return Ok(Reply {
-            text: render::adopt_unchanged_text(&host.name),
-            data: Some(data),
-            warnings,
-            ..Reply::default()
-        });
+        return Ok(Reply::new(&data, render::adopt_unchanged_text(&host.name)).warn(warnings));
     }
     // Under the lock, from what the files and the record are now: a prompt can take
     // long, and what was confirmed must still be what is written.
-    let _lock = crate::layout::lock(&ctx.home).map_err(state_failure)?;
+    let _lock = crate::layout::lock(&ctx.home)?;
     let again = plan(ctx, &host, scope, request)?;
     if again.changes != planned.changes {
+        // Not the caller's words: a file hcpx read changed under it (io_error, as
+        // for a pack's file that changes while it is installed).
         return Err(Failure::new(
-            Reason::InvalidArguments,
+            Reason::Io,
             "a file changed while hcpx was asking; nothing was written",
         )
         .next(request.command_line(true, false)));
     }
     for change in &changed {
+        // A file hcpx needs to write and may not (io_error).
         if change.existed && adopt::read_only(&change.target) {
             return Err(Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!(
                     "{} is read-only, so hcpx leaves it as it is; nothing was written. \
                      Make it writable, then run adopt again",
                     change.target.display()
                 ),
             )
-            .next(format!("chmod u+w {}", change.target.display())));
+            .next(Next::advice(format!("chmod u+w {}", change.target.display()))));
         }
     }
     // The record first: an entry adopt wrote is always one it knows.
     if again.record != again.recorded {
-        again.record.save(&ctx.home).map_err(state_failure)?;
+        again.record.save(&ctx.home)?;
     }
     let mut backups = Vec::new();
     let mut written = Vec::new();
@@ -645,14 +615,10 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         decision,
         std::time::Instant::now(),
     );
-    data["written"] = json!(true);
-    data["backups"] = json!(backups);
-    Ok(Reply {
-        text: render::adopt_written_text(&host.name, request.remove, &written),
-        data: Some(data),
-        warnings: warnings + &audit_warning,
-        run: None,
-    })
+    data.written = true;
+    data.backups = backups;
+    let text = render::adopt_written_text(&host.name, request.remove, &written);
+    Ok(Reply::new(&data, text).warn(warnings).warn(audit_warning))
 }
 
 /// The file's own permissions, kept when it is rewritten; 0644 for a new one.

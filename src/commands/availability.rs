@@ -1,6 +1,6 @@
 //! `hcpx availability PACK`
 
-use super::{flags, load_bindings, load_one, load_policies, to_json};
+use super::{flags, load_bindings, load_one, load_policies};
 use crate::Reply;
 use crate::availability::{Availability, Flag, Problem};
 use crate::catalog::CatalogError;
@@ -45,10 +45,8 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             )
         }
     };
-    let data = to_json(&Report { id, flags: &report });
-    Ok(Reply {
-        text: render::availability_text(id, &report),
-        data: Some(data),
-        ..Reply::default()
-    })
+    Ok(Reply::new(
+        &Report { id, flags: &report },
+        render::availability_text(id, &report),
+    ))
 }

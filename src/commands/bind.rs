@@ -1,35 +1,88 @@
 //! `hcpx bind PACK KEY [--from-env VAR]`, `hcpx unbind PACK KEY` and `hcpx bindings`.
 //! `bind` and `unbind` are access commands: an agent never gets them.
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{find_pack, load_catalog, to_json};
+use super::{find_pack, load_catalog};
 use crate::Reply;
 use crate::audit::Decision;
-use crate::binding::{Binding, Bound, Identity, Resolved, Secret, Store};
+use crate::binding::{Binding, BindingError, Bound, Identity, Resolved, Secret, Store};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::install;
+use crate::next::Next;
 use crate::render::{self, BindingRow};
-use crate::state;
+use crate::state::{self, StateError};
 
-fn state_failure(error: &impl std::fmt::Display) -> Failure {
-    Failure::io("the binding store cannot be changed", error).next("hcpx doctor")
+/// Why the binding store could not be changed; nothing of the change was written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpdateError {
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error(transparent)]
+    Store(#[from] BindingError),
+    #[error(transparent)]
+    Serialize(#[from] serde_json::Error),
+}
+
+impl From<UpdateError> for Failure {
+    fn from(error: UpdateError) -> Self {
+        Failure::io("the binding store cannot be changed", error).next(Next::hcpx(["doctor"]))
+    }
 }
 
 /// Loads, changes and writes the store under the lock. An unparsable store is
 /// never overwritten.
 pub(crate) fn update(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, Failure> {
-    let _lock = crate::layout::lock(&ctx.home).map_err(|error| state_failure(&error))?;
+    Ok(write_store(ctx, change)?)
+}
+
+fn write_store(ctx: &Context, change: impl FnOnce(&mut Store) -> bool) -> Result<bool, UpdateError> {
+    let _lock = crate::layout::lock(&ctx.home)?;
     let path = ctx.bindings_path();
-    let mut store = Store::load(&path).map_err(|error| state_failure(&error))?;
+    let mut store = Store::load(&path)?;
     store.version = 1;
     let changed = change(&mut store);
     if changed {
-        let text = serde_json::to_vec_pretty(&store).map_err(|error| state_failure(&error))?;
-        state::write_atomic(&path, &text, 0o600).map_err(|error| state_failure(&error))?;
+        let text = serde_json::to_vec_pretty(&store)?;
+        state::write_atomic(&path, &text, 0o600)?;
     }
     Ok(changed)
+}
+
+/// `bind`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BoundData<'a> {
+    pack: &'a str,
+    key: &'a str,
+    set: bool,
+    from_env: Option<&'a str>,
+}
+
+/// `bind --keep`'s data.
+#[derive(Serialize)]
+struct KeptData<'a> {
+    pack: &'a str,
+    key: &'a str,
+    kept: bool,
+    changed: bool,
+    #[serde(rename = "for")]
+    for_pack: &'a Identity,
+}
+
+/// `unbind`'s data.
+#[derive(Serialize)]
+struct UnboundData<'a> {
+    pack: &'a str,
+    key: &'a str,
+    removed: bool,
+}
+
+/// `bindings`' data.
+#[derive(Serialize)]
+struct ListData<'a> {
+    bindings: &'a [BindingRow],
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -62,7 +115,7 @@ pub(crate) fn bind(
                 declared.join(", ")
             )
         };
-        return Err(Failure::new(Reason::UnknownParam, message).next(format!("hcpx skill {pack_id}")));
+        return Err(Failure::new(Reason::UnknownParam, message).next(Next::hcpx(["skill", pack_id])));
     }
     let identity = install::identity(&ctx.home, pack);
     let from_env = match how {
@@ -77,7 +130,7 @@ pub(crate) fn bind(
                 Reason::InvalidArguments,
                 "--from-env takes an environment variable name",
             )
-            .next(format!("hcpx bind {pack_id} {key} --from-env MY_VARIABLE")));
+            .next(Next::hcpx(["bind", pack_id, key, "--from-env", "MY_VARIABLE"])));
         }
         None => {
             let input = ctx.secret_input.as_ref().ok_or_else(|| {
@@ -85,15 +138,18 @@ pub(crate) fn bind(
                     Reason::InvalidArguments,
                     "no value to bind: run at a terminal, or pipe the value on stdin",
                 )
-                .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}"))
+                .next(Next::advice(format!(
+                    "printf %s \"$VALUE\" | hcpx bind {pack_id} {key}"
+                )))
             })?;
             let value = input
                 .read_secret(&render::secret_prompt(pack_id, key))
                 .map_err(|error| Failure::io("the value cannot be read", error))?;
             if value.is_empty() {
                 return Err(
-                    Failure::new(Reason::InvalidArguments, "the value is empty; nothing was bound")
-                        .next(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}")),
+                    Failure::new(Reason::InvalidArguments, "the value is empty; nothing was bound").next(
+                        Next::advice(format!("printf %s \"$VALUE\" | hcpx bind {pack_id} {key}")),
+                    ),
                 );
             }
             Bound::Value(Secret::new(value))
@@ -109,13 +165,21 @@ pub(crate) fn bind(
         );
         true
     })?;
-    let warning = audited(ctx, argv, pack_id, Decision::Bind, true);
-    Ok(Reply {
-        text: render::bind_text(pack_id, key, from_env),
-        data: Some(json!({ "pack": pack_id, "key": key, "set": true, "fromEnv": from_env })),
-        warnings: warning,
-        run: None,
-    })
+    let data = BoundData {
+        pack: pack_id,
+        key,
+        set: true,
+        from_env,
+    };
+    Ok(
+        Reply::new(&data, render::bind_text(pack_id, key, from_env)).warn(audited(
+            ctx,
+            argv,
+            pack_id,
+            Decision::Bind,
+            true,
+        )),
+    )
 }
 
 /// How `bind` gets what it stores.
@@ -157,18 +221,18 @@ fn keep(
             Reason::Unbound,
             format!("nothing to keep: {pack_id} {key} is not bound"),
         )
-        .next(format!("hcpx bind {pack_id} {key}")));
+        .next(Next::hcpx(["bind", pack_id, key])));
     };
     let changed = before.as_ref() != Some(&identity);
-    let warning = audited(ctx, argv, pack_id, Decision::Bind, changed);
-    Ok(Reply {
-        text: render::keep_text(pack_id, key, changed.then_some((&identity, before.as_ref()))),
-        data: Some(
-            json!({ "pack": pack_id, "key": key, "kept": true, "changed": changed, "for": to_json(&identity) }),
-        ),
-        warnings: warning,
-        run: None,
-    })
+    let data = KeptData {
+        pack: pack_id,
+        key,
+        kept: true,
+        changed,
+        for_pack: &identity,
+    };
+    let text = render::keep_text(pack_id, key, changed.then_some((&identity, before.as_ref())));
+    Ok(Reply::new(&data, text).warn(audited(ctx, argv, pack_id, Decision::Bind, changed)))
 }
 
 pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
@@ -187,13 +251,20 @@ pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -
         }
         removed
     })?;
-    let warning = audited(ctx, argv, pack_id, Decision::Unbind, removed);
-    Ok(Reply {
-        text: render::unbind_text(pack_id, key, removed),
-        data: Some(json!({ "pack": pack_id, "key": key, "removed": removed })),
-        warnings: warning,
-        run: None,
-    })
+    let data = UnboundData {
+        pack: pack_id,
+        key,
+        removed,
+    };
+    Ok(
+        Reply::new(&data, render::unbind_text(pack_id, key, removed)).warn(audited(
+            ctx,
+            argv,
+            pack_id,
+            Decision::Unbind,
+            removed,
+        )),
+    )
 }
 
 /// One row of `hcpx bindings`, from what the store holds for `pack` and `key`.
@@ -218,13 +289,7 @@ fn binding_row(pack: &str, key: &str, stored: Option<&Binding>) -> BindingRow {
 
 pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
     let catalog = &*load_catalog(ctx);
-    let store = Store::load(&ctx.bindings_path()).map_err(|error| {
-        Failure::new(
-            Reason::Unbound,
-            format!("the binding store cannot be read: {error}"),
-        )
-        .next("hcpx doctor")
-    })?;
+    let store = Store::load(&ctx.bindings_path())?;
     let mut rows = Vec::new();
     for pack in &catalog.packs {
         let id = pack.id();
@@ -254,18 +319,23 @@ pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
             }
         }
     }
-    Ok(Reply {
-        text: render::bindings_text(&rows),
-        data: Some(json!({ "bindings": to_json(&rows) })),
-        ..Reply::default()
-    })
+    Ok(Reply::new(
+        &ListData { bindings: &rows },
+        render::bindings_text(&rows),
+    ))
 }
 
 /// The audit line of a bind or unbind that changed the store (`changed`); what
 /// changed nothing is not recorded. Returns the warning when the line was not written.
-fn audited(ctx: &Context, argv: &[String], pack_id: &str, decision: Decision, changed: bool) -> String {
+fn audited(
+    ctx: &Context,
+    argv: &[String],
+    pack_id: &str,
+    decision: Decision,
+    changed: bool,
+) -> Option<crate::reply::Warning> {
     if !changed {
-        return String::new();
+        return None;
     }
     let command = if decision == Decision::Unbind {
         "unbind"

@@ -3,11 +3,26 @@
 //! drift from what hcpx accepts.
 
 use clap::CommandFactory as _;
-use serde_json::json;
+use serde::Serialize;
 
 use crate::Reply;
 use crate::cli::{Cli, CompletionShell};
 use crate::error::{Failure, Reason};
+use crate::next::Next;
+
+/// `completions`' data.
+#[derive(Serialize)]
+struct Script<'a> {
+    shell: &'a str,
+    script: &'a str,
+}
+
+/// `man`'s data.
+#[derive(Serialize)]
+struct Page<'a> {
+    name: &'a str,
+    man: &'a str,
+}
 
 /// The completion script for `shell`, on stdout for a person to save or `source`.
 pub(crate) fn completions(shell: CompletionShell) -> Reply {
@@ -22,11 +37,13 @@ pub(crate) fn completions(shell: CompletionShell) -> Reply {
     };
     clap_complete::generate(generator, &mut command, "hcpx", &mut script);
     let script = String::from_utf8_lossy(&script).into_owned();
-    Reply {
-        data: Some(json!({ "shell": shell.name(), "script": script })),
-        text: script,
-        ..Reply::default()
-    }
+    Reply::new(
+        &Script {
+            shell: shell.name(),
+            script: &script,
+        },
+        script.clone(),
+    )
 }
 
 /// The man page (roff) of hcpx, or of one of its commands (`hcpx man policy set`
@@ -45,15 +62,12 @@ pub(crate) fn man(path: &[String]) -> Result<Reply, Failure> {
             };
             let next = match closest.first() {
                 Some(best) => {
-                    let mut fixed: Vec<&str> = path
-                        .iter()
-                        .map(String::as_str)
-                        .take_while(|w| w != word)
-                        .collect();
+                    let mut fixed: Vec<&str> = vec!["man"];
+                    fixed.extend(path.iter().map(String::as_str).take_while(|w| w != word));
                     fixed.push(best);
-                    format!("hcpx man {}", fixed.join(" "))
+                    Next::hcpx(fixed)
                 }
-                None => "hcpx man".to_owned(),
+                None => Next::hcpx(["man"]),
             };
             return Err(Failure::new(Reason::UnknownCommand, message).next(next));
         };
@@ -66,9 +80,11 @@ pub(crate) fn man(path: &[String]) -> Result<Reply, Failure> {
         .title(name.clone())
         .render(&mut page);
     let page = String::from_utf8_lossy(&page).into_owned();
-    Ok(Reply {
-        data: Some(json!({ "name": name, "man": page })),
-        text: page,
-        ..Reply::default()
-    })
+    Ok(Reply::new(
+        &Page {
+            name: &name,
+            man: &page,
+        },
+        page.clone(),
+    ))
 }

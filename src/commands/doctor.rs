@@ -1,14 +1,59 @@
 //! `hcpx doctor`: where state lives, which packs load, which policy files are in
 //! force, and what this machine enforces.
 
-use serde_json::json;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{load_bindings, load_catalog, load_policies};
 use crate::Reply;
-use crate::catalog::Origin;
-use crate::context::Context;
+use crate::catalog::{BrokenPack, Origin};
+use crate::context::{Context, Principal};
 use crate::error::Failure;
 use crate::render::{self, Doctor};
+use crate::sandbox::{LayerReport, Mode};
+
+/// What `doctor` found, as data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Found<'a> {
+    home: &'a Path,
+    home_exists: bool,
+    home_paths: &'a [PathBuf],
+    principal: Principal,
+    packs: Packs<'a>,
+    policy: PolicyFiles,
+    sandbox: Sandbox<'a>,
+    bindings: BindingStore<'a>,
+}
+
+#[derive(Serialize)]
+struct Packs<'a> {
+    builtin: usize,
+    installed: usize,
+    broken: &'a [BrokenPack],
+}
+
+#[derive(Serialize)]
+struct PolicyFiles {
+    user: Value,
+    project: Value,
+}
+
+#[derive(Serialize)]
+struct Sandbox<'a> {
+    mode: Mode,
+    layers: &'a [LayerReport],
+}
+
+/// Whether the binding store can be read.
+#[derive(Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+enum BindingStore<'a> {
+    Ok,
+    Unparsable { error: &'a str },
+}
 
 pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let catalog = &*load_catalog(ctx);
@@ -45,18 +90,28 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         layers: &layers,
         bindings_error: bindings.as_ref().err().map(String::as_str),
     });
-    Ok(Reply {
-        text,
-        data: Some(json!({
-            "home": ctx.home,
-            "homeExists": ctx.home.is_dir(),
-            "homePaths": view.aliases,
-            "principal": ctx.principal,
-            "packs": { "builtin": builtin, "installed": installed, "broken": catalog.broken },
-            "policy": { "user": policies.user.to_json(), "project": policies.project.to_json() },
-            "sandbox": { "mode": ctx.sandbox_mode, "layers": super::to_json(&layers) },
-            "bindings": match &bindings { Ok(_) => json!({ "status": "ok" }), Err(error) => json!({ "status": "unparsable", "error": error }) },
-        })),
-        ..Reply::default()
-    })
+    let data = Found {
+        home: &ctx.home,
+        home_exists: ctx.home.is_dir(),
+        home_paths: &view.aliases,
+        principal: ctx.principal,
+        packs: Packs {
+            builtin,
+            installed,
+            broken: &catalog.broken,
+        },
+        policy: PolicyFiles {
+            user: policies.user.to_json(),
+            project: policies.project.to_json(),
+        },
+        sandbox: Sandbox {
+            mode: ctx.sandbox_mode,
+            layers: &layers,
+        },
+        bindings: match &bindings {
+            Ok(_) => BindingStore::Ok,
+            Err(error) => BindingStore::Unparsable { error },
+        },
+    };
+    Ok(Reply::new(&data, text))
 }

@@ -16,8 +16,10 @@ use crate::catalog::builtin_files;
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, LinkKind, Outcome};
+use crate::next::Next;
 use crate::program::resolve_program;
 use crate::render::{self, Installed};
+use crate::reply::Effects;
 use crate::runtime;
 use crate::sandbox::Spawn;
 
@@ -118,8 +120,8 @@ async fn permitted(
         what: render::install_question(command, target),
         yes,
         // Quoted: a folder's path may hold spaces or shell characters.
-        retry: format!("hcpx {command} {} --yes", shell_words::quote(target)),
-        by_hand: format!("hcpx {command} {}", shell_words::quote(target)),
+        retry: Next::hcpx([command, target, "--yes"]),
+        by_hand: Next::hcpx([command, target]),
     };
     confirm(ctx, &asked, &evaluation, &plan)
         .await
@@ -178,7 +180,7 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
             Reason::NotRunnable,
             "npm is not on PATH, so npm: sources cannot be fetched",
         )
-        .next("install Node.js and npm")
+        .next(Next::advice("install Node.js and npm"))
     })?;
     // A folder of the process's own (mode 0700, swept should hcpx be killed).
     let dir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
@@ -241,10 +243,10 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         };
         return Err(Failure::new(Reason::UnknownPack, message)
             .details(details)
-            .next(format!(
+            .next(Next::advice(format!(
                 "npm view {} versions   (check the name and version)",
                 shell_words::quote(package_name(spec))
-            )));
+            ))));
     }
     let packed: serde_json::Value = serde_json::from_slice(&finished.stdout).unwrap_or_default();
     let filename = packed[0]["filename"]
@@ -299,7 +301,7 @@ pub(crate) async fn install(
                 "npm: takes a package name from the registry, as npm:NAME, npm:@SCOPE/NAME or \
                  npm:NAME@VERSION; to install a folder, name the folder itself",
             )
-            .next("hcpx install ./my-pack"));
+            .next(Next::hcpx(["install", "./my-pack"])));
         }
         fetch_npm(ctx, spec).await?
     } else if ctx.cwd.join(source).is_dir() {
@@ -320,7 +322,7 @@ pub(crate) async fn install(
             Reason::InvalidArguments,
             "SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id",
         )
-        .next("hcpx install ./my-pack"));
+        .next(Next::hcpx(["install", "./my-pack"])));
     };
     let manifest = install::validate(&files).map_err(failure)?;
     if let Err(refusal) = may_replace(ctx, &manifest.id, &recorded, source) {
@@ -383,7 +385,10 @@ pub(crate) async fn install(
             "replaced": replaced, "integrity": sum,
             "bindings": { "kept": kept, "heldBack": held_back },
         })),
-        warnings: warning,
+        warnings: warning.into_iter().collect(),
+        effects: Effects {
+            packs_changed: changed,
+        },
         run: None,
     })
 }
@@ -401,10 +406,10 @@ fn may_replace(ctx: &Context, id: &str, recorded: &str, source: &str) -> Result<
         Reason::AccessRefused,
         "an agent cannot replace a built-in pack with a pack from another source; nothing was installed",
     )
-    .next(format!(
+    .next(Next::advice(format!(
         "a person runs, at a terminal and without HCP_AGENT=1: hcpx install {}",
         shell_words::quote(source)
-    ))
+    )))
     .data(json!({ "id": id, "builtin": true })))
 }
 
@@ -466,7 +471,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         } else {
             "no installed pack by that name"
         };
-        return Err(Failure::new(Reason::UnknownPack, message).next("hcpx search"));
+        return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
     let removed = install::remove(&ctx.home, id).map_err(failure)?;
@@ -481,7 +486,10 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
     Ok(Reply {
         text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
         data: Some(json!({ "id": id, "removed": removed })),
-        warnings: warning,
+        warnings: warning.into_iter().collect(),
+        effects: Effects {
+            packs_changed: removed,
+        },
         run: None,
     })
 }

@@ -16,10 +16,12 @@ pub(crate) mod search;
 pub(crate) mod skill;
 
 use crate::binding::Store;
-use crate::catalog::{Catalog, CatalogError, Pack};
+use crate::catalog::{Catalog, Pack};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::next::Next;
 use crate::policy::Policies;
+use crate::reply::Warning;
 
 /// Every pack: the server's cached catalog, or read now.
 pub(crate) fn load_catalog(ctx: &Context) -> std::sync::Arc<Catalog> {
@@ -68,30 +70,30 @@ pub(crate) fn recover_installs(ctx: &Context) {
     }
 }
 
-/// Looks a pack up, or refuses with `unknown_pack`, the closest ids and a next step.
+/// Looks a pack up, or refuses with `unknown_pack`: a broken install by that id
+/// says so, else the closest ids and a next step
+/// ([`crate::catalog::CatalogError`]'s `Failure`).
 pub(crate) fn find_pack<'c>(catalog: &'c Catalog, id: &str) -> Result<&'c Pack, Failure> {
-    catalog
-        .get(id)
-        .map_err(|CatalogError::Unknown { suggestions, .. }| {
-            if let Some(broken) = catalog.broken(id) {
-                let details = broken.problems.iter().map(ToString::to_string).collect();
-                return Failure::new(Reason::UnknownPack, "the installed pack by that name is broken")
-                    .details(details)
-                    .next(format!("hcpx pack check {}", broken.dir.display()))
-                    .data(serde_json::json!({ "broken": broken }));
-            }
-            let next = match suggestions.first() {
-                Some(best) => format!("hcpx skill {best}"),
-                None => "hcpx search".to_owned(),
-            };
-            let message = match suggestions.as_slice() {
-                [] => "no pack by that name".to_owned(),
-                ids => format!("no pack by that name; closest: {}", ids.join(", ")),
-            };
-            Failure::new(Reason::UnknownPack, message)
-                .next(next)
-                .data(serde_json::json!({ "suggestions": suggestions }))
-        })
+    if let Some(broken) = catalog.broken(id)
+        && catalog.get(id).is_err()
+    {
+        #[derive(serde::Serialize)]
+        struct Broken<'a> {
+            broken: &'a crate::catalog::BrokenPack,
+        }
+        let details = broken.problems.iter().map(ToString::to_string).collect();
+        return Err(
+            Failure::new(Reason::UnknownPack, "the installed pack by that name is broken")
+                .details(details)
+                .next(Next::hcpx([
+                    "pack".to_owned(),
+                    "check".to_owned(),
+                    broken.dir.display().to_string(),
+                ]))
+                .data(Broken { broken }),
+        );
+    }
+    Ok(catalog.get(id)?)
 }
 
 /// The access commands (`policy set`, `bind`, `unbind`, and `adopt` with `--write`,
@@ -104,7 +106,7 @@ pub(crate) fn refuse_agents(ctx: &Context) -> Result<(), Failure> {
             Reason::AccessRefused,
             "an agent cannot change bindings, policy or host configuration; a person runs this command at a terminal",
         )
-        .next("ask the person you work for to run it at their terminal")),
+        .next(Next::advice("ask the person you work for to run it at their terminal"))),
     }
 }
 
@@ -151,8 +153,8 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> serde_json::Value {
 }
 
 /// Appends the audit line ([`crate::audit::append`]) of a decision other than an exec
-/// (exec writes its own, with the run's numbers; see README.md); returns a
-/// warning for people when it could not be written, never failing the call.
+/// (exec writes its own, with the run's numbers; see README.md); returns the
+/// warning when it could not be written, never failing the call.
 pub(crate) fn write_audit_line(
     ctx: &Context,
     argv: &[String],
@@ -160,7 +162,7 @@ pub(crate) fn write_audit_line(
     command: &str,
     decision: crate::audit::Decision,
     started: std::time::Instant,
-) -> String {
+) -> Option<Warning> {
     let entry = crate::audit::Entry {
         ts: crate::audit::now(),
         principal: ctx.principal,
@@ -172,10 +174,9 @@ pub(crate) fn write_audit_line(
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         output_bytes: 0,
     };
-    match crate::audit::append(&ctx.home, &entry) {
-        Ok(()) => String::new(),
-        Err(error) => crate::render::warning_line(format_args!("the audit line was not written: {error}")),
-    }
+    crate::audit::append(&ctx.home, &entry)
+        .err()
+        .map(|error| Warning::AuditLine(error.to_string()))
 }
 
 /// The decision for one of hcpx's own write commands (`hcp.install`,
@@ -206,21 +207,21 @@ pub(crate) struct Asked {
     /// The caller passed `--yes`.
     pub yes: bool,
     /// The same command with `--yes`, for `next`.
-    pub retry: String,
+    pub retry: Next,
     /// The command a person runs themselves.
-    pub by_hand: String,
+    pub by_hand: Next,
 }
 
 /// A `deny`: by the policy (whose rules `policy show` lists), or by a read-only
 /// server, which no policy change opens.
-pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &serde_json::Value) -> Failure {
+pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &impl serde::Serialize) -> Failure {
     let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
     let failure = if evaluation.rule.kind == crate::policy::RuleKind::ReadOnly {
-        failure.next("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves")
+        failure.next(Next::advice("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves"))
     } else {
-        failure.next("hcpx policy show")
+        failure.next(Next::hcpx(["policy", "show"]))
     };
-    failure.data(plan.clone())
+    failure.data(plan)
 }
 
 /// The policy step's confirmation, shared by exec, install and uninstall: `Ok` to go
@@ -229,7 +230,7 @@ pub(crate) async fn confirm(
     ctx: &Context,
     asked: &Asked,
     evaluation: &crate::policy::Evaluation,
-    plan: &serde_json::Value,
+    plan: &(impl serde::Serialize + Sync),
 ) -> Result<(), Failure> {
     use crate::context::Answer;
     use crate::policy::Decision;
@@ -249,18 +250,20 @@ pub(crate) async fn confirm(
                     // advice meant for an agent. An agent whose host's user declined
                     // learns not to ask again.
                     Answer::No | Answer::Cancelled if ctx.principal == crate::Principal::Terminal => {
-                        Err(Failure::new(Reason::Declined, "you answered no; nothing ran").data(plan.clone()))
+                        Err(Failure::new(Reason::Declined, "you answered no; nothing ran").data(plan))
                     }
                     Answer::No | Answer::Cancelled => {
                         Err(Failure::new(Reason::Declined, "not confirmed; nothing ran")
-                            .next("ask the person what to do instead; do not retry the same command")
-                            .data(plan.clone()))
+                            .next(Next::advice(
+                                "ask the person what to do instead; do not retry the same command",
+                            ))
+                            .data(plan))
                     }
                     Answer::Later => Err(Failure::new(
                         Reason::NeedsConfirmation,
                         "the host's user is asked to confirm; nothing ran yet",
                     )
-                    .data(plan.clone())),
+                    .data(plan)),
                 };
             }
             let failure = if evaluation.decision == Decision::ConfirmHuman {
@@ -269,18 +272,18 @@ pub(crate) async fn confirm(
                 } else {
                     "only a person can confirm this command, at a terminal prompt"
                 };
-                Failure::new(Reason::NeedsConfirmation, message).next(format!(
+                Failure::new(Reason::NeedsConfirmation, message).next(Next::advice(format!(
                     "a person runs, at a terminal and without HCP_AGENT=1: {}",
                     asked.by_hand
-                ))
+                )))
             } else {
                 Failure::new(
                     Reason::NeedsConfirmation,
                     "this command needs confirmation; nothing ran",
                 )
-                .next(&asked.retry)
+                .next(asked.retry.clone())
             };
-            Err(failure.data(plan.clone()))
+            Err(failure.data(plan))
         }
     }
 }

@@ -1,12 +1,27 @@
 //! `hcpx output ID [--stream stdout|stderr] [--offset N] [--limit N]`: pages through a
 //! full capture kept by the MCP server (see docs/mcp.md).
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::Reply;
 use crate::captures::{ceil_boundary, floor_boundary};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::next::Next;
+
+/// One page of a kept output.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Page<'a> {
+    id: &'a str,
+    stream: &'a str,
+    offset: usize,
+    length: usize,
+    total: usize,
+    /// Where the next page starts; null at the end.
+    next_offset: Option<usize>,
+    text: &'a str,
+}
 
 pub(crate) fn run(
     ctx: &Context,
@@ -20,7 +35,7 @@ pub(crate) fn run(
             Reason::UnknownOutput,
             "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)",
         )
-        .next("run the command again")
+        .next(Next::advice("run the command again"))
     })?;
     let text = if stream == "stderr" {
         &stored.stderr
@@ -30,19 +45,16 @@ pub(crate) fn run(
     let (start, end) = page_bounds(text, offset, limit);
     let page = &text[start..end];
     let next = (end < text.len()).then_some(end);
-    Ok(Reply {
-        text: page.to_owned(),
-        data: Some(json!({
-            "id": id,
-            "stream": stream,
-            "offset": start,
-            "length": page.len(),
-            "total": text.len(),
-            "nextOffset": next,
-            "text": page,
-        })),
-        ..Reply::default()
-    })
+    let data = Page {
+        id,
+        stream,
+        offset: start,
+        length: page.len(),
+        total: text.len(),
+        next_offset: next,
+        text: page,
+    };
+    Ok(Reply::new(&data, page))
 }
 
 /// The page of `text` asked for by `offset` and `limit`, on char boundaries (an

@@ -1,22 +1,50 @@
 //! `hcpx pack check DIR` and `hcpx pack new ID`: tools for pack authors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::Reply;
 use crate::catalog::{self, MANIFEST_FILE, SKILL_FILE};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::manifest::Problem;
+use crate::next::Next;
 use crate::render;
 use crate::template::is_pack_id;
+
+/// `pack check`'s data of a valid pack.
+#[derive(Serialize)]
+struct Valid<'a> {
+    dir: &'a Path,
+    id: &'a str,
+    version: String,
+    commands: &'a [&'a str],
+    /// None: the same field as a refusal's.
+    problems: &'a [Problem],
+}
+
+/// `pack check`'s refusal data: every problem.
+#[derive(Serialize)]
+struct Invalid<'a> {
+    dir: &'a Path,
+    problems: &'a [Problem],
+}
+
+/// `pack new`'s data: the folder and the files written there.
+#[derive(Serialize)]
+struct Created<'a> {
+    id: &'a str,
+    dir: PathBuf,
+    files: [&'a str; 3],
+}
 
 pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
     let dir = ctx.cwd.join(dir);
     if !dir.is_dir() {
         return Err(
             Failure::new(Reason::InvalidArguments, "that folder does not exist")
-                .next("hcpx pack new ID   (to start a pack)"),
+                .next(Next::hcpx(["pack", "new", "ID"]).note("to start a pack")),
         );
     }
     let loaded = catalog::load_dir(&dir).and_then(|(manifest, skill)| {
@@ -34,19 +62,24 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 .iter()
                 .map(|command| command.name.as_str())
                 .collect();
-            Ok(Reply {
-                text: render::pack_check_text(&manifest.id, &manifest.version.to_string(), &commands),
-                data: Some(json!({
-                    "dir": dir, "id": manifest.id, "version": manifest.version.to_string(),
-                    "commands": commands, "problems": []
-                })),
-                ..Reply::default()
-            })
+            let data = Valid {
+                dir: &dir,
+                id: &manifest.id,
+                version: manifest.version.to_string(),
+                commands: &commands,
+                problems: &[],
+            };
+            Ok(Reply::new(
+                &data,
+                render::pack_check_text(&manifest.id, &data.version, &commands),
+            ))
         }
+        // The folder is there and the pack in it is broken: not the caller's words,
+        // but files a person fixes (io_error), as `next` says.
         Err(problems) => {
             let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
             Err(Failure::new(
-                Reason::InvalidArguments,
+                Reason::Io,
                 format!(
                     "the pack is invalid: {} problem{}",
                     problems.len(),
@@ -54,8 +87,13 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 ),
             )
             .details(lines)
-            .next("fix each problem listed, then run hcpx pack check again")
-            .data(json!({ "dir": dir, "problems": problems })))
+            .next(Next::advice(
+                "fix each problem listed, then run hcpx pack check again",
+            ))
+            .data(Invalid {
+                dir: &dir,
+                problems: &problems,
+            }))
         }
     }
 }
@@ -202,7 +240,7 @@ pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             Reason::InvalidArguments,
             "pack ids match ^[a-z0-9][a-z0-9._-]{0,63}$",
         )
-        .next("hcpx pack new my-tool"));
+        .next(Next::hcpx(["pack", "new", "my-tool"])));
     }
     let dir = ctx.cwd.join(id);
     let io = |error: std::io::Error| Failure::new(Reason::Io, format!("cannot write the pack: {error}"));
@@ -213,7 +251,7 @@ pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 Reason::InvalidArguments,
                 "a file or folder by that name exists here already",
             )
-            .next(format!("hcpx pack check {id}")));
+            .next(Next::hcpx(["pack", "check", id])));
         }
         Err(error) => return Err(io(error)),
     }
@@ -227,18 +265,13 @@ pub(crate) fn new(ctx: &Context, id: &str) -> Result<Reply, Failure> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
     }
-    // What we write must pass our own check.
+    // What we write must pass our own check: when it does not, the folder does not
+    // hold what was written (a file system that drops the executable bit, say).
     catalog::load_dir(&dir).map_err(|problems| {
-        Failure::new(
-            Reason::InvalidArguments,
-            "the generated pack failed its own check",
-        )
-        .details(problems.iter().map(ToString::to_string).collect())
+        Failure::new(Reason::Io, "the generated pack failed its own check")
+            .details(problems.iter().map(ToString::to_string).collect())
     })?;
     let files = [MANIFEST_FILE, SKILL_FILE, id];
-    Ok(Reply {
-        text: render::pack_new_text(id, &files),
-        data: Some(json!({ "id": id, "dir": dir, "files": files })),
-        ..Reply::default()
-    })
+    let text = render::pack_new_text(id, &files);
+    Ok(Reply::new(&Created { id, dir, files }, text))
 }

@@ -1,15 +1,19 @@
 //! `hcpx policy show` and `hcpx policy check PACK COMMAND`
 
-use serde_json::json;
+use std::path::{Path, PathBuf};
 
-use super::{find_pack, load_catalog, load_policies, to_json};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{find_pack, load_catalog, load_policies};
 use crate::Reply;
-use crate::context::Context;
+use crate::context::{Context, Principal};
 use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
-use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, Subject};
+use crate::next::Next;
+use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, RuleRef, ShownRule, Subject};
 use crate::render;
-use crate::state;
+use crate::state::{self, StateError};
 
 /// The pseudo-pack `hcp`: hcpx's own commands that go through the policy (see README.md).
 pub(crate) const PSEUDO_PACK: &str = "hcp";
@@ -40,16 +44,64 @@ pub(crate) fn show(ctx: &Context) -> Result<Reply, Failure> {
         .collect();
     let rules = policy::show(&policies, &commands);
     let user_path = ctx.user_policy_path();
-    Ok(Reply {
-        data: Some(json!({
-            "user": policies.user.to_json(),
-            "userPath": user_path,
-            "project": policies.project.to_json(),
-            "rules": to_json(&rules),
-        })),
-        text: render::policy_show_text(&policies, &rules, &user_path),
-        ..Reply::default()
-    })
+    let data = Shown {
+        user: policies.user.to_json(),
+        user_path: &user_path,
+        project: policies.project.to_json(),
+        rules: &rules,
+    };
+    Ok(Reply::new(
+        &data,
+        render::policy_show_text(&policies, &rules, &user_path),
+    ))
+}
+
+/// `policy show`'s data: both files and every rule in force.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown<'a> {
+    user: Value,
+    user_path: &'a Path,
+    project: Value,
+    rules: &'a [ShownRule],
+}
+
+/// `policy check`'s data: the decision for this caller and the rule behind it.
+#[derive(Serialize)]
+struct Checked<'a> {
+    pack: &'a str,
+    command: &'a str,
+    effect: Effect,
+    principal: Principal,
+    decision: Decision,
+    rule: &'a RuleRef,
+    meaning: &'static str,
+}
+
+/// `policy set`'s data.
+#[derive(Serialize)]
+struct Set<'a> {
+    #[serde(rename = "match")]
+    matcher: &'a str,
+    decision: Decision,
+    file: &'a Path,
+}
+
+/// `policy unset`'s data: the decision the rule had.
+#[derive(Serialize)]
+struct Unset<'a> {
+    #[serde(rename = "match")]
+    matcher: &'a str,
+    removed: Decision,
+    file: &'a Path,
+}
+
+/// A refusal's data: the commands there are, and the closest to what was named.
+#[derive(Serialize)]
+struct Commands<'a> {
+    commands: &'a [&'a str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suggestions: Option<&'a [&'a str]>,
 }
 
 pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<Reply, Failure> {
@@ -64,7 +116,7 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
                     Reason::UnknownCommand,
                     "hcp has the commands install, uninstall and adopt",
                 )
-                .next("hcpx policy check hcp install")
+                .next(Next::hcpx(["policy", "check", "hcp", "install"]))
             })?
     } else {
         let pack = find_pack(catalog, pack_id)?;
@@ -76,8 +128,11 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
                     Reason::UnknownCommand,
                     format!("the pack has no such command; its commands: {}", names.join(", ")),
                 )
-                .next(format!("hcpx skill {pack_id}"))
-                .data(json!({ "commands": names })));
+                .next(Next::hcpx(["skill", pack_id]))
+                .data(Commands {
+                    commands: &names,
+                    suggestions: None,
+                }));
             }
         }
     };
@@ -88,19 +143,17 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
         effect,
     };
     let evaluation = policy::evaluate(&subject, &policies);
-    Ok(Reply {
-        text: render::policy_check_text(pack_id, command_name, effect, ctx.principal, &evaluation),
-        data: Some(json!({
-            "pack": pack_id,
-            "command": command_name,
-            "effect": effect,
-            "principal": ctx.principal,
-            "decision": evaluation.decision,
-            "rule": to_json(&evaluation.rule),
-            "meaning": render::meaning(evaluation.decision, ctx.principal),
-        })),
-        ..Reply::default()
-    })
+    let data = Checked {
+        pack: pack_id,
+        command: command_name,
+        effect,
+        principal: ctx.principal,
+        decision: evaluation.decision,
+        rule: &evaluation.rule,
+        meaning: render::meaning(evaluation.decision, ctx.principal),
+    };
+    let text = render::policy_check_text(pack_id, command_name, effect, ctx.principal, &evaluation);
+    Ok(Reply::new(&data, text))
 }
 
 /// A rule that names a pack or command no known pack has: refused with the closest
@@ -129,21 +182,26 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                 let (message, next) = match ids.first() {
                     Some(best) => (
                         format!("no pack by that name; did you mean {}?", with(best)),
-                        format!(
-                            "hcpx policy set {} {}",
-                            shell_words::quote(&with(best)),
-                            decision.as_str()
-                        ),
+                        Next::hcpx([
+                            "policy".to_owned(),
+                            "set".to_owned(),
+                            with(best),
+                            decision.as_str().to_owned(),
+                        ]),
                     ),
-                    None => ("no pack by that name".to_owned(), "hcpx search".to_owned()),
+                    None => ("no pack by that name".to_owned(), Next::hcpx(["search"])),
                 };
+                #[derive(Serialize)]
+                struct Closest<'a> {
+                    suggestions: &'a [&'a str],
+                }
                 return Some(
                     Failure::new(Reason::UnknownPack, message)
                         .details(vec![
                             "a rule for a pack not installed yet: add --force".to_owned(),
                         ])
                         .next(next)
-                        .data(json!({ "suggestions": ids })),
+                        .data(Closest { suggestions: &ids }),
                 );
             }
         }
@@ -156,14 +214,19 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
     let (message, next) = match closest.first() {
         Some(best) => (
             format!("{pack_id} has no such command; did you mean {pack_id}.{best}?"),
-            format!("hcpx policy set {pack_id}.{best} {}", decision.as_str()),
+            Next::hcpx([
+                "policy".to_owned(),
+                "set".to_owned(),
+                format!("{pack_id}.{best}"),
+                decision.as_str().to_owned(),
+            ]),
         ),
         None => (
             format!(
                 "{pack_id} has no such command; its commands: {}",
                 commands.join(", ")
             ),
-            format!("hcpx skill {pack_id}"),
+            Next::hcpx(["skill", pack_id]),
         ),
     };
     Some(
@@ -172,7 +235,10 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                 "a rule for a command a later version adds: add --force".to_owned(),
             ])
             .next(next)
-            .data(json!({ "commands": commands, "suggestions": closest })),
+            .data(Commands {
+                commands: &commands,
+                suggestions: Some(&closest),
+            }),
     )
 }
 
@@ -188,14 +254,14 @@ pub(crate) fn set(
             Reason::InvalidArguments,
             "MATCH is pack.command, pack.* or *.effect (read, write, destructive)",
         )
-        .next("hcpx policy set git.commit deny")
+        .next(Next::hcpx(["policy", "set", "git.commit", "deny"]))
     })?;
     let decision = Decision::parse(decision).ok_or_else(|| {
         Failure::new(
             Reason::InvalidArguments,
             "DECISION is allow, confirm, confirm-human or deny",
         )
-        .next("hcpx policy set git.commit deny")
+        .next(Next::hcpx(["policy", "set", "git.commit", "deny"]))
     })?;
     if !force && let Some(failure) = unknown_target(ctx, &matcher, decision) {
         return Err(failure);
@@ -213,7 +279,7 @@ pub(crate) fn set(
         Ok(())
     })?
     .1;
-    let warnings = super::write_audit_line(
+    let warning = super::write_audit_line(
         ctx,
         argv,
         PSEUDO_PACK,
@@ -221,12 +287,12 @@ pub(crate) fn set(
         crate::audit::Decision::PolicySet,
         std::time::Instant::now(),
     );
-    Ok(Reply {
-        text: render::policy_set_text(&text, decision, &path),
-        data: Some(json!({ "match": text, "decision": decision, "file": path })),
-        warnings,
-        run: None,
-    })
+    let data = Set {
+        matcher: &text,
+        decision,
+        file: &path,
+    };
+    Ok(Reply::new(&data, render::policy_set_text(&text, decision, &path)).warn(warning))
 }
 
 /// Changes the user's policy under the state lock: loads it (an unparsable one is
@@ -235,29 +301,51 @@ pub(crate) fn set(
 fn edit_user_policy<T>(
     ctx: &Context,
     change: impl FnOnce(&mut PolicyFile) -> Result<T, Failure>,
-) -> Result<(T, std::path::PathBuf), Failure> {
+) -> Result<(T, PathBuf), Failure> {
     let path = ctx.user_policy_path();
-    let _lock = crate::layout::lock(&ctx.home)
-        .map_err(|error| Failure::io("the state lock", error).next("hcpx doctor"))?;
+    let _lock = crate::layout::lock(&ctx.home).map_err(EditError::Lock)?;
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),
         Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => {
-            return Err(Failure::new(
-                Reason::InvalidArguments,
-                format!(
-                    "the user policy cannot be parsed ({error}); fix it by hand first, it is never overwritten"
-                ),
-            )
-            .next("hcpx policy show"));
-        }
+        Layer::Unparsable { error, .. } => return Err(EditError::Unparsable(error).into()),
     };
     let changed = change(&mut file)?;
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
     bytes.push(b'\n');
-    state::write_atomic(&path, &bytes, 0o600)
-        .map_err(|error| Failure::io(format_args!("cannot write {}", path.display()), error))?;
+    state::write_atomic(&path, &bytes, 0o600).map_err(|source| EditError::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok((changed, path))
+}
+
+/// Why the user's policy was not changed; nothing of the change was written.
+#[derive(Debug, thiserror::Error)]
+enum EditError {
+    #[error("the state lock: {0}")]
+    Lock(StateError),
+    /// The file is there and cannot be parsed: a person fixes it, hcpx never
+    /// overwrites it.
+    #[error("the user policy cannot be parsed ({0}); fix it by hand first, it is never overwritten")]
+    Unparsable(String),
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: StateError },
+}
+
+/// A policy file hcpx cannot lock, parse or write is a file it needs (`io_error`).
+impl From<EditError> for Failure {
+    fn from(error: EditError) -> Self {
+        let next = match &error {
+            EditError::Lock(_) => Some(Next::hcpx(["doctor"])),
+            EditError::Unparsable(_) => Some(Next::hcpx(["policy", "show"])),
+            EditError::Write { .. } => None,
+        };
+        let failure = Failure::new(Reason::Io, error.to_string());
+        match next {
+            Some(next) => failure.next(next),
+            None => failure,
+        }
+    }
 }
 
 /// `hcpx policy unset MATCH`: takes the rule out of the user's policy; refused,
@@ -268,7 +356,7 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
             Reason::InvalidArguments,
             "MATCH is pack.command, pack.* or *.effect, as `hcpx policy show` lists it",
         )
-        .next("hcpx policy show")
+        .next(Next::hcpx(["policy", "show"]))
     })?;
     let text = matcher.to_string();
     let (removed, path) = edit_user_policy(ctx, |file| {
@@ -291,16 +379,26 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
                 ),
             };
             let next = match closest.first() {
-                Some(best) => format!("hcpx policy unset {}", shell_words::quote(best)),
-                None => "hcpx policy show".to_owned(),
+                Some(best) => Next::hcpx(["policy", "unset", best.as_str()]),
+                None => Next::hcpx(["policy", "show"]),
             };
+            #[derive(Serialize)]
+            struct Rules<'a> {
+                rules: &'a [String],
+                suggestions: &'a [String],
+                file: PathBuf,
+            }
             return Err(Failure::new(Reason::InvalidArguments, message)
                 .next(next)
-                .data(json!({ "rules": rules, "suggestions": closest, "file": ctx.user_policy_path() })));
+                .data(Rules {
+                    rules: &rules,
+                    suggestions: &closest,
+                    file: ctx.user_policy_path(),
+                }));
         };
         Ok(file.rules.remove(index))
     })?;
-    let warnings = super::write_audit_line(
+    let warning = super::write_audit_line(
         ctx,
         argv,
         PSEUDO_PACK,
@@ -308,10 +406,10 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
         crate::audit::Decision::PolicyUnset,
         std::time::Instant::now(),
     );
-    Ok(Reply {
-        text: render::policy_unset_text(&text, removed.decision, &path),
-        data: Some(json!({ "match": text, "removed": removed.decision, "file": path })),
-        warnings,
-        run: None,
-    })
+    let data = Unset {
+        matcher: &text,
+        removed: removed.decision,
+        file: &path,
+    };
+    Ok(Reply::new(&data, render::policy_unset_text(&text, removed.decision, &path)).warn(warning))
 }

@@ -1,12 +1,25 @@
 //! `hcpx search [QUERY...] [--limit N]`
 
-use serde_json::json;
+use serde::Serialize;
 
-use super::{flags, load_bindings, load_policies, search_catalog, to_json};
+use super::{flags, load_bindings, load_policies, search_catalog};
 use crate::Reply;
+use crate::catalog::BrokenPack;
 use crate::context::Context;
 use crate::error::Failure;
 use crate::render::{self, SearchResult};
+use crate::reply::Warning;
+
+/// `search`'s data.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Found<'a> {
+    query: &'a str,
+    results: &'a [SearchResult],
+    /// Matches under the relevance floor, not listed.
+    below_floor: usize,
+    broken: &'a [BrokenPack],
+}
 
 /// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
 pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
@@ -42,14 +55,16 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
         })
         .collect();
     let text = render::search_text(&query, &results, found.below_floor);
-    let warnings = render::broken_text(&found.broken);
-    Ok(Reply {
-        data: Some(
-            json!({ "query": query, "results": to_json(&results), "belowFloor": found.below_floor,
-                    "broken": to_json(&found.broken) }),
-        ),
-        text,
-        warnings,
-        run: None,
-    })
+    let warnings = found.broken.iter().map(|pack| Warning::BrokenPack {
+        id: pack.id.clone(),
+        problems: pack.problems.len(),
+        dir: pack.dir.clone(),
+    });
+    let data = Found {
+        query: &query,
+        results: &results,
+        below_floor: found.below_floor,
+        broken: &found.broken,
+    };
+    Ok(Reply::new(&data, text).warn(warnings))
 }

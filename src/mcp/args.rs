@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Failure, Reason};
+use crate::next::Next;
 
 /// Most words an `argv` may hold.
 pub const MAX_WORDS: usize = 1024;
@@ -36,7 +37,9 @@ pub fn split(args: &str) -> Result<Vec<String>, Failure> {
             Reason::TooLarge,
             format!("`args` is larger than {MAX_ARGS_BYTES} bytes"),
         )
-        .next("pass large values in a file the pack reads, not in the call"));
+        .next(Next::advice(
+            "pass large values in a file the pack reads, not in the call",
+        )));
     }
     let mut word_start = true;
     for (position, c) in args.chars().enumerate() {
@@ -50,12 +53,12 @@ pub fn split(args: &str) -> Result<Vec<String>, Failure> {
     }
     let words = shell_words::split(args).map_err(|_| {
         Failure::new(Reason::InvalidArguments, "`args` has an unterminated quote")
-            .next("pass `argv`, an array of words, instead")
+            .next(Next::advice("pass `argv`, an array of words, instead"))
     })?;
     if words.len() > MAX_WORDS {
         return Err(
             Failure::new(Reason::TooLarge, format!("more than {MAX_WORDS} words"))
-                .next("split the work into several calls"),
+                .next(Next::advice("split the work into several calls")),
         );
     }
     Ok(words)
@@ -66,7 +69,9 @@ fn metacharacter(class: &str, position: usize) -> Failure {
         Reason::Metacharacter,
         format!("`args` holds {class} at character {position}; hcp never runs a shell"),
     )
-    .next("pass `argv`, an array of words, so every character is taken literally")
+    .next(Next::advice(
+        "pass `argv`, an array of words, so every character is taken literally",
+    ))
 }
 
 /// The argv of one tool call, and whether it was confirmed.
@@ -83,7 +88,7 @@ pub fn parse(arguments: &Map<String, Value>) -> Result<Input, Failure> {
         (Some(_), Some(_)) | (None, None) => {
             return Err(
                 Failure::new(Reason::InvalidArguments, "pass exactly one of `argv` or `args`")
-                    .next("{\"argv\": [\"search\", \"journey\"]}"),
+                    .next(Next::advice("{\"argv\": [\"search\", \"journey\"]}")),
             );
         }
         (Some(Value::Array(items)), None) => {
@@ -92,7 +97,7 @@ pub fn parse(arguments: &Map<String, Value>) -> Result<Input, Failure> {
                     Reason::TooLarge,
                     format!("`argv` has more than {MAX_WORDS} words"),
                 )
-                .next("split the work into several calls"));
+                .next(Next::advice("split the work into several calls")));
             }
             items
                 .iter()

@@ -25,6 +25,7 @@ use serde_json::Value;
 use super::{Server, modern};
 use crate::context::{Answer, Context, Human};
 use crate::error::{Failure, Reason};
+use crate::next::Next;
 use crate::policy::Policies;
 
 /// How long a person has to answer a confirmation through the host.
@@ -162,7 +163,7 @@ impl Server {
                         "that confirmation is expired, altered, for another command or already used; \
                          nothing ran",
                     )
-                    .next("call again without inputResponses to be asked anew"));
+                    .next(Next::advice("call again without inputResponses to be asked anew")));
                 }
                 let answer = responses
                     .get("confirm")

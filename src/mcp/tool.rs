@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
-use super::{Server, args, hints, view};
+use super::{Server, args, view};
 use crate::context::Context;
 
 /// A schema as rmcp takes it (a literal that is not an object becomes an empty one).
@@ -170,10 +170,10 @@ impl Server {
             return deferred.into();
         }
         let mut envelope = executed.envelope;
-        // Suggestions are written for a terminal; this caller acts through the tool.
-        envelope.next = envelope.next.take().map(|next| hints::as_tool_call(&next));
+        // This caller acts on a suggestion through the tool.
+        envelope.next = envelope.next.take().map(crate::next::Next::for_tool);
         // An install or uninstall changed the skills there are: tell the client.
-        if executed.packs_changed {
+        if executed.effects.packs_changed {
             self.changes.announce().await;
         }
         view::render(

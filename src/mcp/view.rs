@@ -1,18 +1,18 @@
 //! How one call's [`Envelope`] reaches a model as a `CallToolResult` (see docs/mcp.md):
 //! the view limits (a head and a tail of each stream, the whole capture kept
 //! pageable in the [`CaptureStore`]), the text a model reads (rendered by
-//! [`crate::render::model_text`]), and the message size cap of [`super::fit`]. What
+//! [`super::text::model_text`]), and the message size cap of [`super::fit`]. What
 //! the envelope says is the command tree's.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
+use super::text::model_text;
 use super::{Options, fit};
 use crate::captures::{CaptureStore, view};
 use crate::child::{StreamTruncation, Truncation};
 use crate::envelope::Envelope;
 use crate::error::Failure;
-use crate::render;
 
 /// Default stdout shown in a result (`HCP_MCP_VIEW_BYTES` changes it).
 pub const VIEW_STDOUT: usize = 32 * 1024;
@@ -28,12 +28,12 @@ pub(crate) fn render(
     outputs: &CaptureStore,
 ) -> CallToolResult {
     apply_view(&mut envelope, options, outputs);
-    let mut text = render::model_text(&envelope, human);
+    let mut text = model_text(&envelope, human);
     if fit::too_large(&envelope, &text) && envelope.output_id.is_none() && envelope.spawned {
         // What is about to be cut stays pageable.
         let id = outputs.put(envelope.stdout.clone(), envelope.stderr.clone());
         envelope.output_id = Some(id);
-        text = render::model_text(&envelope, human);
+        text = model_text(&envelope, human);
     }
     fit::tool_result(&mut envelope, &mut text);
     result(envelope, text)
@@ -42,7 +42,7 @@ pub(crate) fn render(
 /// The result of a call refused before anything ran.
 pub(crate) fn refusal(failure: Failure) -> CallToolResult {
     let mut envelope = Envelope::failed(Vec::new(), failure);
-    let mut text = render::model_text(&envelope, "");
+    let mut text = model_text(&envelope, "");
     fit::tool_result(&mut envelope, &mut text);
     result(envelope, text)
 }

@@ -12,7 +12,7 @@ mod load;
 mod rules;
 mod show;
 
-pub(crate) use evaluate::{Evaluation, RuleKind, access, evaluate, permits_any, read_only};
+pub(crate) use evaluate::{Evaluation, RuleKind, RuleRef, access, evaluate, permits_any, read_only};
 pub(crate) use load::{Layer, Policies, load, load_layer};
 pub use rules::Principal;
 pub(crate) use rules::{Decision, Matcher, PolicyFile, Rule, Subject};

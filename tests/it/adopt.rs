@@ -180,6 +180,13 @@ fn unparsable_files_are_left_alone() {
                 .contains("it was left untouched"),
             "{host}: {envelope}"
         );
+        // A broken file is not the caller's mistake: a file hcpx needs.
+        assert_eq!(
+            envelope["error"]["reason"],
+            json!("io_error"),
+            "{host}: {envelope}"
+        );
+        assert_eq!(envelope["data"]["why"], json!("unparsable"), "{host}: {envelope}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), broken, "{host}");
         assert!(
             !std::path::Path::new(&format!("{}.bak", path.display())).exists(),
@@ -575,7 +582,7 @@ fn a_read_only_host_file_is_refused() {
     );
     let refusal = json!({
         "code": 2,
-        "reason": "invalid_arguments",
+        "reason": "io_error",
         "message": format!("{shown} is read-only, so hcpx leaves it as it is; nothing was written. Make it writable, then run adopt again"),
     });
     let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);

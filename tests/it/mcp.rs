@@ -321,12 +321,45 @@ async fn read_only_server_denies_everything_but_reads() {
     .await;
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools[0].annotations.as_ref().unwrap().read_only_hint, Some(true));
-    let result = call(
-        &client,
-        json!({ "argv": ["exec", "probe", "write", "--", "target=x"], "confirm": true }),
-    )
-    .await;
-    assert_eq!(envelope(&result)["error"]["reason"], json!("denied_by_policy"));
+    // Whatever writes is denied, confirmed or not and whoever could confirm it: a
+    // pack's write and destructive commands, and hcpx's own that change files.
+    for argv in [
+        json!(["exec", "probe", "write", "--", "target=x"]),
+        json!(["exec", "probe", "wipe"]),
+        json!(["exec", "probe", "wipe", "--dry-run"]),
+        json!(["install", "transit"]),
+        json!(["uninstall", "probe"]),
+        json!(["pack", "new", "fresh"]),
+    ] {
+        let result = call(&client, json!({ "argv": argv, "confirm": true })).await;
+        let found = envelope(&result);
+        assert_eq!(
+            found["error"]["reason"],
+            json!("denied_by_policy"),
+            "{argv}: {found}"
+        );
+        assert_eq!(found["spawned"], json!(false), "{argv}: {found}");
+    }
+    // What only a person may do stays refused.
+    for argv in [
+        json!(["adopt", "mcp", "--write"]),
+        json!(["policy", "set", "probe.wipe", "allow"]),
+        json!(["bind", "probe", "KEY"]),
+    ] {
+        let result = call(&client, json!({ "argv": argv, "confirm": true })).await;
+        let found = envelope(&result);
+        assert_eq!(
+            found["error"]["reason"],
+            json!("access_refused"),
+            "{argv}: {found}"
+        );
+    }
+    // Nothing was written: no file, no pack, no host file.
+    for path in ["x", "fresh", ".hcp/mcp.json"] {
+        assert!(!env.work().join(path).exists(), "{path}");
+    }
+    assert!(env.home().join("packs/probe").is_dir());
+    assert!(!env.home().join("packs/transit").exists());
     let result = call(&client, json!({ "argv": ["exec", "probe", "args"] })).await;
     assert_eq!(result.is_error, Some(false));
 }

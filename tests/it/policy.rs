@@ -69,6 +69,18 @@ fn unparsable_policy_denies_and_says_so() {
             .contains("every exec and install is denied until it is fixed"),
         "{output}"
     );
+    // Changing it is refused: the file is broken, not the caller's words.
+    let (code, envelope) = env.json(&["policy", "set", "transit.plan", "deny"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(envelope["error"]["reason"], json!("io_error"), "{envelope}");
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the user policy cannot be parsed ("),
+        "{envelope}"
+    );
+    assert_eq!(envelope["next"], json!("hcpx policy show"));
     let (_, envelope) = env.json(&["availability", "transit"]);
     assert_eq!(envelope["data"]["permitted"], json!(false));
     assert_eq!(

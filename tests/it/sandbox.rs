@@ -485,7 +485,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
         "this machine cannot enforce what the pack needs: descriptors, containment, privileges, filesystem, process-isolation, network, sockets, syscall-filter"
     );
     assert_eq!(
-        envelope.next.as_deref(),
+        envelope.next.as_ref().map(ToString::to_string).as_deref(),
         Some("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
     );
     // A person's explicit opt-in runs it with what there is.

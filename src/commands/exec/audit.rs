@@ -71,8 +71,9 @@ impl<'a> Audit<'a> {
         let warning = render::warning(format_args!("the audit line was not written: {error}"));
         match result {
             Ok(mut reply) => {
-                reply.warnings.push_str(&warning);
-                reply.warnings.push('\n');
+                reply
+                    .warnings
+                    .push(crate::reply::Warning::AuditLine(error.to_string()));
                 Ok(reply)
             }
             Err(failure) => {

@@ -10,6 +10,7 @@ use crate::catalog::Pack;
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::install;
+use crate::next::Next;
 
 /// The pack's bound values, read once: step 3 checks them, and the confirmation
 /// shown in step 2 hides them.
@@ -88,23 +89,23 @@ pub(super) fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secre
             Reason::Unbound,
             format!("the binding store cannot be used: {error}"),
         )
-        .next("hcpx bindings"));
+        .next(Next::hcpx(["bindings"])));
     }
     let id = &pack.manifest.id;
     for (key, _) in pack.manifest.bindings.iter().filter(|(_, spec)| spec.required) {
         if let Some((_, why)) = bindings.held_back.iter().find(|(held, _)| held == key) {
             return Err(Failure::new(Reason::Unbound, why.clone())
                 .data(json!({ "heldBack": [key] }))
-                .next(format!(
+                .next(Next::advice(format!(
                     "a person who trusts this {id} runs: hcpx bind {id} {key} --keep   (or binds a new value: hcpx bind {id} {key})"
-                )));
+                ))));
         }
         if !bindings.found.iter().any(|(found, _)| found == key) {
             return Err(Failure::new(
                 Reason::Unbound,
                 format!("the pack needs {key}, which is not bound"),
             )
-            .next(format!("a person runs: hcpx bind {id} {key}")));
+            .next(Next::advice(format!("a person runs: hcpx bind {id} {key}"))));
         }
     }
     Ok(bindings.found)

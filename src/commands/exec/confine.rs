@@ -15,19 +15,18 @@ use crate::binding::Secret;
 use crate::catalog::{self, Origin, Pack, ProgramError};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::next::Next;
 use crate::runtime::{self, Finished};
 use crate::sandbox::reads::ReadsError;
 use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
 
 fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
     let next = match error {
-        ProgramError::NotOnPath { name } => {
-            format!(
-                "install `{name}`, then run hcpx availability {}",
-                pack.manifest.id
-            )
-        }
-        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => "hcpx doctor".to_owned(),
+        ProgramError::NotOnPath { name } => Next::advice(format!(
+            "install `{name}`, then run hcpx availability {}",
+            pack.manifest.id
+        )),
+        ProgramError::MissingBuiltin | ProgramError::Materialize(_) => Next::hcpx(["doctor"]),
     };
     Failure::new(Reason::NotRunnable, error.to_string()).next(next)
 }
@@ -39,7 +38,7 @@ fn sandbox_failure(error: String) -> Failure {
     )
     .data(json!({ "details": [error] }))
     .details(vec![error])
-    .next("hcpx doctor")
+    .next(Next::hcpx(["doctor"]))
 }
 
 /// Step 4, first half (also for `--dry-run`): the pack's CLI is found, and the
@@ -65,12 +64,12 @@ pub(super) fn runnable<'p>(
     }
     if let Err(error) = &plan.sandbox.reads {
         let next = match (error, &target.pack.origin) {
-            (ReadsError::CwdInHome { .. }, _) => "run it from a folder outside HCP_HOME".to_owned(),
-            (ReadsError::Declared { .. }, Origin::Installed { dir }) => format!(
+            (ReadsError::CwdInHome { .. }, _) => Next::advice("run it from a folder outside HCP_HOME"),
+            (ReadsError::Declared { .. }, Origin::Installed { dir }) => Next::advice(format!(
                 "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
                 shell_words::quote(&dir.display().to_string())
-            ),
-            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => "hcpx doctor".to_owned(),
+            )),
+            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => Next::hcpx(["doctor"]),
         };
         return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
     }
@@ -90,7 +89,9 @@ pub(super) fn runnable<'p>(
                 .map(|layer| format!("{}: {}", layer.layer, layer.detail))
                 .collect(),
         )
-        .next("hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort")
+        .next(Next::advice(
+            "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort",
+        ))
         .data(plan.json.clone()));
     }
     if plan.sandbox.unguarded_write.is_some() {
@@ -98,7 +99,7 @@ pub(super) fn runnable<'p>(
             Reason::NotRunnable,
             "the pack may write to a folder that holds HCP_HOME, and without Landlock nothing stops it there",
         )
-        .next("run it from another folder"));
+        .next(Next::advice("run it from another folder")));
     }
     Ok(program)
 }
@@ -123,7 +124,7 @@ pub(super) fn confine(
             Reason::NotRunnable,
             format!("cannot create the private temporary folder: {error}"),
         )
-        .next("hcpx doctor")
+        .next(Next::hcpx(["doctor"]))
     })?;
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
@@ -139,9 +140,9 @@ pub(super) fn confine(
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
-            .next(
+            .next(Next::advice(
                 "remove the link, or run the pack where its write path is a folder of the working directory",
-            ),
+            )),
         error => sandbox_failure(error.to_string()),
     })?;
     Ok((spawn, tmpdir))
@@ -169,6 +170,6 @@ pub(super) async fn spawn(
         )
         .details(vec![error.to_string()])
         .data(json!({ "details": [error.to_string()] }))
-        .next(format!("hcpx availability {}", request.args.pack))
+        .next(Next::hcpx(["availability", request.args.pack.as_str()]))
     })
 }

@@ -14,6 +14,7 @@ use crate::catalog::{Origin, ProgramError};
 use crate::commands::{load_policies, to_json};
 use crate::context::{Context, env_vars};
 use crate::error::Failure;
+use crate::next::Next;
 use crate::policy::{self, Decision, Evaluation, Subject};
 use crate::redact::Redactor;
 use crate::render::{self, Question};
@@ -165,8 +166,18 @@ pub(super) async fn decide(
     let asked = crate::commands::Asked {
         what: plan.summary.clone(),
         yes: request.args.yes,
-        retry: redact_text(&request.command_line(true), &bindings.found),
-        by_hand: redact_text(&request.command_line(false), &bindings.found),
+        retry: Next::hcpx(
+            request
+                .command_line(true)
+                .iter()
+                .map(|word| redact_text(word, &bindings.found)),
+        ),
+        by_hand: Next::hcpx(
+            request
+                .command_line(false)
+                .iter()
+                .map(|word| redact_text(word, &bindings.found)),
+        ),
     };
     if let Err(failure) = crate::commands::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
         audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));

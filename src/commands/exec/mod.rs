@@ -36,15 +36,21 @@ pub(crate) struct Request {
 
 impl Request {
     /// This very call as a command line, with or without `--yes`: what `next`
-    /// suggests, with the caller's own values, quoted for a shell.
-    pub(super) fn command_line(&self, yes: bool) -> String {
+    /// suggests, with the caller's own values (the words after `hcpx`).
+    pub(super) fn command_line(&self, yes: bool) -> Vec<String> {
         self.corrected(&self.args.command, &self.args.params, yes, false)
     }
 
     /// This call with another command or other parameters (a misspelling put
     /// right), every flag the caller gave kept.
-    pub(super) fn corrected(&self, command: &str, params: &[String], yes: bool, dry_run: bool) -> String {
-        let mut words = vec!["hcpx", "exec", self.args.pack.as_str(), command];
+    pub(super) fn corrected(
+        &self,
+        command: &str,
+        params: &[String],
+        yes: bool,
+        dry_run: bool,
+    ) -> Vec<String> {
+        let mut words = vec!["exec", self.args.pack.as_str(), command];
         if dry_run {
             words.push("--dry-run");
         }
@@ -59,7 +65,7 @@ impl Request {
             words.push("--");
             words.extend(params.iter().map(String::as_str));
         }
-        shell_words::join(words)
+        words.into_iter().map(str::to_owned).collect()
     }
 
     pub(super) fn timeout(&self, pack: &Pack) -> Duration {

@@ -11,6 +11,7 @@ use crate::child::{RunInfo, StreamTruncation, Truncation};
 use crate::context::Context;
 use crate::error::{EXIT_FAILED, Failure, Reason};
 use crate::manifest::MAX_TIMEOUT_MS;
+use crate::next::Next;
 use crate::redact::Redactor;
 use crate::render::{self, PlanText};
 use crate::runtime::{Ending, Finished, MAX_OUTPUT_MIB};
@@ -105,9 +106,9 @@ pub(super) fn report(
                     request.timeout(target.pack).as_millis()
                 ),
             )
-            .next(format!(
+            .next(Next::advice(format!(
                 "hcpx exec {pack} {command} --timeout-ms N -- … (up to {MAX_TIMEOUT_MS})"
-            )),
+            ))),
         ),
         Ending::Overflow => Some(
             Failure::new(
@@ -115,7 +116,7 @@ pub(super) fn report(
                 format!("the output passed {MAX_OUTPUT_MIB} MiB, so the command was stopped"),
             )
             .exit_code(EXIT_FAILED)
-            .next(format!("hcpx skill {pack}   (narrow the request)")),
+            .next(Next::hcpx(["skill", pack.as_str()]).note("narrow the request")),
         ),
         Ending::Cancelled => Some(Failure::new(
             Reason::Failed,
@@ -126,7 +127,7 @@ pub(super) fn report(
                 Reason::Failed,
                 format!("the pack's CLI failed with exit code {exit_code}"),
             )
-            .next(format!("hcpx skill {pack}")),
+            .next(Next::hcpx(["skill", pack.as_str()])),
         ),
         Ending::Exited => None,
     };
@@ -136,7 +137,7 @@ pub(super) fn report(
     // The child's exit code says whether the command worked; output that is not
     // JSON only leaves `data` empty (a write that printed nothing succeeded, and
     // must not be retried as if it had failed).
-    let mut warnings = String::new();
+    let mut warnings = Vec::new();
     let data = if request.json && !target.command.json.is_empty() {
         match parse_json(run.stdout.as_bytes()) {
             Ok(mut value) => {
@@ -145,9 +146,7 @@ pub(super) fn report(
                 Some(value)
             }
             Err(why) => {
-                warnings = render::warning_line(format_args!(
-                    "the pack's output is not JSON ({why}), so data is null"
-                ));
+                warnings.push(crate::reply::Warning::NotJson(why));
                 None
             }
         }
@@ -159,6 +158,7 @@ pub(super) fn report(
         warnings,
         data,
         run: Some(run),
+        ..Reply::default()
     })
 }
 

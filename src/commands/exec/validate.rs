@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::invocation::{self, InvocationError};
 use crate::manifest::Command;
+use crate::next::Next;
 use crate::render;
 use crate::workdir::OnDisk;
 
@@ -38,11 +39,16 @@ pub(super) fn validate<'c>(
                     "the pack has no such command; closest: {best}; its commands: {}",
                     names.join(", ")
                 ),
-                request.corrected(best, &request.args.params, request.args.yes, request.args.dry_run),
+                Next::hcpx(request.corrected(
+                    best,
+                    &request.args.params,
+                    request.args.yes,
+                    request.args.dry_run,
+                )),
             ),
             None => (
                 format!("the pack has no such command; its commands: {}", names.join(", ")),
-                format!("hcpx skill {}", request.args.pack),
+                Next::hcpx(["skill", request.args.pack.as_str()]),
             ),
         };
         return Err(Failure::new(Reason::UnknownCommand, message)
@@ -74,7 +80,7 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
         InvocationError::Repeated { .. } | InvocationError::Invalid { .. } => Reason::InvalidParam,
     };
     let mut failure =
-        Failure::new(reason, error.to_string()).next(format!("hcpx skill {}", request.args.pack));
+        Failure::new(reason, error.to_string()).next(Next::hcpx(["skill", request.args.pack.as_str()]));
     if let InvocationError::Unknown { key, closest, known } = error {
         // The caller's key, named for a person (escaped and bounded: it is their
         // text, never the message's), and the call with the closest key instead.
@@ -97,12 +103,12 @@ fn invocation_failure(error: &InvocationError, request: &Request) -> Failure {
                     None => word.clone(),
                 })
                 .collect();
-            failure = failure.next(request.corrected(
+            failure = failure.next(Next::hcpx(request.corrected(
                 &request.args.command,
                 &params,
                 request.args.yes,
                 request.args.dry_run,
-            ));
+            )));
         }
         failure = failure.details(details).data(json!({
             "key": key, "closest": closest, "known": known, "command": request.args.command,

@@ -179,6 +179,7 @@ fn stateless_mode_answers_without_a_session() {
 #[test]
 fn read_only_holds_over_http() {
     let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
     let server = HttpServer::start(&env, "127.0.0.1:0", &["--read-only"]);
     let session = server.session(&[]);
     let listed = server.post(&in_session(&session, &[]), &tools_list());
@@ -186,19 +187,36 @@ fn read_only_holds_over_http() {
         listed.messages()[0]["result"]["tools"][0]["annotations"]["readOnlyHint"],
         json!(true)
     );
-    let call = json!({ "jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
-        "name": "hcp", "arguments": { "argv": ["install", "transit"], "confirm": true } } });
-    let refused = server.post(&in_session(&session, &[]), &call);
-    let result = refused
-        .messages()
-        .into_iter()
-        .find(|message| message["id"] == json!(6))
-        .unwrap();
-    assert_eq!(
-        result["result"]["structuredContent"]["error"]["reason"],
-        json!("denied_by_policy"),
-        "{result}"
-    );
+    // Every command that writes, of a pack or of hcpx, confirmed: denied.
+    let writes = [
+        json!(["install", "transit"]),
+        json!(["uninstall", "probe"]),
+        json!(["exec", "probe", "write", "--", "target=x"]),
+        json!(["exec", "probe", "wipe"]),
+        json!(["pack", "new", "fresh"]),
+    ];
+    for (id, argv) in (6..).zip(writes) {
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "hcp", "arguments": { "argv": argv, "confirm": true } } });
+        let refused = server.post(&in_session(&session, &[]), &call);
+        let result = refused
+            .messages()
+            .into_iter()
+            .find(|message| message["id"] == json!(id))
+            .unwrap();
+        let found = &result["result"]["structuredContent"];
+        assert_eq!(
+            found["error"]["reason"],
+            json!("denied_by_policy"),
+            "{argv}: {result}"
+        );
+        assert_eq!(found["spawned"], json!(false), "{argv}: {result}");
+    }
+    for path in ["x", "fresh"] {
+        assert!(!env.work().join(path).exists(), "{path}");
+    }
+    assert!(env.home().join("packs/probe").is_dir());
+    assert!(!env.home().join("packs/transit").exists());
 }
 
 /// SIGTERM while a call runs: the call is cancelled, its children are killed, and

@@ -1,0 +1,140 @@
+//! A suggested next step ([`Next`]): one whole hcpx command, kept as its words, or
+//! advice in words. A person reads it as shell text (`hcpx skill transit`, each word
+//! quoted as a shell needs it); an MCP client reads the same step as the `hcp` tool's
+//! call (`{"argv":["skill","transit"]}`, see [`crate::mcp::hints`]). Nothing splits
+//! or parses it again: the words are those the command was built from.
+
+use std::fmt;
+
+/// What to do next, and how it is shown (see the module documentation).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Next {
+    step: Step,
+    form: Form,
+}
+
+/// The step itself.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    /// One whole hcpx command: the words after `hcpx`, and a remark for the reader
+    /// shown after it in parentheses (`narrow the request`).
+    Command { argv: Vec<String>, note: Option<String> },
+    /// Words for the reader: what to ask the person, or a command for the person's
+    /// own terminal inside a sentence. Shown as it is, to everyone.
+    Advice(String),
+}
+
+/// Who reads the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// A person, or a program reading `--json`: shell text.
+    Shell,
+    /// An MCP client: the tool call.
+    ToolCall,
+}
+
+impl Next {
+    /// The hcpx command of these words (the words after `hcpx`).
+    pub fn hcpx<I, S>(argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            step: Step::Command {
+                argv: argv.into_iter().map(Into::into).collect(),
+                note: None,
+            },
+            form: Form::Shell,
+        }
+    }
+
+    /// Advice in words, shown as it is.
+    pub fn advice(text: impl Into<String>) -> Self {
+        Self {
+            step: Step::Advice(text.into()),
+            form: Form::Shell,
+        }
+    }
+
+    /// The same command with a remark for the reader after it; advice stays as it is.
+    #[must_use]
+    pub fn note(mut self, remark: impl Into<String>) -> Self {
+        if let Step::Command { note, .. } = &mut self.step {
+            *note = Some(remark.into());
+        }
+        self
+    }
+
+    /// The same step, for an MCP client: shown (and serialized) as the tool call.
+    #[must_use]
+    pub fn for_tool(mut self) -> Self {
+        self.form = Form::ToolCall;
+        self
+    }
+
+    /// The step as shell text, whoever reads it.
+    fn shell_text(&self) -> String {
+        match &self.step {
+            Step::Command { argv, note } => {
+                let mut text = format!("hcpx {}", shell_words::join(argv));
+                push_note(&mut text, note.as_deref());
+                text
+            }
+            Step::Advice(text) => text.clone(),
+        }
+    }
+}
+
+/// A command's remark: three spaces, then in parentheses.
+pub(crate) fn push_note(text: &mut String, note: Option<&str>) {
+    if let Some(note) = note {
+        text.push_str("   (");
+        text.push_str(note);
+        text.push(')');
+    }
+}
+
+impl fmt::Display for Next {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.form {
+            Form::Shell => f.write_str(&self.shell_text()),
+            Form::ToolCall => f.write_str(&crate::mcp::hints::tool_call(&self.step)),
+        }
+    }
+}
+
+/// `next` in the envelope is the text its reader acts on (see docs/mcp.md).
+impl serde::Serialize for Next {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_quoted_for_a_shell_and_advice_stays() {
+        assert_eq!(Next::hcpx(["skill", "transit"]).to_string(), "hcpx skill transit");
+        assert_eq!(
+            Next::hcpx(["install", "./my pack", "--yes"]).to_string(),
+            "hcpx install './my pack' --yes"
+        );
+        assert_eq!(
+            Next::hcpx(["skill", "probe"])
+                .note("narrow the request")
+                .to_string(),
+            "hcpx skill probe   (narrow the request)"
+        );
+        assert_eq!(
+            Next::advice("ask the person").note("ignored").to_string(),
+            "ask the person"
+        );
+        assert_eq!(
+            serde_json::to_value(Next::hcpx(["policy", "show"])).unwrap(),
+            serde_json::json!("hcpx policy show")
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! The text of `hcpx install` and `uninstall`, and the question they ask. Part of
+//! [`crate::render`], which re-exports it.
+
+use std::fmt::Write as _;
+
+use crate::error::Failure;
+use crate::install::Outcome;
+use crate::next::Next;
+
+/// What `hcpx install` did.
+pub(crate) struct Installed<'a> {
+    pub id: &'a str,
+    pub version: &'a str,
+    /// Where it came from, as recorded: `npm:NAME@VERSION`, a folder, `builtin:ID`.
+    pub source: &'a str,
+    pub outcome: &'a Outcome,
+    /// Why the pack's bindings could not be followed, when they could not.
+    pub bindings_error: Option<&'a Failure>,
+    pub kept: &'a [String],
+    pub held_back: &'a [String],
+}
+
+/// `hcpx install`: what was installed over what, what became of its bindings, and
+/// the next step.
+pub(crate) fn install_text(installed: &Installed<'_>) -> String {
+    let Installed {
+        id, version, source, ..
+    } = *installed;
+    let mut text = match installed.outcome {
+        Outcome::Unchanged => format!("{id} {version} is already installed; nothing changed\n"),
+        Outcome::Installed { previous: Some(old) } => format!(
+            "installed {id} {version} (replacing {}) from {source}\n",
+            old.version
+        ),
+        Outcome::Installed { previous: None } => format!("installed {id} {version} from {source}\n"),
+    };
+    if let Some(error) = installed.bindings_error {
+        let _ = writeln!(text, "warning: {error}");
+    }
+    if !installed.kept.is_empty() {
+        let _ = writeln!(
+            text,
+            "kept its bindings {} (a person's update from the same place)",
+            installed.kept.join(", ")
+        );
+    }
+    if !installed.held_back.is_empty() {
+        let _ = writeln!(
+            text,
+            "held back its bindings {}: they were given to another {id}; a person who trusts this one runs: hcpx bind {id} KEY --keep",
+            installed.held_back.join(", ")
+        );
+    }
+    let _ = writeln!(text, "next: {}", Next::hcpx(["skill", id]));
+    text
+}
+
+/// What `hcpx install SOURCE` or `hcpx uninstall ID` asks a person to confirm.
+pub(crate) fn install_question(command: &str, target: &str) -> String {
+    format!("{command} {target}?")
+}
+
+/// `hcpx uninstall ID`: `builtin` when a built-in pack has that id.
+pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
+    match (removed, builtin) {
+        (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
+        (true, false) => format!("uninstalled {id}\n"),
+        (false, _) => format!("{id} was not installed\n"),
+    }
+}

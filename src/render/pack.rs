@@ -1,0 +1,20 @@
+//! The text of `hcpx pack check` and `pack new`. Part of [`crate::render`], which
+//! re-exports it.
+
+/// `hcpx pack check DIR` of a valid pack.
+pub(crate) fn pack_check_text(id: &str, version: &str, commands: &[&str]) -> String {
+    format!(
+        "ok: {id} {version} is a valid pack ({} command{}: {})\n",
+        commands.len(),
+        if commands.len() == 1 { "" } else { "s" },
+        commands.join(", ")
+    )
+}
+
+/// `hcpx pack new ID`: the files written and the next step.
+pub(crate) fn pack_new_text(id: &str, files: &[&str]) -> String {
+    format!(
+        "created {id}/ with {}\nnext: edit them, then run hcpx pack check {id}\n",
+        files.join(", ")
+    )
+}
