@@ -38,62 +38,65 @@ const NPM_TIMEOUT: Duration = Duration::from_secs(180);
 ///   link, a device, a missing or doubled file, a path that escapes, a manifest
 ///   that is not text): the caller's words are right, what they name is not.
 /// - `invalid_arguments`: only the caller's own words, an id that is not one.
-fn failure(error: InstallError) -> Failure {
-    use InstallError as E;
-    let entry = |entry: &dyn std::fmt::Display, why: &str| json!({ "entry": entry.to_string(), "why": why });
-    let (reason, data) = match &error {
-        E::Invalid(problems) => {
-            return Failure::new(
+impl From<InstallError> for Failure {
+    fn from(error: InstallError) -> Self {
+        use InstallError as E;
+        let entry =
+            |entry: &dyn std::fmt::Display, why: &str| json!({ "entry": entry.to_string(), "why": why });
+        let (reason, data) = match &error {
+            E::Invalid(problems) => {
+                return Failure::new(
+                    Reason::InvalidPack,
+                    format!(
+                        "the pack is invalid ({} problems); nothing was installed",
+                        problems.len()
+                    ),
+                )
+                .details(problems.iter().map(ToString::to_string).collect())
+                .data(json!({ "problems": problems }));
+            }
+            E::Bound { bound, limit } => (Reason::TooLarge, json!({ "bound": bound, "limit": limit })),
+            E::State(state) => return Failure::io("the packs folder", state),
+            E::Io { what, source } => return Failure::io(what, source),
+            #[cfg(test)]
+            E::Crash(_) => return Failure::new(Reason::Failed, error.to_string()),
+            E::FolderMissing { name } | E::PackageMissing { name } => {
+                (Reason::InvalidPack, entry(name, "missing"))
+            }
+            E::PackageNoManifest => (Reason::InvalidPack, entry(&MANIFEST_FILE, "missing")),
+            E::FolderLink { name } => (Reason::InvalidPack, entry(name, "symbolic_link")),
+            E::PackageLink { path, link } => {
+                let why = match link {
+                    LinkKind::Symbolic => "symbolic_link",
+                    LinkKind::Hard => "hard_link",
+                };
+                (Reason::InvalidPack, entry(&path.display(), why))
+            }
+            E::FolderHardLink { name, links } => (
                 Reason::InvalidPack,
-                format!(
-                    "the pack is invalid ({} problems); nothing was installed",
-                    problems.len()
-                ),
-            )
-            .details(problems.iter().map(ToString::to_string).collect())
-            .data(json!({ "problems": problems }));
-        }
-        E::Bound { bound, limit } => (Reason::TooLarge, json!({ "bound": bound, "limit": limit })),
-        E::State(state) => return Failure::io("the packs folder", state),
-        E::Io { what, source } => return Failure::io(what, source),
-        #[cfg(test)]
-        E::Crash(_) => return Failure::new(Reason::Failed, error.to_string()),
-        E::FolderMissing { name } | E::PackageMissing { name } => {
-            (Reason::InvalidPack, entry(name, "missing"))
-        }
-        E::PackageNoManifest => (Reason::InvalidPack, entry(&MANIFEST_FILE, "missing")),
-        E::FolderLink { name } => (Reason::InvalidPack, entry(name, "symbolic_link")),
-        E::PackageLink { path, link } => {
-            let why = match link {
-                LinkKind::Symbolic => "symbolic_link",
-                LinkKind::Hard => "hard_link",
-            };
-            (Reason::InvalidPack, entry(&path.display(), why))
-        }
-        E::FolderHardLink { name, links } => (
-            Reason::InvalidPack,
-            json!({ "entry": name, "why": "hard_link", "links": links }),
-        ),
-        E::FolderNotRegular { name } => (Reason::InvalidPack, entry(name, "not_regular")),
-        E::PackageSpecial { path } => (Reason::InvalidPack, entry(&path.display(), "not_regular")),
-        E::PackageEscapes { path } => (Reason::InvalidPack, entry(&path.display(), "escapes")),
-        E::PackageTwice { name } => (Reason::InvalidPack, entry(name, "twice")),
-        E::ManifestNotUtf8 => (Reason::InvalidPack, entry(&MANIFEST_FILE, "not_utf8")),
-        E::FolderTooLarge { name, size } => (
-            Reason::TooLarge,
-            json!({ "entry": name, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
-        ),
-        E::PackageTooLarge { path, size } => (
-            Reason::TooLarge,
-            json!({ "entry": path, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
-        ),
-        E::FolderChanged { name } => (Reason::Io, entry(name, "changed")),
-        E::PackageChanged => (Reason::Io, entry(&MANIFEST_FILE, "changed")),
-        E::LockUnparsable { path, line } => (Reason::Io, json!({ "path": path, "line": line })),
-        E::JournalUnparsable { journal, work } => (Reason::Io, json!({ "path": journal, "work": work })),
-        E::NotAPackId { id } => (Reason::InvalidArguments, json!({ "id": id })),
-    };
-    Failure::new(reason, format!("{error}; nothing was installed")).data(data)
+                json!({ "entry": name, "why": "hard_link", "links": links }),
+            ),
+            E::FolderNotRegular { name } => (Reason::InvalidPack, entry(name, "not_regular")),
+            E::PackageSpecial { path } => (Reason::InvalidPack, entry(&path.display(), "not_regular")),
+            E::PackageEscapes { path } => (Reason::InvalidPack, entry(&path.display(), "escapes")),
+            E::PackageTwice { name } => (Reason::InvalidPack, entry(name, "twice")),
+            E::ManifestNotUtf8 => (Reason::InvalidPack, entry(&MANIFEST_FILE, "not_utf8")),
+            E::FolderTooLarge { name, size } => (
+                Reason::TooLarge,
+                json!({ "entry": name, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
+            ),
+            E::PackageTooLarge { path, size } => (
+                Reason::TooLarge,
+                json!({ "entry": path, "why": "too_large", "size": size, "limit": install::MAX_FILE }),
+            ),
+            E::FolderChanged { name } => (Reason::Io, entry(name, "changed")),
+            E::PackageChanged => (Reason::Io, entry(&MANIFEST_FILE, "changed")),
+            E::LockUnparsable { path, line } => (Reason::Io, json!({ "path": path, "line": line })),
+            E::JournalUnparsable { journal, work } => (Reason::Io, json!({ "path": journal, "work": work })),
+            E::NotAPackId { id } => (Reason::InvalidArguments, json!({ "id": id })),
+        };
+        Failure::new(reason, format!("{error}; nothing was installed")).data(data)
+    }
 }
 
 fn not_a_pack_id(id: &str) -> String {
@@ -271,7 +274,7 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         })?;
     let tarball =
         std::fs::File::open(&tarball).map_err(|error| Failure::io("the tarball npm made", error))?;
-    let files = install::read_tarball(tarball).map_err(failure)?;
+    let files = install::read_tarball(tarball)?;
     let version = packed[0]["version"].as_str().unwrap_or_default();
     let name = packed[0]["name"].as_str().unwrap_or_default();
     if name != package_name(spec) {
@@ -307,10 +310,7 @@ pub(crate) async fn install(
     } else if ctx.cwd.join(source).is_dir() {
         let dir = ctx.cwd.join(source);
         let absolute = dir.canonicalize().unwrap_or(dir);
-        (
-            install::read_folder(&absolute).map_err(failure)?,
-            absolute.display().to_string(),
-        )
+        (install::read_folder(&absolute)?, absolute.display().to_string())
     } else if let Some(files) = builtin_files(source) {
         let files: Files = files
             .into_iter()
@@ -324,7 +324,7 @@ pub(crate) async fn install(
         )
         .next(Next::hcpx(["install", "./my-pack"])));
     };
-    let manifest = install::validate(&files).map_err(failure)?;
+    let manifest = install::validate(&files)?;
     if let Err(refusal) = may_replace(ctx, &manifest.id, &recorded, source) {
         let _ = super::write_audit_line(
             ctx,
@@ -336,7 +336,7 @@ pub(crate) async fn install(
         );
         return Err(refusal);
     }
-    let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now()).map_err(failure)?;
+    let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now())?;
     let (id, version) = (&manifest.id, manifest.version.to_string());
     let sum = install::integrity(&files);
     let changed = matches!(outcome, Outcome::Installed { .. });
@@ -474,7 +474,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
-    let removed = install::remove(&ctx.home, id).map_err(failure)?;
+    let removed = install::remove(&ctx.home, id)?;
     let warning = super::write_audit_line(
         ctx,
         argv,
@@ -500,7 +500,8 @@ mod tests {
 
     use serde_json::json;
 
-    use super::{failure, is_registry_spec};
+    use super::is_registry_spec;
+    use crate::error::Failure;
     use crate::error::Reason;
     use crate::install::{InstallError, LinkKind, MAX_FILE};
 
@@ -543,7 +544,7 @@ mod tests {
             ),
         ];
         for (error, reason, message, data) in cases {
-            let failure = failure(error);
+            let failure = Failure::from(error);
             assert_eq!(
                 (failure.reason, failure.message.as_str(), failure.data.clone()),
                 (reason, message, Some(data))
@@ -555,7 +556,7 @@ mod tests {
     /// a pack hcpx takes is `invalid_pack`.
     #[test]
     fn only_the_callers_words_are_invalid_arguments() {
-        let not_an_id = failure(InstallError::NotAPackId { id: "A B".into() });
+        let not_an_id = Failure::from(InstallError::NotAPackId { id: "A B".into() });
         assert_eq!(not_an_id.reason, Reason::InvalidArguments);
         for error in [
             InstallError::FolderLink { name: "demo".into() },
@@ -578,7 +579,7 @@ mod tests {
             InstallError::Invalid(Vec::new()),
         ] {
             let shown = error.to_string();
-            assert_eq!(failure(error).reason, Reason::InvalidPack, "{shown}");
+            assert_eq!(Failure::from(error).reason, Reason::InvalidPack, "{shown}");
         }
     }
 

@@ -75,11 +75,11 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
             ))
         }
         // The folder is there and the pack in it is broken: not the caller's words,
-        // but files a person fixes (io_error), as `next` says.
+        // but files a person fixes, as `next` says; the same reason install gives.
         Err(problems) => {
             let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
             Err(Failure::new(
-                Reason::Io,
+                Reason::InvalidPack,
                 format!(
                     "the pack is invalid: {} problem{}",
                     problems.len(),

@@ -38,7 +38,7 @@ fn broken_pack_lists_every_problem() {
     "#);
     let (code, envelope) = env.json(&["pack", "check", dir.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["error"]["reason"], json!("io_error"));
+    assert_eq!(envelope["error"]["reason"], json!("invalid_pack"));
     assert_eq!(
         envelope["data"]["problems"][5],
         json!({ "path": "commands.go.argv[2]", "message": "unknown parameter \"frm\"" })
