@@ -19,7 +19,7 @@ pub(crate) struct Entry<'a> {
     pub argv: &'a [String],
     pub pack: &'a str,
     pub command: &'a str,
-    pub decision: Decision,
+    pub decision: Disposition,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     pub output_bytes: u64,
@@ -28,7 +28,7 @@ pub(crate) struct Entry<'a> {
 /// What happened to a request, as its audit line says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Decision {
+pub(crate) enum Disposition {
     /// The pack's CLI ran (whatever its exit code).
     Ran,
     /// A `deny` rule refused it.
@@ -52,7 +52,7 @@ pub(crate) enum Decision {
     AdoptRemoved,
 }
 
-impl Decision {
+impl Disposition {
     /// How a confirmation that did not go through is recorded.
     pub(crate) fn of_unconfirmed(reason: crate::error::Reason) -> Self {
         match reason {
@@ -91,7 +91,7 @@ mod tests {
             argv: &argv,
             pack: "git",
             command: "status",
-            decision: Decision::Ran,
+            decision: Disposition::Ran,
             exit_code: Some(0),
             duration_ms: 12,
             output_bytes: 34,
@@ -123,20 +123,20 @@ mod tests {
     #[test]
     fn decisions_keep_their_wire_names() {
         let names: Vec<serde_json::Value> = [
-            Decision::Ran,
-            Decision::Denied,
-            Decision::NeedsConfirmation,
-            Decision::Declined,
-            Decision::Refused,
-            Decision::Installed,
-            Decision::Unchanged,
-            Decision::Uninstalled,
-            Decision::Bind,
-            Decision::Unbind,
-            Decision::PolicySet,
-            Decision::PolicyUnset,
-            Decision::Adopted,
-            Decision::AdoptRemoved,
+            Disposition::Ran,
+            Disposition::Denied,
+            Disposition::NeedsConfirmation,
+            Disposition::Declined,
+            Disposition::Refused,
+            Disposition::Installed,
+            Disposition::Unchanged,
+            Disposition::Uninstalled,
+            Disposition::Bind,
+            Disposition::Unbind,
+            Disposition::PolicySet,
+            Disposition::PolicyUnset,
+            Disposition::Adopted,
+            Disposition::AdoptRemoved,
         ]
         .iter()
         .map(|decision| serde_json::to_value(decision).unwrap())

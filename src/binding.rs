@@ -18,7 +18,7 @@ pub(crate) use hcpx_process::Secret;
 /// How one key is bound.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) enum Bound {
+pub(crate) enum Stored {
     Value(Secret),
     FromEnv(String),
 }
@@ -52,7 +52,7 @@ impl fmt::Display for Identity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Binding {
     #[serde(flatten)]
-    pub bound: Bound,
+    pub bound: Stored,
     /// Absent in stores written before bindings recorded their pack; such a
     /// binding is held back until a person confirms it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,8 +148,8 @@ impl Store {
             .values()
             .flat_map(|keys| keys.iter())
             .filter_map(|(key, binding)| match &binding.bound {
-                Bound::Value(secret) => Some((key.clone(), secret.clone())),
-                Bound::FromEnv(var) => env
+                Stored::Value(secret) => Some((key.clone(), secret.clone())),
+                Stored::FromEnv(var) => env
                     .get(var)
                     .filter(|value| !value.is_empty())
                     .map(|value| (key.clone(), Secret::new(value.clone()))),
@@ -180,8 +180,8 @@ impl Store {
             };
         }
         match &binding.bound {
-            Bound::Value(secret) => Resolved::Set(secret.clone()),
-            Bound::FromEnv(var) => env
+            Stored::Value(secret) => Resolved::Set(secret.clone()),
+            Stored::FromEnv(var) => env
                 .get(var)
                 .filter(|value| !value.is_empty())
                 .map_or(Resolved::Unset, |value| Resolved::Set(Secret::new(value.clone()))),
@@ -213,7 +213,7 @@ mod tests {
         let secret = Secret::new("hunter22".into());
         assert_eq!(format!("{secret:?}"), "Secret(***)");
         let bound = Binding {
-            bound: Bound::Value(secret),
+            bound: Stored::Value(secret),
             pack: None,
         };
         assert!(!format!("{bound:?}").contains("hunter22"));
@@ -279,21 +279,21 @@ mod tests {
         store.packs.entry("a".into()).or_default().insert(
             "A_KEY".into(),
             Binding {
-                bound: Bound::Value(Secret::new("value-a".into())),
+                bound: Stored::Value(Secret::new("value-a".into())),
                 pack: Some(id.clone()),
             },
         );
         store.packs.entry("b".into()).or_default().insert(
             "B_KEY".into(),
             Binding {
-                bound: Bound::FromEnv("B_VAR".into()),
+                bound: Stored::FromEnv("B_VAR".into()),
                 pack: None,
             },
         );
         store.packs.entry("b".into()).or_default().insert(
             "C_KEY".into(),
             Binding {
-                bound: Bound::FromEnv("UNSET".into()),
+                bound: Stored::FromEnv("UNSET".into()),
                 pack: Some(id),
             },
         );
@@ -322,14 +322,14 @@ mod tests {
         keys.insert(
             "A".into(),
             Binding {
-                bound: Bound::FromEnv("A".into()),
+                bound: Stored::FromEnv("A".into()),
                 pack: Some(old.clone()),
             },
         );
         keys.insert(
             "B".into(),
             Binding {
-                bound: Bound::FromEnv("B".into()),
+                bound: Stored::FromEnv("B".into()),
                 pack: Some(other.clone()),
             },
         );
@@ -341,7 +341,7 @@ mod tests {
     #[test]
     fn stored_form_keeps_the_old_shape_and_adds_the_pack() {
         let binding = Binding {
-            bound: Bound::FromEnv("VAR".into()),
+            bound: Stored::FromEnv("VAR".into()),
             pack: Some(identity("builtin:git", None)),
         };
         assert_eq!(

@@ -22,11 +22,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: HcpxCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum HcpxCommand {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \

@@ -2,7 +2,7 @@
 //! server both come through here, so every path gets the same checks.
 
 use crate::Reply;
-use crate::cli::{Command, PackCommand, PolicyCommand};
+use crate::cli::{HcpxCommand, PackCommand, PolicyCommand};
 use crate::commands;
 use crate::context::Context;
 use crate::error::Failure;
@@ -15,18 +15,18 @@ use crate::next::Next;
 pub(crate) const FOR_PEOPLE_ONLY: [&str; 4] = ["bind", "unbind", "policy set", "policy unset"];
 
 /// The words that name `command` in the tree, for the commands listed above.
-fn path(command: &Command) -> &'static str {
+fn path(command: &HcpxCommand) -> &'static str {
     match command {
-        Command::Bind { .. } => "bind",
-        Command::Unbind { .. } => "unbind",
-        Command::Policy(PolicyCommand::Set { .. }) => "policy set",
-        Command::Policy(PolicyCommand::Unset { .. }) => "policy unset",
+        HcpxCommand::Bind { .. } => "bind",
+        HcpxCommand::Unbind { .. } => "unbind",
+        HcpxCommand::Policy(PolicyCommand::Set { .. }) => "policy set",
+        HcpxCommand::Policy(PolicyCommand::Unset { .. }) => "policy unset",
         _ => "",
     }
 }
 
 pub(crate) async fn dispatch(
-    command: Command,
+    command: HcpxCommand,
     json: bool,
     argv: &[String],
     ctx: &Context,
@@ -35,12 +35,12 @@ pub(crate) async fn dispatch(
         commands::refuse_agents(ctx)?;
     }
     match command {
-        Command::Pack(PackCommand::New { .. }) if ctx.read_only => Err(Failure::new(
+        HcpxCommand::Pack(PackCommand::New { .. }) if ctx.read_only => Err(Failure::new(
             crate::error::Reason::DeniedByPolicy,
             "this server is read-only: only commands that read are allowed",
         )
         .next(Next::hcpx(["pack", "new", "ID"]).note("at a terminal"))),
-        Command::Exec(args) => {
+        HcpxCommand::Exec(args) => {
             let request = commands::exec::Request {
                 args,
                 json,
@@ -48,7 +48,7 @@ pub(crate) async fn dispatch(
             };
             commands::exec::run(ctx, request).await
         }
-        Command::Bind {
+        HcpxCommand::Bind {
             pack,
             key,
             from_env,
@@ -61,9 +61,9 @@ pub(crate) async fn dispatch(
             };
             commands::bind::bind(ctx, &pack, &key, how, argv)
         }
-        Command::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
-        Command::Bindings => commands::bind::list(ctx),
-        Command::Adopt {
+        HcpxCommand::Unbind { pack, key } => commands::bind::unbind(ctx, &pack, &key, argv),
+        HcpxCommand::Bindings => commands::bind::list(ctx),
+        HcpxCommand::Adopt {
             host,
             write,
             remove,
@@ -85,27 +85,27 @@ pub(crate) async fn dispatch(
             };
             commands::adopt::run(ctx, &request, argv).await
         }
-        Command::Install { source, yes } => commands::install::install(ctx, &source, yes, argv).await,
-        Command::Uninstall { pack, yes } => commands::install::uninstall(ctx, &pack, yes, argv).await,
-        Command::Policy(PolicyCommand::Set {
+        HcpxCommand::Install { source, yes } => commands::install::install(ctx, &source, yes, argv).await,
+        HcpxCommand::Uninstall { pack, yes } => commands::install::uninstall(ctx, &pack, yes, argv).await,
+        HcpxCommand::Policy(PolicyCommand::Set {
             matcher,
             decision,
             force,
         }) => commands::policy::set(ctx, &matcher, &decision, force, argv),
-        Command::Policy(PolicyCommand::Unset { matcher }) => commands::policy::unset(ctx, &matcher, argv),
-        Command::Search { query, limit, all } => commands::search::run(ctx, &query, limit as usize, all),
-        Command::Skill { pack, .. } => commands::skill::run(ctx, &pack),
-        Command::Availability { pack, .. } => commands::availability::run(ctx, &pack),
-        Command::Policy(PolicyCommand::Show) => commands::policy::show(ctx),
-        Command::Policy(PolicyCommand::Check { pack, command, .. }) => {
+        HcpxCommand::Policy(PolicyCommand::Unset { matcher }) => commands::policy::unset(ctx, &matcher, argv),
+        HcpxCommand::Search { query, limit, all } => commands::search::run(ctx, &query, limit as usize, all),
+        HcpxCommand::Skill { pack, .. } => commands::skill::run(ctx, &pack),
+        HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack),
+        HcpxCommand::Policy(PolicyCommand::Show) => commands::policy::show(ctx),
+        HcpxCommand::Policy(PolicyCommand::Check { pack, command, .. }) => {
             commands::policy::check(ctx, &pack, &command)
         }
-        Command::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
-        Command::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
-        Command::Doctor => commands::doctor::run(ctx),
-        Command::Completions { shell } => Ok(commands::completions::completions(shell)),
-        Command::Man { command } => commands::completions::man(&command),
-        Command::Output {
+        HcpxCommand::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
+        HcpxCommand::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
+        HcpxCommand::Doctor => commands::doctor::run(ctx),
+        HcpxCommand::Completions { shell } => Ok(commands::completions::completions(shell)),
+        HcpxCommand::Man { command } => commands::completions::man(&command),
+        HcpxCommand::Output {
             id,
             stream,
             offset,
@@ -118,7 +118,7 @@ pub(crate) async fn dispatch(
             usize::try_from(limit).unwrap_or(usize::MAX),
         ),
         // The server itself is started by `main.rs`; through the tool it is refused.
-        Command::Mcp(_) => Err(Failure::new(
+        HcpxCommand::Mcp(_) => Err(Failure::new(
             crate::error::Reason::AccessRefused,
             "`mcp` starts a server; it cannot run inside one, nor from an agent's call",
         )

@@ -191,7 +191,7 @@ fn main() -> ExitCode {
     // `hcpx mcp --help` and bad arguments included, goes through the command tree
     // (which parses again, with the tree built once per thread).
     if let Ok(hcpx::cli::Cli {
-        command: hcpx::cli::Command::Mcp(args),
+        command: hcpx::cli::HcpxCommand::Mcp(args),
         ..
     }) = hcpx::parse(&argv)
     {

@@ -603,9 +603,9 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         written.push(change.path.as_path());
     }
     let decision = if request.remove {
-        crate::audit::Decision::AdoptRemoved
+        crate::audit::Disposition::AdoptRemoved
     } else {
-        crate::audit::Decision::Adopted
+        crate::audit::Disposition::Adopted
     };
     let audit_warning = super::write_audit_line(
         ctx,

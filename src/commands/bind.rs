@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use super::{find_pack, load_catalog};
 use crate::Reply;
-use crate::audit::Decision;
-use crate::binding::{Binding, BindingError, Bound, Identity, Resolved, Secret, Store};
+use crate::audit::Disposition;
+use crate::binding::{Binding, BindingError, Identity, Resolved, Secret, Store, Stored};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
 use crate::install;
@@ -124,7 +124,7 @@ pub(crate) fn bind(
         How::Value => None,
     };
     let bound = match from_env {
-        Some(var) if is_env_name(var) => Bound::FromEnv(var.to_owned()),
+        Some(var) if is_env_name(var) => Stored::FromEnv(var.to_owned()),
         Some(_) => {
             return Err(Failure::new(
                 Reason::InvalidArguments,
@@ -152,7 +152,7 @@ pub(crate) fn bind(
                     ),
                 );
             }
-            Bound::Value(Secret::new(value))
+            Stored::Value(Secret::new(value))
         }
     };
     update(ctx, |store| {
@@ -176,7 +176,7 @@ pub(crate) fn bind(
             ctx,
             argv,
             pack_id,
-            Decision::Bind,
+            Disposition::Bind,
             true,
         )),
     )
@@ -232,7 +232,7 @@ fn keep(
         for_pack: &identity,
     };
     let text = render::keep_text(pack_id, key, changed.then_some((&identity, before.as_ref())));
-    Ok(Reply::new(&data, text).warn(audited(ctx, argv, pack_id, Decision::Bind, changed)))
+    Ok(Reply::new(&data, text).warn(audited(ctx, argv, pack_id, Disposition::Bind, changed)))
 }
 
 pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -> Result<Reply, Failure> {
@@ -261,7 +261,7 @@ pub(crate) fn unbind(ctx: &Context, pack_id: &str, key: &str, argv: &[String]) -
             ctx,
             argv,
             pack_id,
-            Decision::Unbind,
+            Disposition::Unbind,
             removed,
         )),
     )
@@ -276,11 +276,11 @@ fn binding_row(pack: &str, key: &str, stored: Option<&Binding>) -> BindingRow {
         required: false,
         set: stored.is_some(),
         source: stored.map(|binding| match binding.bound {
-            Bound::Value(_) => "value",
-            Bound::FromEnv(_) => "env",
+            Stored::Value(_) => "value",
+            Stored::FromEnv(_) => "env",
         }),
         variable: match stored.map(|binding| &binding.bound) {
-            Some(Bound::FromEnv(var)) => Some(var.clone()),
+            Some(Stored::FromEnv(var)) => Some(var.clone()),
             _ => None,
         },
         held_back: None,
@@ -331,13 +331,13 @@ fn audited(
     ctx: &Context,
     argv: &[String],
     pack_id: &str,
-    decision: Decision,
+    decision: Disposition,
     changed: bool,
 ) -> Option<crate::reply::Warning> {
     if !changed {
         return None;
     }
-    let command = if decision == Decision::Unbind {
+    let command = if decision == Disposition::Unbind {
         "unbind"
     } else {
         "bind"

@@ -9,13 +9,13 @@ use serde_json::json;
 use super::{Asked, confirm, to_json};
 use crate::Reply;
 use crate::audit;
-use crate::audit::Decision;
+use crate::audit::Disposition;
 use crate::binding::{Identity, Store};
 use crate::catalog::MANIFEST_FILE;
 use crate::catalog::builtin_files;
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
-use crate::install::{self, Files, InstallError, LinkKind, Outcome};
+use crate::install::{self, Files, InstallError, LinkKind, Placed};
 use crate::next::Next;
 use crate::program::resolve_program;
 use crate::render::{self, Installed};
@@ -129,7 +129,7 @@ async fn permitted(
     confirm(ctx, &asked, &evaluation, &plan)
         .await
         .inspect_err(|refusal| {
-            let decision = Decision::of_unconfirmed(refusal.reason);
+            let decision = Disposition::of_unconfirmed(refusal.reason);
             let _ =
                 super::write_audit_line(ctx, argv, super::policy::PSEUDO_PACK, command, decision, started);
         })
@@ -331,7 +331,7 @@ pub(crate) async fn install(
             argv,
             super::policy::PSEUDO_PACK,
             "install",
-            Decision::Refused,
+            Disposition::Refused,
             started,
         );
         return Err(refusal);
@@ -339,15 +339,15 @@ pub(crate) async fn install(
     let outcome = install::place(&ctx.home, &files, &manifest, &recorded, audit::now())?;
     let (id, version) = (&manifest.id, manifest.version.to_string());
     let sum = install::integrity(&files);
-    let changed = matches!(outcome, Outcome::Installed { .. });
+    let changed = matches!(outcome, Placed::Installed { .. });
     let now = Identity {
         source: recorded.clone(),
         integrity: Some(sum.clone()),
     };
     let mut bindings_error = None;
     let (kept, held_back) = match &outcome {
-        Outcome::Installed { previous } => follow_bindings(ctx, id, previous.as_ref(), &now),
-        Outcome::Unchanged => Ok((Vec::new(), Vec::new())),
+        Placed::Installed { previous } => follow_bindings(ctx, id, previous.as_ref(), &now),
+        Placed::Unchanged => Ok((Vec::new(), Vec::new())),
     }
     .unwrap_or_else(|error| {
         bindings_error = Some(error);
@@ -359,15 +359,15 @@ pub(crate) async fn install(
         super::policy::PSEUDO_PACK,
         "install",
         if changed {
-            Decision::Installed
+            Disposition::Installed
         } else {
-            Decision::Unchanged
+            Disposition::Unchanged
         },
         started,
     );
     let replaced = match &outcome {
-        Outcome::Installed { previous } => previous.as_ref().map(|old| old.version.clone()),
-        Outcome::Unchanged => None,
+        Placed::Installed { previous } => previous.as_ref().map(|old| old.version.clone()),
+        Placed::Unchanged => None,
     };
     let text = render::install_text(&Installed {
         id,
@@ -480,7 +480,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         argv,
         super::policy::PSEUDO_PACK,
         "uninstall",
-        Decision::Uninstalled,
+        Disposition::Uninstalled,
         started,
     );
     Ok(Reply {

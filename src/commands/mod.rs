@@ -160,7 +160,7 @@ pub(crate) fn write_audit_line(
     argv: &[String],
     pack: &str,
     command: &str,
-    decision: crate::audit::Decision,
+    decision: crate::audit::Disposition,
     started: std::time::Instant,
 ) -> Option<Warning> {
     let entry = crate::audit::Entry {

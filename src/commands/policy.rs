@@ -284,7 +284,7 @@ pub(crate) fn set(
         argv,
         PSEUDO_PACK,
         "policy-set",
-        crate::audit::Decision::PolicySet,
+        crate::audit::Disposition::PolicySet,
         std::time::Instant::now(),
     );
     let data = Set {
@@ -403,7 +403,7 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
         argv,
         PSEUDO_PACK,
         "policy-unset",
-        crate::audit::Decision::PolicyUnset,
+        crate::audit::Disposition::PolicyUnset,
         std::time::Instant::now(),
     );
     let data = Unset {

@@ -20,7 +20,7 @@ pub const MAX_ENTRIES: u64 = 10_000;
 /// A bound a tarball went past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Bound {
+pub enum Limit {
     UnpackedBytes,
     Entries,
 }
@@ -91,7 +91,7 @@ pub enum InstallError {
     #[error("the pack is invalid: {} problems", .0.len())]
     Invalid(Vec<Problem>),
     #[error("{}", bound_message(*.bound, *.limit))]
-    Bound { bound: Bound, limit: u64 },
+    Bound { bound: Limit, limit: u64 },
     #[error("{0}")]
     State(#[from] state::StateError),
     /// A crash simulated by the tests at a named point.
@@ -106,13 +106,13 @@ pub enum InstallError {
     },
 }
 
-fn bound_message(bound: Bound, limit: u64) -> String {
+fn bound_message(bound: Limit, limit: u64) -> String {
     match bound {
-        Bound::UnpackedBytes => format!(
+        Limit::UnpackedBytes => format!(
             "the package unpacks to more than {} MiB, the most an install reads",
             limit / (1024 * 1024)
         ),
-        Bound::Entries => format!("the package holds more than {limit} entries, the most an install reads"),
+        Limit::Entries => format!("the package holds more than {limit} entries, the most an install reads"),
     }
 }
 

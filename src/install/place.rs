@@ -15,7 +15,7 @@ use crate::{layout, state};
 
 /// What an install did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Placed {
     /// With the lock entry of the version it replaced, if one was recorded.
     Installed {
         previous: Option<Locked>,
@@ -86,7 +86,7 @@ pub fn place(
     manifest: &Manifest,
     source: &str,
     now: String,
-) -> Result<Outcome, InstallError> {
+) -> Result<Placed, InstallError> {
     let _lock = layout::lock(home)?;
     let packs = layout::packs(home);
     std::fs::create_dir_all(&packs).map_err(io("cannot create HCP_HOME/packs"))?;
@@ -102,7 +102,7 @@ pub fn place(
         && existing.source == source
         && installed_integrity(&target).as_deref() == Some(sum.as_str())
     {
-        return Ok(Outcome::Unchanged);
+        return Ok(Placed::Unchanged);
     }
     let entry = Locked {
         id: manifest.id.clone(),
@@ -154,7 +154,7 @@ pub fn place(
     crash("locked")?;
     finish(home)?;
     copies::prune(home, &manifest.id);
-    Ok(Outcome::Installed { previous })
+    Ok(Placed::Installed { previous })
 }
 
 /// Removes an installed pack and its lock entry, under the lock, journaled as

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::path::Component;
 
-use super::error::{Bound, InstallError, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED, io};
+use super::error::{InstallError, Limit, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED, io};
 use super::files::{Files, wanted};
 use crate::catalog::MANIFEST_FILE;
 
@@ -66,7 +66,7 @@ fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallEr
     let over = |error: std::io::Error, what: &str| {
         if read.get() > MAX_UNPACKED {
             InstallError::Bound {
-                bound: Bound::UnpackedBytes,
+                bound: Limit::UnpackedBytes,
                 limit: MAX_UNPACKED,
             }
         } else {
@@ -87,7 +87,7 @@ fn tarball_pass<R: Read>(source: R, names: &[String]) -> Result<Files, InstallEr
         count += 1;
         if count > MAX_ENTRIES {
             return Err(InstallError::Bound {
-                bound: Bound::Entries,
+                bound: Limit::Entries,
                 limit: MAX_ENTRIES,
             });
         }

@@ -32,15 +32,15 @@ fn place_same_version_is_unchanged_and_another_replaces() {
     let manifest = validate(&v1).unwrap();
     assert_eq!(
         place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
-        Outcome::Installed { previous: None }
+        Placed::Installed { previous: None }
     );
     assert_eq!(
         place(home.path(), &v1, &manifest, "./demo", "t".into()).unwrap(),
-        Outcome::Unchanged
+        Placed::Unchanged
     );
     let v2 = files("2.0.0");
     let manifest = validate(&v2).unwrap();
-    let Outcome::Installed {
+    let Placed::Installed {
         previous: Some(previous),
     } = place(home.path(), &v2, &manifest, "./demo", "t".into()).unwrap()
     else {
@@ -255,7 +255,7 @@ fn tarball_bombs_stop_at_the_unpacked_bound() {
         matches!(
             error,
             InstallError::Bound {
-                bound: Bound::UnpackedBytes,
+                bound: Limit::UnpackedBytes,
                 limit: MAX_UNPACKED
             }
         ),
@@ -278,7 +278,7 @@ fn tarballs_with_too_many_entries_or_twice_a_pack_file_are_refused() {
         matches!(
             error,
             InstallError::Bound {
-                bound: Bound::Entries,
+                bound: Limit::Entries,
                 limit: MAX_ENTRIES
             }
         ),
@@ -371,7 +371,7 @@ fn a_crash_at_each_point_is_finished_or_rolled_back() {
         );
         // And the next install of 1.0.0 reports a change exactly when it is one.
         let outcome = place(home.path(), &v1, &validate(&v1).unwrap(), "./demo", "t".into()).unwrap();
-        assert_eq!(outcome == Outcome::Unchanged, after == Some("1.0.0"), "{point}");
+        assert_eq!(outcome == Placed::Unchanged, after == Some("1.0.0"), "{point}");
     }
 }
 

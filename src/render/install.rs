@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::error::Failure;
-use crate::install::Outcome;
+use crate::install::Placed;
 use crate::next::Next;
 
 /// What `hcpx install` did.
@@ -13,7 +13,7 @@ pub(crate) struct Installed<'a> {
     pub version: &'a str,
     /// Where it came from, as recorded: `npm:NAME@VERSION`, a folder, `builtin:ID`.
     pub source: &'a str,
-    pub outcome: &'a Outcome,
+    pub outcome: &'a Placed,
     /// Why the pack's bindings could not be followed, when they could not.
     pub bindings_error: Option<&'a Failure>,
     pub kept: &'a [String],
@@ -27,12 +27,12 @@ pub(crate) fn install_text(installed: &Installed<'_>) -> String {
         id, version, source, ..
     } = *installed;
     let mut text = match installed.outcome {
-        Outcome::Unchanged => format!("{id} {version} is already installed; nothing changed\n"),
-        Outcome::Installed { previous: Some(old) } => format!(
+        Placed::Unchanged => format!("{id} {version} is already installed; nothing changed\n"),
+        Placed::Installed { previous: Some(old) } => format!(
             "installed {id} {version} (replacing {}) from {source}\n",
             old.version
         ),
-        Outcome::Installed { previous: None } => format!("installed {id} {version} from {source}\n"),
+        Placed::Installed { previous: None } => format!("installed {id} {version} from {source}\n"),
     };
     if let Some(error) = installed.bindings_error {
         let _ = writeln!(text, "warning: {error}");

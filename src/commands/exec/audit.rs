@@ -19,7 +19,7 @@ pub(super) struct Audit<'a> {
     pub(super) request: &'a Request,
     pub(super) started: Instant,
     /// `None` until the policy step has decided: nothing is recorded.
-    pub(super) decision: Option<crate::audit::Decision>,
+    pub(super) decision: Option<crate::audit::Disposition>,
     pub(super) exit_code: Option<i32>,
     pub(super) output_bytes: u64,
     pub(super) redactor: Redactor,
@@ -39,7 +39,7 @@ impl<'a> Audit<'a> {
     }
 
     pub(super) fn ran(&mut self, finished: &Finished) {
-        self.decision = Some(crate::audit::Decision::Ran);
+        self.decision = Some(crate::audit::Disposition::Ran);
         self.exit_code = Some(finished.exit_code);
         self.output_bytes = finished.stdout_total + finished.stderr_total;
     }

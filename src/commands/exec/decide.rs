@@ -180,11 +180,11 @@ pub(super) async fn decide(
         ),
     };
     if let Err(failure) = crate::commands::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
-        audit.decision = Some(crate::audit::Decision::of_unconfirmed(failure.reason));
+        audit.decision = Some(crate::audit::Disposition::of_unconfirmed(failure.reason));
         return Err(failure);
     }
     // From here on, a call that does not run was refused.
-    audit.decision = Some(crate::audit::Decision::Refused);
+    audit.decision = Some(crate::audit::Disposition::Refused);
     Ok(plan)
 }
 

@@ -163,7 +163,7 @@ impl Settings {
 }
 
 /// A listening socket, before it serves.
-pub struct Bound {
+pub struct Listening {
     listener: listener::Listener,
     settings: Settings,
 }
@@ -184,9 +184,9 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
-/// Binds the address (port 0 picks a free one: see [`Bound::endpoint`]) or makes
+/// Binds the address (port 0 picks a free one: see [`Listening::endpoint`]) or makes
 /// the socket file.
-pub async fn bind(settings: Settings) -> Result<Bound, HttpError> {
+pub async fn bind(settings: Settings) -> Result<Listening, HttpError> {
     let listener = match &settings.place {
         Place::Tcp(address) => listener::Listener::tcp(*address).await?,
         #[cfg(unix)]
@@ -199,7 +199,7 @@ pub async fn bind(settings: Settings) -> Result<Bound, HttpError> {
             });
         }
     };
-    Ok(Bound { listener, settings })
+    Ok(Listening { listener, settings })
 }
 
 /// The names a `Host` header may carry: loopback names, the bound address (unless it
@@ -281,7 +281,7 @@ async fn session_ended(request: Request, next: Next) -> Response {
     response
 }
 
-impl Bound {
+impl Listening {
     /// Where the server is reached.
     pub fn endpoint(&self) -> Endpoint {
         match (&self.settings.place, self.listener.tcp_address()) {
