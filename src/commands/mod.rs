@@ -1,6 +1,9 @@
-//! One thin handler per command. Each takes the resolved [`Context`], calls the
-//! domain modules, and returns a [`Reply`](crate::Reply), whose text for people
-//! comes from [`crate::render`], or a [`Failure`].
+//! One handler per command, and what several share (loading packs, policies and
+//! bindings; asking for a confirmation; the audit line). A handler only
+//! orchestrates: it takes the resolved [`Context`], calls the domain modules (which
+//! decide: policy, the sandbox's grants, install), and returns a
+//! [`Reply`](crate::Reply), whose text for people comes from [`crate::render`], or a
+//! [`Failure`]. `exec` is a folder, one file per step.
 
 pub(crate) mod adopt;
 pub(crate) mod availability;
