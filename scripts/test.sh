@@ -26,7 +26,6 @@ skipped=target/tmp/skipped-tests.txt
 rm -f "$skipped"
 if cargo nextest --version >/dev/null 2>&1; then
   timeout --kill-after=30 900 cargo nextest run --locked --profile ci
-  cargo test --locked --doc
 else
   echo "note: cargo-nextest is not installed, so tests have no per-test time limit" >&2
   timeout --kill-after=30 900 cargo test --locked

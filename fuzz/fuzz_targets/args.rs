@@ -1,7 +1,8 @@
-//! The MCP `args` splitter, `mcp::args::split`, on arbitrary text. It promises
-//! (SPEC §8): split as a POSIX shell would (here: exactly as `shell_words`), after
-//! refusing `| & ; < > ( ) $`, backquote, newline, carriage return and NUL
-//! anywhere, and `#` at the start of a word; at most 1 MiB and 1,024 words.
+//! The MCP `args` splitter, `mcp::args::split`, on arbitrary text. What it promises
+//! and this target checks: text is split as a POSIX shell would (here: exactly as
+//! `shell_words`), after refusing `| & ; < > ( ) $`, backquote, newline, carriage
+//! return and NUL anywhere, and `#` at the start of a word; at most 1 MiB and 1,024
+//! words.
 
 #![no_main]
 

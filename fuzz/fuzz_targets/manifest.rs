@@ -52,7 +52,8 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// What an accepted manifest promises (SPEC §2).
+/// What every manifest the validator accepts holds: the rules docs/packs.md gives for
+/// `hcp.json` (id, description, `bin`, timeout, commands, parameters and `argv`).
 fn holds(manifest: &Manifest) {
     assert!(is_pack_id(&manifest.id));
     assert!(!manifest.description.trim().is_empty());

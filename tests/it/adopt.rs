@@ -196,7 +196,7 @@ fn unparsable_files_are_left_alone() {
 }
 
 #[test]
-fn adopt_mcp_in_a_fresh_folder_writes_spec_shape() {
+fn adopt_mcp_in_a_fresh_folder_writes_one_hcp_entry_with_hcp_home_only_when_set() {
     let env = TestEnv::new();
     let (code, envelope) = env.json(&["adopt", "mcp", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");

@@ -30,7 +30,7 @@ pub(crate) fn set_network(env: &TestEnv, pack: &str, network: bool) {
     std::fs::write(&manifest, text).unwrap();
 }
 
-/// Escape 1a: Processes that left the process group (setsid) and the tree (a double fork)
+/// Processes that left the process group (setsid) and the tree (a double fork)
 /// are gone as soon as the call returns, not only when it times out.
 #[test]
 fn processes_that_leave_the_group_and_the_tree_end_with_the_call() {
@@ -42,7 +42,7 @@ fn processes_that_leave_the_group_and_the_tree_end_with_the_call() {
     assert_eq!(pids_of("sleep 4101"), Vec::<String>::new());
 }
 
-/// Escape 1b: On timeout, the TERM-ignoring, setsid and double-forked processes all go.
+/// On timeout, the TERM-ignoring, setsid and double-forked processes all go.
 #[test]
 fn a_timeout_ends_every_process_of_the_call() {
     let env = attacker_env();
@@ -66,7 +66,7 @@ fn a_timeout_ends_every_process_of_the_call() {
     assert_eq!(pids_of("sleep 4102"), Vec::<String>::new());
 }
 
-/// Escape 1c: hcpx killed with SIGKILL mid-call leaves nothing running: the keeper sees
+/// hcpx killed with SIGKILL mid-call leaves nothing running: the keeper sees
 /// its control pipe close.
 #[test]
 fn killing_hcpx_ends_every_process_of_the_call() {
@@ -90,7 +90,7 @@ fn killing_hcpx_ends_every_process_of_the_call() {
     );
 }
 
-/// Escape 1c'': hcpx killed with SIGKILL at every moment of starting a call (before
+/// hcpx killed with SIGKILL at every moment of starting a call (before
 /// the keeper, between the keeper and the pack's exec, as the pack forks) leaves
 /// nothing running: whichever of the keeper and the child exists sees the other go.
 #[test]
@@ -125,7 +125,7 @@ fn killing_hcpx_while_the_call_starts_leaves_nothing_running() {
     );
 }
 
-/// Escape 1c': Ctrl-C at the terminal (SIGINT to hcpx) ends the call and all of it.
+/// Ctrl-C at the terminal (SIGINT to hcpx) ends the call and all of it.
 #[test]
 fn interrupting_hcpx_ends_every_process_of_the_call() {
     let env = attacker_env();
@@ -161,7 +161,7 @@ fn interrupting_hcpx_ends_every_process_of_the_call() {
     );
 }
 
-/// Escape 1d: The same for `hcpx mcp`: the server killed, the call's processes go too.
+/// `hcpx mcp` killed with SIGKILL mid-call leaves nothing of its calls running either.
 #[test]
 fn killing_the_mcp_server_ends_every_process_of_its_calls() {
     let env = attacker_env();
@@ -181,7 +181,7 @@ fn killing_the_mcp_server_ends_every_process_of_its_calls() {
     );
 }
 
-/// Escape 1e: A pack that SIGKILLs its parent and every hcpx it can find takes nothing
+/// A pack that SIGKILLs its parent and every hcpx it can find takes nothing
 /// down: the MCP server answers that call and the next one.
 #[test]
 fn a_pack_cannot_kill_its_keeper_or_the_server() {
@@ -200,9 +200,9 @@ fn a_pack_cannot_kill_its_keeper_or_the_server() {
     assert_eq!(code, 0);
 }
 
-/// Escape 2a: Nothing of another process: not hcpx's environment (read as its keeper's, the
-/// parent), not another call's bound secret, not anyone's memory. Its own call's
-/// processes stay readable: the test can tell.
+/// A pack reads nothing of another process: not hcpx's environment (read as its
+/// keeper's, the parent), not another call's bound secret, not anyone's memory. Its
+/// own call's processes stay readable: the test can tell.
 #[test]
 fn a_pack_reads_no_other_process_environment_or_memory() {
     let env = attacker_env().env("HCPX_PARENT_SECRET", "parent-secret-7c1d");
@@ -225,7 +225,7 @@ fn a_pack_reads_no_other_process_environment_or_memory() {
     assert!(output.stdout.contains("TMPDIR="), "{output}");
 }
 
-/// Escape 2a': As root, a pack lists no process but its call's own: not hcpx, not
+/// As root, a pack lists no process but its call's own: not hcpx, not
 /// another call's (whose command line would show what it was asked), not the
 /// machine's; `/proc` itself still works, also for a command whose reads are
 /// confined.
@@ -265,8 +265,8 @@ fn a_pack_sees_no_process_outside_its_call() {
     assert_eq!(list["enforced"], json!(true), "{list}");
 }
 
-/// Escape 2b: No capabilities, `no_new_privs`, seccomp on, no controlling terminal: as
-/// root too.
+/// The pack runs with no capabilities, with `no_new_privs` and seccomp on, and with
+/// no controlling terminal: as root too.
 #[test]
 fn the_pack_runs_without_privileges() {
     let env = attacker_env();
@@ -280,7 +280,7 @@ fn the_pack_runs_without_privileges() {
     );
 }
 
-/// Escape 2c: With a controlling terminal, hcpx's child still has none (a session of its
+/// With a controlling terminal, hcpx's child still has none (a session of its
 /// own): it cannot push input into the caller's shell through `/dev/tty`.
 #[test]
 fn the_pack_has_no_controlling_terminal() {
@@ -298,7 +298,7 @@ fn the_pack_has_no_controlling_terminal() {
     assert_eq!(lines.last(), Some(&"0"), "{text}");
 }
 
-/// Escape 5: Descriptors the caller had open do not reach the pack.
+/// Descriptors the caller had open do not reach the pack.
 #[test]
 fn only_descriptors_0_1_and_2_reach_the_pack() {
     let env = attacker_env();
@@ -330,7 +330,7 @@ fn swap_link(link: &Path, target: &Path) {
     std::fs::rename(&fresh, link).unwrap();
 }
 
-/// Escape 4: A `path` parameter checked while its link points inside, swapped to point
+/// A `path` parameter checked while its link points inside, swapped to point
 /// outside before the pack opens it: the pack still cannot read outside.
 #[test]
 fn a_link_swapped_after_the_check_cannot_lead_a_path_parameter_out() {
@@ -360,7 +360,7 @@ fn a_link_swapped_after_the_check_cannot_lead_a_path_parameter_out() {
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "outside-secret\n");
 }
 
-/// Escape 3: A write grant (`out`) that is a link to a folder outside is refused before
+/// A write grant (`out`) that is a link to a folder outside is refused before
 /// anything runs; swapped in after the grant was made, it leads nowhere.
 #[test]
 fn a_write_grant_cannot_be_redirected_by_a_link() {
@@ -456,7 +456,7 @@ fn keyrings_and_io_uring_are_refused() {
     assert_eq!(output.stdout, expected);
 }
 
-/// Escape 7: Where the kernel layers do not exist (every OS but Linux, or an old kernel),
+/// Where the kernel layers do not exist (every OS but Linux, or an old kernel),
 /// strict mode refuses, names the layers, and says how a person opts in.
 #[tokio::test]
 async fn without_the_kernel_layers_strict_mode_refuses() {

@@ -42,7 +42,7 @@ impl Drop for Server {
     }
 }
 
-/// Escape 6: No unix socket opens, by path or abstract name, as root too: not without
+/// No unix socket opens, by path or abstract name, as root too: not without
 /// the network, and not with it either (`"network": true` is IPv4 and IPv6, and a
 /// root-owned socket such as `docker.sock` would be a way out of every layer). TCP
 /// still works with the network: the control.

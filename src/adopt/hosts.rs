@@ -1,0 +1,242 @@
+//! The hosts adopt knows, as data: one file per host under the repository's `adopt/`
+//! folder, embedded in the binary. Each says where the host keeps its configuration
+//! (per scope and OS), in which format, under which key path hcpx's entry goes and
+//! what that entry is; this module reads them, expands their paths and fills in
+//! their entries.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use serde::Deserialize;
+use serde_json::Value;
+
+static HOSTS_DIR: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/adopt");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Json,
+    Jsonc,
+    Toml,
+}
+
+/// One host, as its data file describes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Host {
+    pub host: String,
+    pub name: String,
+    pub format: Format,
+    pub servers_path: Vec<String>,
+    pub key: String,
+    pub entry: Value,
+    /// The entry for a server reached at a URL (`{url}`), for hosts that take one.
+    #[serde(default)]
+    pub url_entry: Option<Value>,
+    pub default_scope: String,
+    /// scope -> OS (`linux`, `macos`, `windows` or `any`) -> path.
+    pub scopes: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    pub native: Option<Native>,
+}
+
+/// Where a shell agent reads skills and instructions, and how to set its env.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Native {
+    #[serde(default)]
+    pub skills: BTreeMap<String, String>,
+    #[serde(default)]
+    pub instructions: BTreeMap<String, String>,
+    #[serde(default)]
+    pub agent_env: Option<AgentEnv>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentEnv {
+    pub format: Format,
+    pub path: BTreeMap<String, String>,
+    pub env_path: Vec<String>,
+}
+
+/// Every host hcpx knows, by id.
+pub fn hosts() -> BTreeMap<String, Host> {
+    HOSTS_DIR
+        .files()
+        .filter_map(|file| serde_json::from_slice::<Host>(file.contents()).ok())
+        .map(|host| (host.host.clone(), host))
+        .collect()
+}
+
+/// This build's OS, as host files name it.
+pub fn current_os() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "macos"
+    } else if cfg!(windows) {
+        "windows"
+    } else {
+        "linux"
+    }
+}
+
+/// Expands `~`, `{config}`, `{codex}` and `%APPDATA%` in a host path; relative
+/// paths are under the working directory.
+pub fn expand(path: &str, env: &BTreeMap<String, String>, cwd: &Path) -> Option<PathBuf> {
+    let home = env.get("HOME").filter(|home| !home.is_empty());
+    let config = env
+        .get("XDG_CONFIG_HOME")
+        .filter(|dir| dir.starts_with('/'))
+        .cloned()
+        .or_else(|| home.map(|h| format!("{h}/.config")));
+    let codex = env
+        .get("CODEX_HOME")
+        .filter(|dir| !dir.is_empty())
+        .cloned()
+        .or_else(|| home.map(|h| format!("{h}/.codex")));
+    let mut expanded = path.to_owned();
+    if let Some(rest) = expanded.strip_prefix("~/") {
+        expanded = format!("{}/{rest}", home?);
+    }
+    if expanded.contains("{config}") {
+        expanded = expanded.replace("{config}", &config?);
+    }
+    if expanded.contains("{codex}") {
+        expanded = expanded.replace("{codex}", &codex?);
+    }
+    if expanded.contains("%APPDATA%") {
+        expanded = expanded.replace("%APPDATA%", env.get("APPDATA")?);
+    }
+    let expanded = PathBuf::from(expanded);
+    Some(if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    })
+}
+
+/// The path of a scope's file on this OS.
+pub fn scope_path(
+    paths: &BTreeMap<String, String>,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Option<PathBuf> {
+    let path = paths.get(current_os()).or_else(|| paths.get("any"))?;
+    expand(path, env, cwd)
+}
+
+/// The host's entry with the command and, when given, the environment filled in.
+pub fn entry(host: &Host, command: &str, env: Option<&BTreeMap<String, String>>) -> Value {
+    fn fill(value: &Value, command: &str, env: Option<&BTreeMap<String, String>>) -> Option<Value> {
+        match value {
+            Value::String(text) if text == "{command}" => Some(Value::String(command.to_owned())),
+            Value::String(text) if text == "{env}" => {
+                env.map(|env| serde_json::to_value(env).unwrap_or_default())
+            }
+            Value::Array(items) => Some(Value::Array(
+                items.iter().filter_map(|item| fill(item, command, env)).collect(),
+            )),
+            Value::Object(map) => Some(Value::Object(
+                map.iter()
+                    .filter_map(|(key, item)| fill(item, command, env).map(|item| (key.clone(), item)))
+                    .collect(),
+            )),
+            other => Some(other.clone()),
+        }
+    }
+    fill(&host.entry, command, env).unwrap_or(Value::Null)
+}
+
+/// The host's entry for a server at `url`, when the host takes URL entries.
+pub fn url_entry(host: &Host, url: &str) -> Option<Value> {
+    fn fill(value: &Value, url: &str) -> Value {
+        match value {
+            Value::String(text) if text == "{url}" => Value::String(url.to_owned()),
+            Value::Array(items) => Value::Array(items.iter().map(|item| fill(item, url)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(key, item)| (key.clone(), fill(item, url)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    host.url_entry.as_ref().map(|entry| fill(entry, url))
+}
+
+/// Why `url` cannot go into a host file, if it cannot: only `http://` and
+/// `https://` URLs, and never one that carries a user or password (no secret goes
+/// into a host file).
+pub fn url_problem(url: &str) -> Option<&'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let Some(rest) = rest else {
+        return Some("the URL must start with http:// or https://");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Some("the URL has no host");
+    }
+    if authority.contains('@') {
+        return Some("the URL carries a user or password, and no secret goes into a host file");
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("the URL contains spaces or control characters");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn every_host_file_parses_and_names_its_file() {
+        let hosts = hosts();
+        let ids: Vec<&str> = hosts.keys().map(String::as_str).collect();
+        assert_eq!(
+            ids,
+            [
+                "claude-code",
+                "claude-desktop",
+                "codex",
+                "copilot-cli",
+                "cursor",
+                "gemini",
+                "mcp",
+                "opencode",
+                "vscode",
+                "windsurf",
+                "zed"
+            ]
+        );
+        let env: BTreeMap<String, String> = [("HOME".to_owned(), "/h".to_owned())].into();
+        for host in hosts.values() {
+            let paths = &host.scopes[&host.default_scope];
+            assert!(
+                scope_path(paths, &env, Path::new("/w")).is_some(),
+                "{}",
+                host.host
+            );
+        }
+    }
+
+    #[test]
+    fn entries_fill_command_and_env_only_when_set() {
+        let hosts = hosts();
+        let opencode = &hosts["opencode"];
+        assert_eq!(
+            entry(opencode, "/bin/hcpx", None),
+            json!({ "type": "local", "command": ["/bin/hcpx", "mcp"], "enabled": true })
+        );
+        let env: BTreeMap<String, String> = [("HCP_HOME".to_owned(), "/h".to_owned())].into();
+        assert_eq!(
+            entry(&hosts["mcp"], "hcpx", Some(&env)),
+            json!({ "command": "hcpx", "args": ["mcp"], "env": { "HCP_HOME": "/h" } })
+        );
+    }
+}
