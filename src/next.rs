@@ -1,10 +1,12 @@
 //! A suggested next step ([`Next`]): one whole hcpx command, kept as its words, or
 //! advice in words. A person reads it as shell text (`hcpx skill transit`, each word
 //! quoted as a shell needs it); an MCP client reads the same step as the `hcp` tool's
-//! call (`{"argv":["skill","transit"]}`, see [`crate::mcp::hints`]). Nothing splits
+//! call (`{"argv":["skill","transit"]}`, see `tool_call`). Nothing splits
 //! or parses it again: the words are those the command was built from.
 
 use std::fmt;
+
+use serde_json::json;
 
 /// What to do next, and how it is shown (see the module documentation).
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +101,7 @@ impl fmt::Display for Next {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.form {
             Form::Shell => f.write_str(&self.shell_text()),
-            Form::ToolCall => f.write_str(&crate::mcp::hints::tool_call(&self.step)),
+            Form::ToolCall => f.write_str(&tool_call(&self.step)),
         }
     }
 }
@@ -109,6 +111,35 @@ impl serde::Serialize for Next {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
     }
+}
+
+/// `next` as an MCP caller acts on it: a step that is one hcpx command becomes the
+/// tool call that does it (`{"argv":["skill","transit"]}`), from the very words the
+/// command was built from, with `--yes` as `"confirm": true` and `--json` dropped (it
+/// is implied); its remark follows, as at a terminal. Advice (what to ask the person,
+/// a command for the person's own terminal inside a sentence) stays as it is.
+fn tool_call(step: &Step) -> String {
+    let (words, note) = match step {
+        Step::Command { argv, note } => (argv, note.as_deref()),
+        Step::Advice(text) => return text.clone(),
+    };
+    // Options end at `--`; a `--yes` after it is a parameter's word.
+    let options_end = words.iter().position(|word| word == "--").unwrap_or(words.len());
+    let confirm = words[..options_end].iter().any(|word| word == "--yes");
+    let argv: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(index, word)| *index >= options_end || !matches!(word.as_str(), "--yes" | "--json"))
+        .map(|(_, word)| word.as_str())
+        .collect();
+    let call = if confirm {
+        json!({ "argv": argv, "confirm": true })
+    } else {
+        json!({ "argv": argv })
+    };
+    let mut text = call.to_string();
+    push_note(&mut text, note);
+    text
 }
 
 #[cfg(test)]
@@ -136,5 +167,49 @@ mod tests {
             serde_json::to_value(Next::hcpx(["policy", "show"])).unwrap(),
             serde_json::json!("hcpx policy show")
         );
+    }
+
+    #[test]
+    fn commands_become_tool_calls_and_advice_stays() {
+        for (next, expected) in [
+            (
+                Next::hcpx(["skill", "transit"]),
+                r#"{"argv":["skill","transit"]}"#,
+            ),
+            (
+                Next::hcpx(["exec", "git", "commit", "--yes", "--", "message=Fix it", "--yes"]),
+                r#"{"argv":["exec","git","commit","--","message=Fix it","--yes"],"confirm":true}"#,
+            ),
+            (
+                Next::hcpx(["install", "./my-pack", "--yes"]),
+                r#"{"argv":["install","./my-pack"],"confirm":true}"#,
+            ),
+            (
+                Next::hcpx(["--json", "exec", "--help"]),
+                r#"{"argv":["exec","--help"]}"#,
+            ),
+            (
+                Next::hcpx(["skill", "probe"]).note("narrow the request"),
+                r#"{"argv":["skill","probe"]}   (narrow the request)"#,
+            ),
+            (Next::hcpx(["policy", "show"]), r#"{"argv":["policy","show"]}"#),
+            (
+                Next::advice(
+                    "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort",
+                ),
+                "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort",
+            ),
+            (
+                Next::advice("a person runs: hcpx bind probe KEY"),
+                "a person runs: hcpx bind probe KEY",
+            ),
+            (
+                Next::advice("ask the person what to do instead"),
+                "ask the person what to do instead",
+            ),
+        ] {
+            let shell = next.to_string();
+            assert_eq!(next.for_tool().to_string(), expected, "{shell}");
+        }
     }
 }

@@ -2,9 +2,9 @@
 //! session, and every session of an HTTP server, shares; its [`ServerHandler`]
 //! implementation answers the protocol and hands each request to the module that
 //! owns it: [`tool`] (the `hcp` tool and its calls), [`confirm`] (confirmation
-//! through the client), [`view`] and [`text`] (a call's result as a model sees it),
-//! [`hints`] (`next` as a tool call) and
-//! [`resources`] (resources and list changes). The transports, [`lines`] (stdio)
+//! through the client), [`view`] and [`text`] (a call's result as a model sees it;
+//! `next` as a tool call is `crate::next`'s) and [`resources`] (resources and list
+//! changes). The transports, [`lines`] (stdio)
 //! and [`http`] (Streamable HTTP), only carry messages; nothing else here writes
 //! to stdout. [`logs`] keeps rmcp's "the client went away" out of the error log.
 
@@ -12,7 +12,6 @@ pub mod args;
 mod confirm;
 pub mod fit;
 mod help;
-pub(crate) mod hints;
 pub mod http;
 pub mod lines;
 pub mod logs;

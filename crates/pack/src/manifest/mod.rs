@@ -9,6 +9,7 @@
 mod model;
 mod placement;
 mod validate;
+mod walk;
 
 pub use model::*;
 pub use validate::parse;

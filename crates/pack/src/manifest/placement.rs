@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::model::*;
-use super::validate::{Walk, join};
+use super::walk::{Walk, join};
 use crate::template::Element;
 
 pub(super) fn template(
