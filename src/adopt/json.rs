@@ -178,11 +178,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::adopt::tests::path;
     use crate::adopt::{Format, edit};
-
-    fn path(segments: &[&str]) -> Vec<String> {
-        segments.iter().map(|s| (*s).to_owned()).collect()
-    }
 
     #[test]
     fn jsonc_keeps_comments_commas_and_order_and_round_trips() {

@@ -151,13 +151,14 @@ pub fn find(format: Format, text: &str, path: &[String], key: &str) -> Result<Op
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use jsonc_parser::cst::CstRootNode;
     use serde_json::json;
 
     use super::*;
 
-    fn path(segments: &[&str]) -> Vec<String> {
+    /// A path of keys, as the tests here and in `json.rs` and `toml.rs` write them.
+    pub(super) fn path(segments: &[&str]) -> Vec<String> {
         segments.iter().map(|s| (*s).to_owned()).collect()
     }
 

@@ -226,11 +226,8 @@ fn toml_json(item: &toml_edit::Item) -> Value {
 mod tests {
     use serde_json::json;
 
+    use crate::adopt::tests::path;
     use crate::adopt::{Format, Found, edit, find};
-
-    fn path(segments: &[&str]) -> Vec<String> {
-        segments.iter().map(|s| (*s).to_owned()).collect()
-    }
 
     #[test]
     fn find_shows_toml_entries_as_the_file_has_them() {
