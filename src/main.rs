@@ -2,6 +2,8 @@
 //! the command tree in [`hcpx::run_to_sink`], and turns the outcome into an exit code. The
 //! only place that touches process-wide state.
 
+#![forbid(unsafe_code)]
+
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Arc;
