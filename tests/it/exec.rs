@@ -265,6 +265,24 @@ fn a_50_mib_flood_is_cut_at_8_mib_killed_and_memory_stays_bounded() {
     );
 }
 
+/// A bound value that the caller passes as a parameter is redacted in the argv the
+/// audit log records: the log keeps what was asked, never a credential.
+#[test]
+fn a_bound_value_given_as_a_parameter_is_redacted_in_the_audit_log() {
+    let env = probe_env();
+    let secret = "tok-AUDIT-4c2b1a09";
+    env.bind("probe", "PROBE_TOKEN", secret);
+    let output = env.run(&["exec", "probe", "args", "--", &format!("text={secret}")]);
+    assert_eq!(output.code, 0, "{output}");
+    let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
+    let last: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        last["argv"],
+        json!(["exec", "probe", "args", "--", "text=[REDACTED:PROBE_TOKEN]"]),
+        "{audit}"
+    );
+}
+
 #[test]
 fn bound_secret_never_appears_anywhere() {
     let env = probe_env();

@@ -375,6 +375,30 @@ fn reads_outside_the_allowlist_are_refused() {
     assert_eq!(output.code, 1, "{output}");
 }
 
+/// A folder on the caller's `PATH` that is a link into `$HCP_HOME` (hcpx checks the
+/// folders it adds as written, and follows no link) grants nothing of it: the call's
+/// layer gives no rule to a path whose real place is hidden, so another pack's files
+/// stay unread, through the link and by their own path. (The layer that hides
+/// `$HCP_HOME` is not built here: no folder of the call holds it.)
+#[test]
+fn a_path_folder_that_links_into_hcp_home_grants_nothing_of_it() {
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    env.install_fixture("probe", "probe");
+    let link = env.root.path().join("tools");
+    std::os::unix::fs::symlink(env.home().join("packs/probe"), &link).unwrap();
+    let env = env.env(
+        "PATH",
+        &format!("{}:/usr/local/bin:/usr/bin:/bin", link.display()),
+    );
+    for target in [link.join("hcp.json"), env.home().join("packs/probe/hcp.json")] {
+        let file = format!("file={}", target.display());
+        let output = env.run(&["exec", "attacker", "cat", "--", &file]);
+        assert_eq!((output.code, output.stdout.as_str()), (1, ""), "{output}");
+        assert!(output.stderr.contains("Permission denied"), "{output}");
+    }
+}
+
 /// A declared read that is `$HCP_HOME`, inside it, or holds it, is refused by `pack
 /// check` and at exec, before anything runs.
 #[test]

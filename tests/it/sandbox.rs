@@ -439,6 +439,27 @@ fn only_harmless_devices_are_readable() {
     }
 }
 
+/// Shared memory under `/dev` (another program's `/dev/shm` files, readable by the
+/// user outside the call) is hidden: of `/dev` only the harmless devices are read.
+/// As root the layer that hides the system's secrets also narrows `/dev`, so the
+/// call's own allowlist is tried as `nobody` too, where that layer is not built.
+#[test]
+fn shared_memory_under_dev_is_hidden() {
+    let env = attacker_env();
+    let shared = Path::new("/dev/shm").join(format!("hcpx-it-{}", std::process::id()));
+    std::fs::write(&shared, "shared-secret-61d0\n").unwrap();
+    let file = format!("file={}", shared.display());
+    let output = env.run(&["exec", "attacker", "cat", "--", &file]);
+    let unprivileged = Nobody::new().map(|nobody| nobody.run(&["exec", "attacker", "cat", "--", &file]));
+    std::fs::remove_file(&shared).unwrap();
+    assert_eq!((output.code, output.stdout.as_str()), (1, ""), "{output}");
+    assert!(output.stderr.contains("Permission denied"), "{output}");
+    if let Some((code, stdout, stderr)) = unprivileged {
+        assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+    }
+}
+
 /// The syscall filter: no kernel keyrings (other processes' credentials), no io_uring
 /// (which would open sockets past the filter), and on x86_64 nothing through the x32
 /// ABI, whose numbers would slip past the rules (the kernel says ENOSYS, 38, where
