@@ -208,3 +208,35 @@ fn the_plan_names_the_declared_sockets() {
         ))
     );
 }
+
+/// A datagram carries its address in every send, so no connect is there to check:
+/// a pack sends none to a unix socket path, from a socket of its own or from one end
+/// of a socketpair, whether or not it declares sockets (a declared one is connected
+/// to, never sent to), as root too.
+#[test]
+fn a_pack_sends_no_datagram_to_a_unix_socket_path() {
+    use std::os::unix::net::UnixDatagram;
+    for declares in [false, true] {
+        let env = attacker_env();
+        let path = env.root.path().join("outside-dgram.sock");
+        let listener = UnixDatagram::bind(&path).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let declared = env.root.path().join("declared.sock");
+        let _server = Server::serve(UnixListener::bind(&declared).unwrap());
+        if declares {
+            declare(&env, &[declared.as_path()]);
+        }
+        let target = path.display().to_string();
+        let output = env.run(&["exec", "attacker", "dgram", "--", &format!("to={target}")]);
+        let mut received = [0u8; 64];
+        let got = listener
+            .recv(&mut received)
+            .ok()
+            .map(|n| String::from_utf8_lossy(&received[..n]).into_owned());
+        assert_eq!(
+            (output.code, output.stdout.as_str(), got),
+            (0, "socket refused 1\nsocketpair refused 1\n", None),
+            "declares a socket: {declares}: {output}"
+        );
+    }
+}

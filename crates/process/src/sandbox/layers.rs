@@ -71,7 +71,7 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             "network",
             &machine.seccomp,
             true,
-            "no sockets (seccomp): no TCP, UDP, raw or unix sockets; socketpair only".to_owned(),
+            "no sockets (seccomp): no TCP, UDP, raw or unix sockets; stream socketpairs only".to_owned(),
         )
     };
     vec![
@@ -150,7 +150,7 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
                 "sockets",
                 &machine.seccomp,
                 true,
-                "none declared: no unix socket by path or name (seccomp); socketpair only".to_owned(),
+                "none declared: no unix socket by path or name (seccomp); stream socketpairs only".to_owned(),
             )
         } else {
             kernel(

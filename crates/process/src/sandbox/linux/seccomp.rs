@@ -3,13 +3,17 @@
 
 use crate::sandbox::bpf;
 
+/// The bits of `socket(2)`'s type argument that are the type (`SOCK_TYPE_MASK`).
+const SOCK_TYPE_MASK: u64 = 0xf;
+
 /// The seccomp program: on x86_64 first a guard that refuses the x32 ABI (its
 /// system call numbers would slip past the rules), then the rules: no kernel
 /// keyrings, no io_uring (it would make sockets past the filter), no terminal input
 /// injection, no System V IPC or POSIX message queues (kept by the kernel after the
-/// call, and readable by the next one), no socket but unix socket pairs without the
-/// network, and with it only IPv4 and IPv6 sockets (no unix socket by path or name,
-/// no netlink, no raw packets).
+/// call, and readable by the next one), no socket but unix stream and seqpacket
+/// socket pairs without the network, and with it only IPv4 and IPv6 sockets (no unix
+/// socket by path or name, no netlink, no raw packets); no unix datagram socket,
+/// paired or not.
 pub(crate) fn seccomp_program(
     network: bool,
     sockets: bool,
@@ -62,7 +66,7 @@ pub(crate) fn program(
     );
     // The families a socket may have: IPv4 and IPv6 with the network, unix stream
     // and seqpacket sockets when the pack declares sockets (each connect is then
-    // checked, see `notify`; a datagram socket could send to any path without one).
+    // checked, see `notify`).
     let family = |op, value: i32| SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, value as u64);
     let mut open: Vec<i32> = Vec::new();
     if network {
@@ -79,10 +83,31 @@ pub(crate) fn program(
                 .collect::<Result<_, _>>()?,
         )?);
     }
+    // A unix datagram names its target in each send, where no connect is there to
+    // check: none from a socket of the pack's own, nor from one end of a socketpair
+    // (a send may still address a path elsewhere). The type's low bits are the
+    // type; the rest are SOCK_NONBLOCK and SOCK_CLOEXEC.
+    let datagram = || {
+        SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            libc::SOCK_DGRAM as u64,
+        )
+    };
+    if sockets {
+        socket_rules.push(SeccompRule::new(vec![
+            family(SeccompCmpOp::Eq, libc::AF_UNIX)?,
+            datagram()?,
+        ])?);
+    }
     rules.insert(libc::SYS_socket, socket_rules);
     rules.insert(
         libc::SYS_socketpair,
-        vec![when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?],
+        vec![
+            when(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?,
+            SeccompRule::new(vec![datagram()?])?,
+        ],
     );
     let filter = SeccompFilter::new(
         rules,
