@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::json;
 
 use super::{Asked, confirm, to_json};
@@ -97,6 +98,35 @@ impl From<InstallError> for Failure {
         };
         Failure::new(reason, format!("{error}; nothing was installed")).data(data)
     }
+}
+
+/// What `install` returns in `data` (see docs/mcp.md).
+#[derive(Serialize)]
+struct InstalledData<'a> {
+    id: &'a str,
+    version: &'a str,
+    source: &'a str,
+    changed: bool,
+    /// The version this install replaced, if one was recorded.
+    replaced: Option<&'a str>,
+    integrity: &'a str,
+    bindings: KeptBindings<'a>,
+}
+
+/// The pack's bindings after an install: carried over to it, or held back for a
+/// person to confirm.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeptBindings<'a> {
+    kept: &'a [String],
+    held_back: &'a [String],
+}
+
+/// What `uninstall` returns in `data`.
+#[derive(Serialize)]
+struct UninstalledData<'a> {
+    id: &'a str,
+    removed: bool,
 }
 
 fn not_a_pack_id(id: &str) -> String {
@@ -380,10 +410,17 @@ pub(crate) async fn install(
     });
     Ok(Reply {
         text,
-        data: Some(json!({
-            "id": id, "version": version, "source": recorded, "changed": changed,
-            "replaced": replaced, "integrity": sum,
-            "bindings": { "kept": kept, "heldBack": held_back },
+        data: Some(to_json(&InstalledData {
+            id,
+            version: &version,
+            source: &recorded,
+            changed,
+            replaced: replaced.as_deref(),
+            integrity: &sum,
+            bindings: KeptBindings {
+                kept: &kept,
+                held_back: &held_back,
+            },
         })),
         warnings: warning.into_iter().collect(),
         effects: Effects {
@@ -485,7 +522,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
     );
     Ok(Reply {
         text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
-        data: Some(json!({ "id": id, "removed": removed })),
+        data: Some(to_json(&UninstalledData { id, removed })),
         warnings: warning.into_iter().collect(),
         effects: Effects {
             packs_changed: removed,

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::bind::Bindings;
 use super::validate::Target;
@@ -14,11 +15,12 @@ use crate::catalog::{Origin, ProgramError};
 use crate::commands::{load_policies, to_json};
 use crate::context::{Context, env_vars};
 use crate::error::Failure;
+use crate::manifest::Effect;
 use crate::next::Next;
-use crate::policy::{self, Decision, Evaluation, Subject};
+use crate::policy::{self, Decision, Evaluation, Principal, Subject};
 use crate::redact::Redactor;
 use crate::render::{self, Question};
-use crate::sandbox::{self, Assessment, Grants, HomeView, Site};
+use crate::sandbox::{self, Assessment, Grants, HomeView, LayerReport, Mode, Site};
 
 /// The decision and what would run: the `--dry-run` plan, also shown with a
 /// confirmation or a refusal.
@@ -48,6 +50,36 @@ impl Plan {
             .chain(self.args.iter().cloned())
             .collect()
     }
+}
+
+/// The plan as `--dry-run`, a confirmation and a refusal carry it in `data` (see
+/// docs/mcp.md).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlanData<'a> {
+    pack: &'a str,
+    command: &'a str,
+    effect: Effect,
+    principal: Principal,
+    decision: Decision,
+    rule: Value,
+    child: Vec<String>,
+    cwd: &'a Path,
+    env: &'a [String],
+    summary: &'a str,
+    timeout_ms: u64,
+    sandbox: SandboxData<'a>,
+}
+
+/// The plan's sandbox: the mode, the command's grants, its read allowlist, its layers.
+#[derive(Serialize)]
+struct SandboxData<'a> {
+    mode: Mode,
+    network: bool,
+    sockets: &'a [String],
+    write: &'a [String],
+    read: &'a [PathBuf],
+    layers: &'a [LayerReport],
 }
 
 fn plan(
@@ -80,27 +112,33 @@ fn plan(
     // Only the bindings this call would pass: an unbound or held-back one is not.
     let env_names = sandbox::env_names(&ctx.env, bindings.found.iter().map(|(key, _)| key.as_str()));
     let summary = summary(ctx, target, &bindings.found);
-    let json = json!({
-        "pack": manifest.id,
-        "command": command.name,
-        "effect": command.effect,
-        "principal": ctx.principal,
-        "decision": evaluation.decision,
-        "rule": to_json(&evaluation.rule),
-        "child": std::iter::once(program.as_ref().map(|path| path.display().to_string()).unwrap_or_default())
-            .chain(target.args.iter().cloned())
-            .collect::<Vec<String>>(),
-        "cwd": ctx.cwd,
-        "env": env_names,
-        "summary": summary,
-        "timeoutMs": u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
-        "sandbox": {
-            "mode": ctx.sandbox_mode,
-            "network": grants.network,
-            "sockets": grants.sockets,
-            "write": grants.writes,
-            "read": assessed.read,
-            "layers": to_json(&assessed.layers),
+    let child: Vec<String> = std::iter::once(
+        program
+            .as_ref()
+            .map(|path| path.display().to_string())
+            .unwrap_or_default(),
+    )
+    .chain(target.args.iter().cloned())
+    .collect();
+    let json = to_json(&PlanData {
+        pack: &manifest.id,
+        command: &command.name,
+        effect: command.effect,
+        principal: ctx.principal,
+        decision: evaluation.decision,
+        rule: to_json(&evaluation.rule),
+        child,
+        cwd: &ctx.cwd,
+        env: &env_names,
+        summary: &summary,
+        timeout_ms: u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
+        sandbox: SandboxData {
+            mode: ctx.sandbox_mode,
+            network: grants.network,
+            sockets: &grants.sockets,
+            write: &grants.writes,
+            read: &assessed.read,
+            layers: &assessed.layers,
         },
     });
     Plan {
