@@ -144,15 +144,9 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
             fix: fix.to_string(),
         });
     }
-    let layers = sandbox::layers(
-        here.machine,
-        sandbox::Needs {
-            network: pack.manifest.sandbox.network,
-            writes: &pack.manifest.sandbox.write,
-            sockets: &pack.manifest.sandbox.sockets,
-            exposed: here.exposed,
-        },
-    );
+    // What the pack's most demanding command needs, as the sandbox derives it.
+    let grants = sandbox::Grants::for_pack(&pack.manifest.sandbox);
+    let layers = sandbox::layers(here.machine, grants.needs(here.exposed));
     let missing: Vec<&str> = sandbox::missing(&layers)
         .iter()
         .map(|layer| layer.layer)
