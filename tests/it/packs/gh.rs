@@ -1,1 +1,204 @@
-//! The `gh` catalog pack against the real program.
+//! The `gh` catalog pack against the real gh, offline: what runs without GitHub
+//! (the version), the argv each command renders, the refusals, and the failure when
+//! the host cannot be reached.
+
+use serde_json::{Value, json};
+
+use super::{env, have, install};
+use crate::common::TestEnv;
+
+fn bound() -> TestEnv {
+    let env = env();
+    install(&env, "gh");
+    env.bind("gh", "GH_TOKEN", "ghp_notarealtoken0000000000000000000000");
+    env
+}
+
+fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
+    let mut args = vec!["exec", "gh", command, "--dry-run", "--json", "--"];
+    args.extend_from_slice(params);
+    let (code, envelope) = env.json(&args);
+    assert_eq!(code, 0, "{envelope}");
+    envelope["data"].clone()
+}
+
+#[test]
+fn gh_needs_its_token_bound() {
+    if !have("gh") {
+        return;
+    }
+    let env = env();
+    install(&env, "gh");
+    let (code, envelope) = env.json(&["exec", "gh", "version"]);
+    assert_eq!(
+        (
+            code,
+            &envelope["spawned"],
+            &envelope["error"]["reason"],
+            &envelope["next"]
+        ),
+        (
+            2,
+            &json!(false),
+            &json!("unbound"),
+            &json!("a person runs: hcpx bind gh GH_TOKEN")
+        ),
+        "{envelope}"
+    );
+}
+
+/// `version` runs without network; the API commands get it, and every command gets
+/// the pack's own configuration folder and no prompt.
+#[test]
+fn gh_version_runs_offline() {
+    if !have("gh") {
+        return;
+    }
+    let env = bound();
+    let (code, envelope) = env.json(&["exec", "gh", "version"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(
+        envelope["stdout"].as_str().unwrap().starts_with("gh version 2."),
+        "{envelope}"
+    );
+    assert_eq!(plan(&env, "version", &[])["sandbox"]["network"], json!(false));
+    let data = plan(&env, "pr-list", &["repo=cli/cli"]);
+    assert_eq!(data["sandbox"]["network"], json!(true));
+    let names = data["env"].as_array().unwrap();
+    for name in [
+        "GH_CONFIG_DIR",
+        "GH_NO_UPDATE_NOTIFIER",
+        "GH_PROMPT_DISABLED",
+        "GH_TOKEN",
+        "NO_COLOR",
+    ] {
+        assert!(names.contains(&json!(name)), "{name}: {data}");
+    }
+}
+
+/// The argv of the commands, with their JSON fields.
+#[test]
+fn gh_commands_render_their_argv_with_json_fields() {
+    if !have("gh") {
+        return;
+    }
+    let env = bound();
+    let child = |command: &str, params: &[&str]| plan(&env, command, params)["child"].clone();
+    let gh = crate::packs::tools_path()
+        .split(':')
+        .map(|dir| std::path::Path::new(dir).join("gh"))
+        .find(|path| path.is_file())
+        .unwrap()
+        .display()
+        .to_string();
+    assert_eq!(
+        child("pr-list", &["repo=cli/cli", "label=bug", "search=-label:wontfix"]),
+        json!([
+            gh,
+            "pr",
+            "list",
+            "--repo",
+            "cli/cli",
+            "--state",
+            "open",
+            "--limit=30",
+            "--label=bug",
+            "--search=-label:wontfix",
+            "--json",
+            "number,title,author,state,isDraft,headRefName,baseRefName,labels,createdAt,updatedAt,url"
+        ])
+    );
+    assert_eq!(
+        child("run-view", &["run=5432101234"]),
+        json!([
+            gh,
+            "run",
+            "view",
+            "5432101234",
+            "--json",
+            "databaseId,displayTitle,workflowName,status,conclusion,event,headBranch,headSha,createdAt,updatedAt,url,jobs"
+        ])
+    );
+    // A title that looks like an option is the title's value.
+    assert_eq!(
+        child("pr-create", &["head=fix", "title=--draft", "body=-x"]),
+        json!([gh, "pr", "create", "--title=--draft", "--body=-x", "--head=fix"])
+    );
+    assert_eq!(
+        child("pr-merge", &["pr=7", "squash=true", "head-sha=1a2b3c4"]),
+        json!([gh, "pr", "merge", "7", "--squash", "--match-head-commit=1a2b3c4"])
+    );
+    let data = plan(&env, "pr-merge", &["pr=7", "squash=true"]);
+    assert_eq!(
+        (&data["effect"], &data["decision"]),
+        (&json!("write"), &json!("confirm"))
+    );
+}
+
+#[test]
+fn gh_refuses_values_that_would_be_options() {
+    if !have("gh") {
+        return;
+    }
+    let env = bound();
+    for (command, params, message) in [
+        (
+            "pr-view",
+            &["pr=--web"][..],
+            "parameter `pr` does not match the pattern [0-9]{1,10}|https://[^\\s]+|[A-Za-z0-9_][A-Za-z0-9._/-]{0,254}",
+        ),
+        (
+            "issue-view",
+            &["issue=1", "repo=--hostname=x"],
+            "parameter `repo` does not match the pattern ([A-Za-z0-9.-]+(:[0-9]{1,5})?/)?[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+",
+        ),
+        (
+            "run-view",
+            &["run=1 --log"],
+            "parameter `run` does not match the pattern [0-9]{1,20}",
+        ),
+        (
+            "pr-create",
+            &["head=-x", "title=t", "body=b"],
+            "parameter `head` does not match the pattern [A-Za-z0-9_][A-Za-z0-9._/:-]{0,254}",
+        ),
+        (
+            "pr-list",
+            &["state=draft"],
+            "parameter `state` is not one of: open, closed, merged, all",
+        ),
+    ] {
+        let mut args = vec!["exec", "gh", command, "--yes", "--"];
+        args.extend_from_slice(params);
+        let (code, envelope) = env.json(&args);
+        assert_eq!(
+            (code, &envelope["spawned"], &envelope["error"]["message"]),
+            (2, &json!(false), &json!(message)),
+            "{envelope}"
+        );
+    }
+}
+
+/// A host that does not answer is gh's error, exit code 1, with the address it
+/// tried (bound values, GH_HOST too, are redacted).
+#[test]
+fn gh_reports_a_host_it_cannot_reach() {
+    if !have("gh") {
+        return;
+    }
+    let env = bound();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    env.bind("gh", "GH_HOST", &format!("127.0.0.1:{closed}"));
+    let (code, envelope) = env.json(&["exec", "gh", "pr-list", "--", "repo=cli/cli"]);
+    assert_eq!((code, &envelope["exitCode"]), (1, &json!(1)), "{envelope}");
+    assert_eq!(
+        envelope["stderr"],
+        json!(
+            "Post \"https://[REDACTED:GH_HOST]/api/graphql\": dial tcp [REDACTED:GH_HOST]: connect: connection refused\n"
+        )
+    );
+}
