@@ -28,6 +28,7 @@ mod leftovers;
 mod mcp;
 mod npm;
 mod pack;
+mod packs;
 mod policy;
 mod readme;
 mod sandbox;

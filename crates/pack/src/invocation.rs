@@ -226,6 +226,18 @@ fn argv_element(
         for piece in &element.pieces {
             match piece {
                 Piece::Literal(literal) => text.push_str(literal),
+                // A file binding's path, which exec puts in `values` under the
+                // binding's (upper-case) name; without it the element cannot be
+                // rendered, so nothing runs.
+                Piece::Binding { name } => match values.get(name).and_then(|list| list.first()) {
+                    Some(path) => text.push_str(path),
+                    None => {
+                        return Err(InvocationError::Invalid {
+                            name: name.clone(),
+                            reason: "is a file binding whose file was not prepared".to_owned(),
+                        });
+                    }
+                },
                 Piece::Param { name, .. } => {
                     let list = values.get(name).map(Vec::as_slice).unwrap_or_default();
                     let index = if Some(name.as_str()) == array { round } else { 0 };

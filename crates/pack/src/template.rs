@@ -9,7 +9,15 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
     Literal(String),
-    Param { name: String, optional: bool },
+    Param {
+        name: String,
+        optional: bool,
+    },
+    /// `{API_TOKEN}`: the path of a file binding's file (an upper-case name, as
+    /// bindings have), supplied by exec when it renders the argv.
+    Binding {
+        name: String,
+    },
 }
 
 /// A parsed argv element: literal text and placeholders in order.
@@ -24,7 +32,9 @@ pub enum TemplateError {
     Unclosed(usize),
     #[error("stray `}}` at byte {0} (write `}}}}` for a literal brace)")]
     StrayClose(usize),
-    #[error("placeholder at byte {0} does not name a parameter (names match ^[a-z][a-z0-9_-]{{0,63}}$)")]
+    #[error(
+        "placeholder at byte {0} does not name a parameter (names match ^[a-z][a-z0-9_-]{{0,63}}$) or a binding (^[A-Z_][A-Z0-9_]*$)"
+    )]
     BadName(usize),
 }
 
@@ -51,15 +61,22 @@ impl Element {
                         Some(name) => (name, true),
                         None => (inner, false),
                     };
-                    if !is_name(name) {
+                    let binding = !optional && is_binding_name(name);
+                    if !is_name(name) && !binding {
                         return Err(TemplateError::BadName(i));
                     }
                     if !literal.is_empty() {
                         pieces.push(Piece::Literal(std::mem::take(&mut literal)));
                     }
-                    pieces.push(Piece::Param {
-                        name: name.to_owned(),
-                        optional,
+                    pieces.push(if binding {
+                        Piece::Binding {
+                            name: name.to_owned(),
+                        }
+                    } else {
+                        Piece::Param {
+                            name: name.to_owned(),
+                            optional,
+                        }
                     });
                     i = close + 1;
                 }
@@ -82,7 +99,15 @@ impl Element {
     pub fn params(&self) -> impl Iterator<Item = (&str, bool)> {
         self.pieces.iter().filter_map(|piece| match piece {
             Piece::Param { name, optional } => Some((name.as_str(), *optional)),
-            Piece::Literal(_) => None,
+            Piece::Literal(_) | Piece::Binding { .. } => None,
+        })
+    }
+
+    /// The bindings whose file path this element names, in order.
+    pub fn bindings(&self) -> impl Iterator<Item = &str> {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Binding { name } => Some(name.as_str()),
+            _ => None,
         })
     }
 
@@ -154,10 +179,25 @@ impl fmt::Display for Element {
                     name,
                     optional: false,
                 } => write!(f, "{{{name}}}")?,
+                Piece::Binding { name } => write!(f, "{{{name}}}")?,
             }
         }
         Ok(())
     }
+}
+
+/// A binding's name: an environment variable name, `^[A-Z_][A-Z0-9_]*$`, at most
+/// 128 bytes.
+pub fn is_binding_name(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 128
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// Command and parameter names: `^[a-z][a-z0-9_-]{0,63}$` (see docs/packs.md).

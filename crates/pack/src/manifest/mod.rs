@@ -6,11 +6,16 @@
 //! bad manifest is refused as a whole with *every* problem listed by JSON path. It
 //! takes text in and does no I/O: the caller reads the files.
 
+mod bindings;
+mod command_sandbox;
+mod environment;
 mod model;
 mod placement;
+mod program;
 mod validate;
 mod walk;
 
+pub use environment::CACHE;
 pub use model::*;
 pub use validate::parse;
 
@@ -36,5 +41,7 @@ pub const PASSED_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
 /// The private temporary folder's variable, which the sandbox sets.
 pub const TMPDIR: &str = "TMPDIR";
 
+#[cfg(test)]
+mod delivery_tests;
 #[cfg(test)]
 mod tests;

@@ -232,11 +232,35 @@ pub struct Command {
     pub params: Vec<Param>,
     pub argv: Vec<Slot>,
     pub json: Vec<String>,
+    /// `write`: replaces the pack's `sandbox.write` for this command (`None`: the
+    /// pack's). A `read` command has none.
+    pub write: Option<Vec<WriteItem>>,
+    /// `network`: replaces the pack's `sandbox.network` for this command.
+    pub network: Option<bool>,
+    /// `okExitCodes`: the exit codes that mean success (default `[0]`).
+    pub ok_exit_codes: Vec<i32>,
+    /// `stdin`: the `as: "stdin"` binding written to this command's standard input.
+    pub stdin: Option<String>,
+}
+
+/// One item of a command's `write`: a fixed path relative to the working directory,
+/// or a `path` parameter (`"{into}"`), granting the folder the caller names (created
+/// beneath the working directory at spawn when missing; nothing when absent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WriteItem {
+    Path(String),
+    Param(String),
 }
 
 impl Command {
     pub fn param(&self, name: &str) -> Option<&Param> {
         self.params.iter().find(|param| param.name == name)
+    }
+
+    /// Whether `code` is one of the exit codes that mean success for this command.
+    pub fn exit_ok(&self, code: i32) -> bool {
+        self.ok_exit_codes.contains(&code)
     }
 }
 
@@ -245,7 +269,82 @@ pub struct BindingSpec {
     pub description: Option<String>,
     pub secret: bool,
     pub required: bool,
+    /// `as` (and `format`): how the CLI receives the value.
+    #[serde(rename = "as")]
+    pub delivery: Delivery,
 }
+
+/// How a bound value reaches the pack's CLI (`bindings.NAME.as`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum Delivery {
+    /// The variable `NAME` holds the value (the default).
+    Env,
+    /// A 0600 file in the call's private temporary folder holds the value (or
+    /// `format` with `{value}` replaced by it); the variable `NAME` holds its path,
+    /// and `{NAME}` in an argv element renders that path.
+    File { format: Option<String> },
+    /// Written, with nothing added, to the standard input of the commands that name
+    /// it in their `stdin`.
+    Stdin,
+}
+
+impl Delivery {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Env => "env",
+            Self::File { .. } => "file",
+            Self::Stdin => "stdin",
+        }
+    }
+}
+
+/// The value of a `sandbox.env` variable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EnvValue {
+    /// Fixed text.
+    Fixed(String),
+    /// `{cache}` or `{cache}/SUB`: a path in the pack's own persistent cache folder
+    /// (the relative part after `{cache}/`, empty for the folder itself).
+    Cache(String),
+}
+
+/// What a pack that wraps a program of the machine says about that program
+/// (`program`): the other names it goes by, which variant the pack supports, how
+/// to tell, and how to get it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgramSpec {
+    /// Other names of the same program, tried in order after `bin[0]` (Debian's
+    /// `fd` is `fdfind`).
+    pub aliases: Vec<String>,
+    /// Which variant of the program the pack supports, in words
+    /// (`"kislyuk/yq, the jq wrapper (Debian's and PyPI's yq)"`).
+    pub variant: Option<String>,
+    /// Arguments that make the program print its version (`["--version"]`).
+    pub version_args: Vec<String>,
+    /// A pattern the output of `versionArgs` matches for the supported variant.
+    pub version_pattern: Option<String>,
+    /// How to install it, per package manager (`apt`, `brew`, ...): the words after
+    /// that manager's install command.
+    pub install: Vec<(String, String)>,
+    pub homepage: Option<String>,
+}
+
+/// The package managers `program.install` may name, with the command that installs
+/// with each (the package words follow it).
+pub const INSTALLERS: [(&str, &str); 9] = [
+    ("apt", "sudo apt-get install"),
+    ("brew", "brew install"),
+    ("dnf", "sudo dnf install"),
+    ("pacman", "sudo pacman -S"),
+    ("pip", "python3 -m pip install --user"),
+    ("pipx", "pipx install"),
+    ("npm", "npm install --global"),
+    ("cargo", "cargo install"),
+    ("go", "go install"),
+];
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -258,6 +357,8 @@ pub struct SandboxSpec {
     /// Unix socket paths the pack may connect to (absolute); no other unix socket
     /// opens, with or without the network.
     pub sockets: Vec<String>,
+    /// Variables set for every command: fixed text or paths under `{cache}`.
+    pub env: Vec<(String, EnvValue)>,
     pub timeout_ms: u64,
 }
 
@@ -268,6 +369,7 @@ impl Default for SandboxSpec {
             write: Vec::new(),
             read: Vec::new(),
             sockets: Vec::new(),
+            env: Vec::new(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }
     }
@@ -283,11 +385,28 @@ pub struct Manifest {
     pub bindings: Vec<(String, BindingSpec)>,
     pub sandbox: SandboxSpec,
     pub commands: Vec<Command>,
+    /// `program`: for a pack whose `bin` is a program of the machine.
+    pub program: Option<ProgramSpec>,
 }
 
 impl Manifest {
     pub fn command(&self, name: &str) -> Option<&Command> {
         self.commands.iter().find(|command| command.name == name)
+    }
+
+    pub fn binding(&self, name: &str) -> Option<&BindingSpec> {
+        self.bindings
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, spec)| spec)
+    }
+
+    /// Whether any variable of `sandbox.env` lives in the pack's cache folder.
+    pub fn uses_cache(&self) -> bool {
+        self.sandbox
+            .env
+            .iter()
+            .any(|(_, value)| matches!(value, EnvValue::Cache(_)))
     }
 
     /// The file inside the pack that `bin` names (`./transit` → `transit`), if any.

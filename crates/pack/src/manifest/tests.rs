@@ -117,8 +117,8 @@ fn unknown_fields_everywhere() {
             v["commands"]["greet"]["params"]["name"]["min"] = json!(1);
         }),
         [
-            "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands)",
-            "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json)",
+            "extra: unknown field (known: hcp, id, version, description, keywords, bin, bindings, sandbox, commands, program)",
+            "commands.greet.effects: unknown field (known: summary, description, effect, params, argv, json, write, network, okExitCodes, stdin)",
             "commands.greet.params.name.min: unknown field (known: type, items, values, required, positional, \
              pattern, refuse, default, description, maxLength, flag)",
         ]

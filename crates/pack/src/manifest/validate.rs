@@ -6,8 +6,12 @@ use std::collections::BTreeSet;
 use regex::Regex;
 use serde_json::Value;
 
+use super::bindings::bindings;
+use super::command_sandbox::{binding_placeholders, command_sandbox};
+use super::environment::env;
 use super::model::*;
 use super::placement::template;
+use super::program::program;
 use super::walk::{Walk, join};
 use super::*;
 use crate::template::{is_name, is_pack_id};
@@ -32,7 +36,7 @@ pub fn parse(text: &str) -> Result<Manifest, Vec<Problem>> {
     }
 }
 
-const TOP_FIELDS: [&str; 9] = [
+const TOP_FIELDS: [&str; 10] = [
     "hcp",
     "id",
     "version",
@@ -42,6 +46,7 @@ const TOP_FIELDS: [&str; 9] = [
     "bindings",
     "sandbox",
     "commands",
+    "program",
 ];
 
 fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
@@ -89,7 +94,28 @@ fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
     let bin = bin(walk, root.get("bin"));
     let bindings = bindings(walk, root.get("bindings"));
     let sandbox = sandbox(walk, root.get("sandbox"));
-    let commands = commands(walk, root.get("commands"));
+    for (name, _) in &sandbox.env {
+        if bindings.iter().any(|(key, _)| key == name) {
+            walk.problem(
+                &format!("sandbox.env.{name}"),
+                "is also a binding; the binding sets it, so drop one",
+            );
+        }
+    }
+    let commands = commands(walk, root.get("commands"), &bindings);
+    for (name, spec) in &bindings {
+        if spec.delivery == Delivery::Stdin
+            && !commands
+                .iter()
+                .any(|command| command.stdin.as_deref() == Some(name))
+        {
+            walk.problem(
+                &format!("bindings.{name}.as"),
+                "is stdin, but no command names this binding in its \"stdin\"",
+            );
+        }
+    }
+    let program = program(walk, root.get("program"), &bin);
     Some(Manifest {
         id: id?,
         version: version?,
@@ -99,6 +125,7 @@ fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
         bindings,
         sandbox,
         commands,
+        program,
     })
 }
 
@@ -153,50 +180,6 @@ fn bin(walk: &mut Walk, value: Option<&Value>) -> Vec<String> {
     bin
 }
 
-fn bindings(walk: &mut Walk, value: Option<&Value>) -> Vec<(String, BindingSpec)> {
-    let Some(value) = value else { return Vec::new() };
-    let Some(object) = walk.object("bindings", value) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for (key, spec) in object {
-        let path = format!("bindings.{key}");
-        let env_name = !key.is_empty()
-            && key.len() <= 128
-            && key
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
-            && key
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-        if !env_name {
-            walk.problem(&path, "must be an environment variable name (^[A-Z_][A-Z0-9_]*$)");
-        } else if (PASSED_ENV.contains(&key.as_str()) || key == TMPDIR)
-            || key.starts_with("HCP_")
-            || key.starts_with("LD_")
-        {
-            walk.problem(&path, "is set by the sandbox or the loader; choose another name");
-        }
-        let Some(spec) = walk.object(&path, spec) else {
-            continue;
-        };
-        walk.unknown_fields(&path, spec, &["description", "secret", "required"]);
-        let description = walk.string(&join(&path, "description"), spec.get("description"), false);
-        let secret = walk.bool(&join(&path, "secret"), spec.get("secret"), true);
-        let required = walk.bool(&join(&path, "required"), spec.get("required"), false);
-        out.push((
-            key.clone(),
-            BindingSpec {
-                description,
-                secret,
-                required,
-            },
-        ));
-    }
-    out
-}
-
 fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
     let mut sandbox = SandboxSpec::default();
     let Some(value) = value else { return sandbox };
@@ -206,8 +189,9 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
     walk.unknown_fields(
         "sandbox",
         object,
-        &["network", "write", "read", "sockets", "timeoutMs"],
+        &["network", "write", "read", "sockets", "env", "timeoutMs"],
     );
+    sandbox.env = env(walk, object.get("env"));
     sandbox.network = walk.bool("sandbox.network", object.get("network"), false);
     sandbox.write = walk.strings("sandbox.write", object.get("write"));
     for (index, path) in sandbox.write.iter().enumerate() {
@@ -258,7 +242,7 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
     sandbox
 }
 
-fn commands(walk: &mut Walk, value: Option<&Value>) -> Vec<Command> {
+fn commands(walk: &mut Walk, value: Option<&Value>, bindings: &[(String, BindingSpec)]) -> Vec<Command> {
     let Some(value) = value else {
         walk.problem("commands", "is required (at least one command)");
         return Vec::new();
@@ -275,16 +259,33 @@ fn commands(walk: &mut Walk, value: Option<&Value>) -> Vec<Command> {
         if !is_name(name) {
             walk.problem(&path, "command names match ^[a-z][a-z0-9_-]{0,63}$");
         }
-        if let Some(command) = command(walk, &path, name, spec) {
+        if let Some(command) = command(walk, &path, name, spec, bindings) {
             out.push(command);
         }
     }
     out
 }
 
-const COMMAND_FIELDS: [&str; 6] = ["summary", "description", "effect", "params", "argv", "json"];
+const COMMAND_FIELDS: [&str; 10] = [
+    "summary",
+    "description",
+    "effect",
+    "params",
+    "argv",
+    "json",
+    "write",
+    "network",
+    "okExitCodes",
+    "stdin",
+];
 
-fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Command> {
+fn command(
+    walk: &mut Walk,
+    path: &str,
+    name: &str,
+    value: &Value,
+    bindings: &[(String, BindingSpec)],
+) -> Option<Command> {
     let object = walk.object(path, value)?;
     walk.unknown_fields(path, object, &COMMAND_FIELDS);
     let summary = walk.string(&join(path, "summary"), object.get("summary"), true);
@@ -313,6 +314,8 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
         }
     }
     let argv = template(walk, path, object.get("argv"), &params, &declared);
+    binding_placeholders(walk, path, &argv, bindings);
+    let own = command_sandbox(walk, path, object, effect, &params, bindings);
     let json = walk.strings(&join(path, "json"), object.get("json"));
     for (index, arg) in json.iter().enumerate() {
         if arg.contains('{') || arg.contains('}') {
@@ -327,6 +330,10 @@ fn command(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Com
         params,
         argv,
         json,
+        write: own.write,
+        network: own.network,
+        ok_exit_codes: own.ok_exit_codes,
+        stdin: own.stdin,
     })
 }
 

@@ -1,0 +1,1 @@
+//! The `aws` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `cargo` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `curl` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `docker` catalog pack against the real program.

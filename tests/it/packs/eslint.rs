@@ -1,0 +1,1 @@
+//! The `eslint` catalog pack against the real program.

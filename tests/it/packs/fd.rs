@@ -1,0 +1,1 @@
+//! The `fd` catalog pack against the real program.

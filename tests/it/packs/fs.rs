@@ -1,0 +1,1 @@
+//! The `fs` catalog pack against the real program.

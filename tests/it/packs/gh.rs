@@ -1,0 +1,1 @@
+//! The `gh` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `go` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `kubectl` catalog pack against the real program.

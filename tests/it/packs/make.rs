@@ -1,0 +1,1 @@
+//! The `make` catalog pack against the real program.

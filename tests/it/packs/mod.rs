@@ -1,0 +1,76 @@
+//! The catalog's packs (`packs/catalog/`), each run end to end against its real
+//! program under the full sandbox. The programs come from Debian's packages, PyPI
+//! and npm (`scripts/tools.sh` puts the PyPI and npm ones under `target/tools/`); a
+//! test whose program is missing fails in CI (`HCP_CI=1`) and is listed as skipped
+//! elsewhere.
+
+// The helpers below serve the pack tests as they land.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{TestEnv, require};
+
+mod aws;
+mod cargo;
+mod curl;
+mod docker;
+mod eslint;
+mod fd;
+mod fs;
+mod gh;
+mod go;
+mod kubectl;
+mod make;
+mod mypy;
+mod node;
+mod npm;
+mod pip;
+mod prettier;
+mod psql;
+mod pytest;
+mod python;
+mod redis_cli;
+mod rg;
+mod ruff;
+mod shellcheck;
+mod tar;
+mod uv;
+mod yq;
+
+/// Where `scripts/tools.sh` installs the PyPI and npm programs.
+pub(crate) fn tools_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools")
+}
+
+/// The PATH the catalog's tests give hcpx: the PyPI and npm tools, then the system's.
+pub(crate) fn tools_path() -> String {
+    let tools = tools_dir();
+    format!(
+        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        tools.join("py/bin").display(),
+        tools.join("node/node_modules/.bin").display()
+    )
+}
+
+/// Whether `program` is on [`tools_path`]; in CI a missing one fails the test.
+pub(crate) fn have(program: &str) -> bool {
+    let found = tools_path()
+        .split(':')
+        .any(|dir| Path::new(dir).join(program).is_file());
+    require(found, program)
+}
+
+/// A test environment whose PATH holds the catalog's programs.
+pub(crate) fn env() -> TestEnv {
+    let mut env = TestEnv::new();
+    env.path = tools_path();
+    env
+}
+
+/// Installs the catalog pack `id` as a person would, and returns the install's
+/// envelope.
+pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog").join(id);
+    env.install_ok(&folder.to_string_lossy(), false)
+}

@@ -1,0 +1,1 @@
+//! The `mypy` catalog pack against the real program.

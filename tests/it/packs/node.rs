@@ -1,0 +1,1 @@
+//! The `node` catalog pack against the real program.

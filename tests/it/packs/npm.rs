@@ -1,0 +1,1 @@
+//! The `npm` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `pip` catalog pack against the real program.

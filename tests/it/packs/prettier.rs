@@ -1,0 +1,1 @@
+//! The `prettier` catalog pack against the real program.

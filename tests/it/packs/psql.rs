@@ -1,0 +1,1 @@
+//! The `psql` catalog pack against the real program.

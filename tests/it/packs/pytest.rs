@@ -1,0 +1,1 @@
+//! The `pytest` catalog pack against the real program.

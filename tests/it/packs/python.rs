@@ -1,0 +1,1 @@
+//! The `python` catalog pack against the real program.

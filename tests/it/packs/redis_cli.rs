@@ -1,0 +1,1 @@
+//! The `redis-cli` catalog pack against the real program.

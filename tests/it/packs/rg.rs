@@ -1,0 +1,1 @@
+//! The `rg` catalog pack against the real program.

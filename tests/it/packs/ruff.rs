@@ -1,0 +1,1 @@
+//! The `ruff` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `shellcheck` catalog pack against the real program.

@@ -1,0 +1,1 @@
+//! The `tar` catalog pack against the real program.

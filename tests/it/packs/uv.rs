@@ -1,0 +1,1 @@
+//! The `uv` catalog pack against the real program.

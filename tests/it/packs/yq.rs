@@ -1,0 +1,1 @@
+//! The `yq` catalog pack against the real program.
