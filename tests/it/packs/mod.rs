@@ -35,6 +35,7 @@ mod rg;
 mod ruff;
 mod shellcheck;
 mod tar;
+mod tools;
 mod uv;
 mod yq;
 
@@ -43,22 +44,34 @@ pub(crate) fn tools_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools")
 }
 
-/// The PATH the catalog's tests give hcpx: the PyPI and npm tools, then the system's.
+/// The PATH the catalog's tests give hcpx: the PyPI and npm tools, the system's
+/// folders, then the folder of the cargo building these tests (the Rust toolchain's
+/// own, with rustc beside it, not rustup's proxies, which need the real HOME).
 pub(crate) fn tools_path() -> String {
     let tools = tools_dir();
-    format!(
+    let mut path = format!(
         "{}:{}:/usr/local/bin:/usr/bin:/bin",
         tools.join("py/bin").display(),
         tools.join("node/node_modules/.bin").display()
-    )
+    );
+    if let Some(toolchain) = Path::new(env!("CARGO")).parent() {
+        path.push(':');
+        path.push_str(&toolchain.to_string_lossy());
+    }
+    path
+}
+
+/// The first folder of [`tools_path`] holding `program`.
+pub(crate) fn on_tools_path(program: &str) -> Option<PathBuf> {
+    tools_path()
+        .split(':')
+        .map(|dir| Path::new(dir).join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Whether `program` is on [`tools_path`]; in CI a missing one fails the test.
 pub(crate) fn have(program: &str) -> bool {
-    let found = tools_path()
-        .split(':')
-        .any(|dir| Path::new(dir).join(program).is_file());
-    require(found, program)
+    require(on_tools_path(program).is_some(), program)
 }
 
 /// A test environment whose PATH holds the catalog's programs.
