@@ -76,6 +76,8 @@ pub enum Warning {
     },
     /// A file `adopt --write` would change is read-only.
     ReadOnly { path: PathBuf },
+    /// `search --registry` did not search the registry: the whole sentence why.
+    Registry(String),
 }
 
 impl Serialize for Warning {
