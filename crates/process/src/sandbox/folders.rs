@@ -81,10 +81,17 @@ pub enum FolderError {
     InHome(#[from] CacheInHome),
 }
 
-/// Mode of the folders a `path` parameter's grant makes (the caller's umask applies).
-const WRITE_MODE: u32 = 0o755;
-/// Mode of the cache folders: the pack's alone, its user's alone.
-const CACHE_MODE: u32 = 0o700;
+/// Mode of the folders a `path` parameter's grant makes, 0755 (the caller's umask
+/// applies).
+#[cfg(unix)]
+const WRITE_MODE: rustix::fs::Mode = rustix::fs::Mode::RWXU
+    .union(rustix::fs::Mode::RGRP)
+    .union(rustix::fs::Mode::XGRP)
+    .union(rustix::fs::Mode::ROTH)
+    .union(rustix::fs::Mode::XOTH);
+/// Mode of the cache folders, 0700: the pack's alone, its user's alone.
+#[cfg(unix)]
+const CACHE_MODE: rustix::fs::Mode = rustix::fs::Mode::RWXU;
 
 /// Makes each of `made` (relative to `cwd`, already checked to stay inside it) when it
 /// is missing, with its missing parents, never through a link that leads out of `cwd`.
@@ -168,7 +175,7 @@ fn make_beneath(root: &std::os::fd::OwnedFd, relative: &str) -> Result<(), Folde
                 error => failed(error),
             })?,
         };
-        match rustix::fs::mkdirat(&dir, *name, Mode::from_raw_mode(WRITE_MODE)) {
+        match rustix::fs::mkdirat(&dir, *name, WRITE_MODE) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(error) => return Err(failed(error)),
         }
@@ -218,13 +225,13 @@ fn make_beneath(root: &std::os::fd::OwnedFd, relative: &str) -> Result<(), Folde
 fn make_chain(
     dir: &std::os::fd::OwnedFd,
     names: &[&std::ffi::OsStr],
-    mode: u32,
+    mode: rustix::fs::Mode,
 ) -> Result<std::os::fd::OwnedFd, (usize, rustix::io::Errno)> {
     use rustix::fs::{Mode, OFlags};
     use rustix::io::Errno;
     let mut current = rustix::io::dup(dir).map_err(|error| (0, error))?;
     for (index, name) in names.iter().enumerate() {
-        match rustix::fs::mkdirat(&current, *name, Mode::from_raw_mode(mode)) {
+        match rustix::fs::mkdirat(&current, *name, mode) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(error) => return Err((index, error)),
         }
@@ -259,7 +266,7 @@ pub fn open_cache(folder: &CacheFolder, home: &HomeView) -> Result<std::os::fd::
     };
     std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(CACHE_MODE)
+        .mode(0o700)
         .create(&folder.base)
         .map_err(cache_error)?;
     let base = rustix::fs::open(
@@ -295,8 +302,7 @@ pub fn open_cache(folder: &CacheFolder, home: &HomeView) -> Result<std::os::fd::
         return Err(FolderError::CacheOwner { path });
     }
     if stat.st_mode & 0o077 != 0 {
-        rustix::fs::fchmod(&opened, Mode::from_raw_mode(CACHE_MODE))
-            .map_err(|error| cache_error(error.into()))?;
+        rustix::fs::fchmod(&opened, CACHE_MODE).map_err(|error| cache_error(error.into()))?;
     }
     #[cfg(target_os = "linux")]
     {
