@@ -30,7 +30,7 @@ pub(crate) use adopt::{adopt_plan_text, adopt_question, adopt_unchanged_text, ad
 pub(crate) use availability::availability_text;
 pub(crate) use bind::{BindingRow, bind_text, bindings_text, keep_text, secret_prompt, unbind_text};
 pub(crate) use doctor::{Doctor, doctor_text};
-pub(crate) use exec::{PlanText, Question, confirm_prompt, exec_question, plan_text};
+pub(crate) use exec::{PlanText, Question, confirm_prompt, exec_question, exit_note, plan_text};
 pub(crate) use inert::{inert, inert_line, printable};
 pub(crate) use install::{Installed, install_question, install_text, uninstall_text};
 pub(crate) use pack::{pack_check_text, pack_new_text};
@@ -95,6 +95,11 @@ pub(crate) fn warning_line(message: impl std::fmt::Display) -> String {
     format!("warning: {message}\n")
 }
 
+/// A note on a success, as a line of its own.
+pub(crate) fn note_line(message: &str) -> String {
+    format!("note: {message}\n")
+}
+
 /// A `warning:` line each.
 pub(crate) fn warnings_text(warnings: &[Warning]) -> String {
     warnings.iter().map(warning_line).collect()
@@ -135,6 +140,11 @@ impl std::fmt::Display for Warning {
                 path.display()
             ),
             Self::Registry(why) => write!(f, "{}", inert_line(why)),
+            Self::CacheLeft { path, error } => write!(
+                f,
+                "the pack's cache folder {} was not removed ({error}); remove it by hand",
+                path.display()
+            ),
         }
     }
 }

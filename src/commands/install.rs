@@ -122,9 +122,12 @@ struct KeptBindings<'a> {
 
 /// What `uninstall` returns in `data`.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct UninstalledData<'a> {
     id: &'a str,
     removed: bool,
+    /// The pack's cache folder, removed with it; `None` when it had none.
+    cache_removed: Option<&'a std::path::Path>,
 }
 
 fn not_a_pack_id(id: &str) -> String {
@@ -379,6 +382,7 @@ pub(crate) async fn install(
         held_back: &held_back,
     });
     Ok(Reply {
+        note: None,
         text,
         data: Some(to_json(&InstalledData {
             id,
@@ -481,7 +485,21 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
+    // Named from the lock entry, which the removal takes away.
+    let cache = crate::pack_cache::installed_folder(ctx, id);
     let removed = install::remove(&ctx.home, id)?;
+    let mut warnings = Vec::new();
+    let cache_removed = match cache.as_deref().map(crate::pack_cache::remove) {
+        Some(Ok(true)) => cache.as_deref(),
+        Some(Err(error)) => {
+            warnings.push(crate::reply::Warning::CacheLeft {
+                path: cache.clone().unwrap_or_default(),
+                error: error.to_string(),
+            });
+            None
+        }
+        Some(Ok(false)) | None => None,
+    };
     let warning = super::write_audit_line(
         ctx,
         argv,
@@ -491,9 +509,14 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         started,
     );
     Ok(Reply {
-        text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
-        data: Some(to_json(&UninstalledData { id, removed })),
-        warnings: warning.into_iter().collect(),
+        note: None,
+        text: render::uninstall_text(id, removed, builtin_files(id).is_some(), cache_removed),
+        data: Some(to_json(&UninstalledData {
+            id,
+            removed,
+            cache_removed,
+        })),
+        warnings: warnings.into_iter().chain(warning).collect(),
         effects: Effects {
             packs_changed: removed,
         },
