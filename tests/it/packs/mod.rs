@@ -44,11 +44,15 @@ pub(crate) fn tools_dir() -> PathBuf {
 }
 
 /// The PATH the catalog's tests give hcpx: the PyPI and npm tools, then the system's.
+/// `node/bin` holds npm packages installed as `npm install -g --prefix` does, each
+/// with its own dependencies beneath it (the sandbox reads a program's install
+/// prefix, not a flat `node_modules` beside it, which eslint needs).
 pub(crate) fn tools_path() -> String {
     let tools = tools_dir();
     format!(
-        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        "{}:{}:{}:/usr/local/bin:/usr/bin:/bin",
         tools.join("py/bin").display(),
+        tools.join("node/bin").display(),
         tools.join("node/node_modules/.bin").display()
     )
 }
@@ -71,6 +75,8 @@ pub(crate) fn env() -> TestEnv {
 /// Installs the catalog pack `id` as a person would, and returns the install's
 /// envelope.
 pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog").join(id);
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("packs/catalog")
+        .join(id);
     env.install_ok(&folder.to_string_lossy(), false)
 }
