@@ -193,7 +193,7 @@ fn values_that_read_as_options_or_leave_are_refused() {
         ("test", "filter=--ignored"),
         ("add", "crates=--git=https://example.invalid/x"),
         ("add", "crates=../local"),
-        ("tree", "invert=-e"),
+        ("tree", "invert=serde --offline"),
     ] {
         let (code, envelope) = env.json(&["exec", "cargo", command, "--yes", "--", word]);
         assert_eq!(

@@ -23,8 +23,11 @@ fn ready() -> Option<TestEnv> {
     Some(env)
 }
 
+/// A rule, line and column.
+type Problem = (String, u64, u64);
+
 /// `(file name, [(rule, line, column)])` of each file in `data`.
-fn problems(data: &Value) -> Vec<(String, Vec<(String, u64, u64)>)> {
+fn problems(data: &Value) -> Vec<(String, Vec<Problem>)> {
     data.as_array()
         .unwrap_or_else(|| panic!("data is not a list: {data}"))
         .iter()
@@ -53,7 +56,7 @@ fn problems(data: &Value) -> Vec<(String, Vec<(String, u64, u64)>)> {
         .collect()
 }
 
-fn rule(name: &str, line: u64, column: u64) -> (String, u64, u64) {
+fn rule(name: &str, line: u64, column: u64) -> Problem {
     (name.to_owned(), line, column)
 }
 

@@ -175,7 +175,12 @@ fn package_patterns_that_read_as_options_or_leave_are_refused() {
     let (_, plan) = env.json(&["exec", "go", "test", "--dry-run", "--yes", "--", "run=-exec=x"]);
     assert_eq!(
         plan["data"]["child"].as_array().unwrap()[1..],
-        [json!("test"), json!("--run=-exec=x"), json!("./...")],
+        [
+            json!("test"),
+            json!("--run=-exec=x"),
+            json!("./..."),
+            json!("-json")
+        ],
         "{plan}"
     );
 }
