@@ -47,11 +47,15 @@ pub(crate) fn tools_dir() -> PathBuf {
 /// The PATH the catalog's tests give hcpx: the PyPI and npm tools, the system's
 /// folders, then the folder of the cargo building these tests (the Rust toolchain's
 /// own, with rustc beside it, not rustup's proxies, which need the real HOME).
+/// `node/bin` holds npm packages installed as `npm install -g --prefix` does, each
+/// with its own dependencies beneath it (the sandbox reads a program's install
+/// prefix, not a flat `node_modules` beside it, which eslint needs).
 pub(crate) fn tools_path() -> String {
     let tools = tools_dir();
     let mut path = format!(
-        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+        "{}:{}:{}:/usr/local/bin:/usr/bin:/bin",
         tools.join("py/bin").display(),
+        tools.join("node/bin").display(),
         tools.join("node/node_modules/.bin").display()
     );
     if let Some(toolchain) = Path::new(env!("CARGO")).parent() {
