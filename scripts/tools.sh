@@ -2,7 +2,7 @@
 # Installs the PyPI and npm programs the catalog packs' tests run (tests/it/packs/),
 # at the versions pinned in tests/tools/: a venv target/tools/py from
 # requirements.txt (pytest, ruff, mypy, uv, and the venv's pip) and
-# target/tools/node from package.json and its package-lock.json (prettier, eslint).
+# target/tools/node from package.json's exact versions (prettier, eslint).
 # Each is redone only when its pin file changed, so a second run installs nothing.
 # Then it writes target/tools/versions.txt: the version of every program a catalog
 # pack wraps, as the tests find it (the Debian ones come from .ci/apt-tools), or
@@ -26,19 +26,25 @@ if ! cmp -s tests/tools/requirements.txt "$py/installed-requirements.txt"; then
   cp tests/tools/requirements.txt "$py/installed-requirements.txt"
 fi
 
+# The npm tools as `npm install --global` lays them out (`bin/eslint` beside
+# `lib/node_modules/eslint/`, with each package's dependencies beneath it), at the
+# exact versions of package.json: a flat node_modules would put eslint's
+# dependencies beside it, outside the install prefix the sandbox lets it read.
 node=$tools/node
-if ! cmp -s tests/tools/package-lock.json "$node/installed-lock.json"; then
+if ! cmp -s tests/tools/package.json "$node/installed-package.json"; then
   rm -rf "$node"
   mkdir -p "$node"
-  cp tests/tools/package.json tests/tools/package-lock.json "$node/"
-  (cd "$node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-  cp tests/tools/package-lock.json "$node/installed-lock.json"
+  specs=$(node -e 'const d = require("./tests/tools/package.json").dependencies;
+    console.log(Object.entries(d).map(([n, v]) => n + "@" + v).join(" "))')
+  # shellcheck disable=SC2086 # one word per package
+  npm install --global --prefix "$node" --ignore-scripts --no-audit --no-fund --loglevel=error $specs
+  cp tests/tools/package.json "$node/installed-package.json"
 fi
 
 # The PATH of tests/it/packs/mod.rs (tools_path): these tools, the system's folders,
 # then the Rust toolchain's own folder (cargo and rustc, not rustup's proxies).
 toolchain=$(rustc --print sysroot 2>/dev/null || true)
-search="$PWD/$py/bin:$PWD/$node/node_modules/.bin:/usr/local/bin:/usr/bin:/bin${toolchain:+:$toolchain/bin}"
+search="$PWD/$py/bin:$PWD/$node/bin:$PWD/$node/node_modules/.bin:/usr/local/bin:/usr/bin:/bin${toolchain:+:$toolchain/bin}"
 
 # Prints the first line matching LINE (a grep pattern) of what `PROGRAM ARGS...`
 # prints, PROGRAM found on $search, or "missing".
