@@ -19,6 +19,9 @@ if ! cmp -s tests/npm-registry/package-lock.json "$registry/installed-lock.json"
   # Written last: a half-done install is redone on the next run.
   cp tests/npm-registry/package-lock.json "$registry/installed-lock.json"
 fi
+# The PyPI and npm programs the catalog packs' tests run, pinned in tests/tools/ and
+# installed under target/tools (redone only when a pin file changed).
+scripts/tools.sh
 # A deadlock fails the run instead of hanging it: with cargo-nextest installed each
 # test has its own time limit (.config/nextest.toml) and a hung one is named; without
 # it, the whole run has one (it takes about 3 min).

@@ -145,8 +145,8 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         });
     }
     // What the pack's most demanding command needs, as the sandbox derives it.
-    let grants = sandbox::Grants::for_pack(&pack.manifest.sandbox);
-    let layers = sandbox::layers(here.machine, grants.needs(here.exposed));
+    let grants = sandbox::Grants::for_pack(&pack.manifest);
+    let layers = sandbox::layers(here.machine, grants.needs(here.exposed, None));
     let missing: Vec<&str> = sandbox::missing(&layers)
         .iter()
         .map(|layer| layer.layer)

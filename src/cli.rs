@@ -30,9 +30,12 @@ pub enum HcpxCommand {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \
-                            hcpx search          (every pack)\n\n\
+                            hcpx search          (every pack)\n  \
+                            hcpx search weather --registry   (also packs published on npm)\n\n\
                             Matches far weaker than the best one are hidden (and counted); --all shows them. \
-                            With --json each result has its `score`."
+                            With --json each result has its `score`. With --registry, --limit applies to the \
+                            registry's packs too, and each one found is `\"installed\": false` with its \
+                            `source` (npm:NAME@VERSION) and `install` command."
     )]
     Search {
         /// Words to look for in ids, keywords, descriptions, commands and skills.
@@ -43,6 +46,11 @@ pub enum HcpxCommand {
         /// Also show weak matches (a word only in a pack's skill text, far below the best match).
         #[arg(long)]
         all: bool,
+        /// Also search the npm registry npm is configured with for packs (packages with the
+        /// keyword `hcpx-pack`), listed as not installed with the command that installs them.
+        /// Nothing is installed; when npm is missing or offline, a warning says so.
+        #[arg(long)]
+        registry: bool,
     },
     /// Show a pack's SKILL.md and a reference of its commands and parameters.
     #[command(after_help = "Example:\n  hcpx skill transit")]

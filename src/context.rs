@@ -32,6 +32,9 @@ pub mod env_vars {
     pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
     pub const HOME: &str = "HOME";
     pub const PATH: &str = "PATH";
+    /// The user's cache folder, which holds each pack's cache folder (see
+    /// docs/sandbox.md); default `~/.cache` (`~/Library/Caches` on macOS).
+    pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 }
 
 /// A person's answer to a confirmation.

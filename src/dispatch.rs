@@ -93,7 +93,18 @@ pub(crate) async fn dispatch(
             force,
         }) => commands::policy::set(ctx, &matcher, &decision, force, argv),
         HcpxCommand::Policy(PolicyCommand::Unset { matcher }) => commands::policy::unset(ctx, &matcher, argv),
-        HcpxCommand::Search { query, limit, all } => commands::search::run(ctx, &query, limit as usize, all),
+        HcpxCommand::Search {
+            query,
+            limit,
+            all,
+            registry,
+        } => {
+            let found = match registry {
+                true => Some(crate::registry::search(ctx, &query, limit as usize).await),
+                false => None,
+            };
+            commands::search::run(ctx, &query, limit as usize, all, found)
+        }
         HcpxCommand::Skill { pack, .. } => commands::skill::run(ctx, &pack),
         HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack),
         HcpxCommand::Policy(PolicyCommand::Show) => commands::policy::show(ctx),

@@ -35,9 +35,12 @@ pub(crate) mod layout;
 pub use hcpx_pack::manifest;
 pub mod mcp;
 pub(crate) mod next;
+pub(crate) mod npm;
+pub(crate) mod pack_cache;
 pub(crate) mod policy;
 pub(crate) mod program;
 pub(crate) mod redact;
+pub(crate) mod registry;
 pub(crate) mod render;
 pub(crate) mod reply;
 pub(crate) use hcpx_process::runtime;
@@ -225,7 +228,8 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     };
     let mut executed = match result {
         Ok(reply) => {
-            let errors = render::warnings_text(&reply.warnings);
+            let mut errors = reply.note.as_deref().map(render::note_line).unwrap_or_default();
+            errors.push_str(&render::warnings_text(&reply.warnings));
             let mut envelope = Envelope::ok(argv, reply.data);
             envelope.warnings = reply.warnings;
             let envelope = match reply.run {

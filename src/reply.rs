@@ -16,6 +16,9 @@ pub(crate) struct Reply {
     pub data: Option<serde_json::Value>,
     /// What a person reads on stdout.
     pub text: String,
+    /// On stderr for people (`note: …`), never in the envelope: what a person should
+    /// know of a success (an exit code other than 0 that the command counts as one).
+    pub note: Option<String>,
     /// On stderr for people (`warning: …`), in the envelope's `warnings` for JSON.
     pub warnings: Vec<Warning>,
     pub effects: Effects,
@@ -76,6 +79,10 @@ pub enum Warning {
     },
     /// A file `adopt --write` would change is read-only.
     ReadOnly { path: PathBuf },
+    /// `search --registry` did not search the registry: the whole sentence why.
+    Registry(String),
+    /// `uninstall` removed the pack but not its cache folder: where, and why.
+    CacheLeft { path: PathBuf, error: String },
 }
 
 impl Serialize for Warning {

@@ -253,6 +253,30 @@ impl SearchIndex {
     }
 }
 
+/// How [`SearchIndex`] would score, for `query`, a pack with only this id, these
+/// keywords and this description: a package the npm registry found
+/// (`search --registry`, [`crate::registry`]), ranked among the local packs by the
+/// same weights.
+pub(crate) fn score_entry(query: &str, id: &str, keywords: &[String], description: &str) -> f64 {
+    let mut builder = Builder::default();
+    builder.add(id, 0, Field::Id);
+    for keyword in keywords {
+        builder.add(keyword, 0, Field::Keyword);
+    }
+    builder.add(description, 0, Field::Description);
+    let mut words: Vec<(Box<str>, Postings)> = builder
+        .ids
+        .into_iter()
+        .map(|(word, slot)| (word, std::mem::take(&mut builder.postings[slot])))
+        .collect();
+    words.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let index = SearchIndex {
+        words,
+        ids: vec![id.to_owned()],
+    };
+    index.scored(query).first().map_or(0.0, |hit| hit.score)
+}
+
 /// The index as its parts and back, for the on-disk index of installed packs
 /// (`crate::index`), which stores exactly what [`SearchIndex::build`] made, so a
 /// query ranks the same from either.
@@ -388,6 +412,23 @@ mod tests {
 
     fn fixture_id(index: usize) -> &'static str {
         ["atlas", "journey", "ride", "trainline", "walker"][index]
+    }
+
+    /// A registry package scores as a pack with the same id, keywords and
+    /// description would.
+    #[test]
+    fn a_registry_entry_scores_as_the_same_pack_would() {
+        let packs = vec![pack("rt", &["bus", "journey"], "Plan a journey by bus", "x", "")];
+        let index = SearchIndex::build(&packs);
+        for query in ["journey", "bus", "rt", "plan journ", "zebra", ""] {
+            let local = index.search(query, 1).first().map_or(0.0, |hit| hit.score);
+            let keywords = ["bus".to_owned(), "journey".to_owned()];
+            let description = "Plan a journey by bus";
+            let entry = score_entry(query, "rt", &keywords, description);
+            // The pack's skill and command text add to its score; these words are in neither.
+            assert_eq!(entry, local, "{query}");
+        }
+        assert_eq!(score_entry("weather", "hcpx-pack-weather", &[], ""), 10.0);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `hcpx doctor`: where state lives, which packs load, which policy files are in
-//! force, and what this machine enforces.
+//! force, what this machine enforces, and the packs' cache folders.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use crate::Reply;
 use crate::catalog::{BrokenPack, Origin};
 use crate::context::{Context, Principal};
 use crate::error::Failure;
+use crate::pack_cache::{self, Listed};
 use crate::render::{self, Doctor};
 use crate::sandbox::{LayerReport, Mode};
 
@@ -26,6 +27,14 @@ struct Found<'a> {
     policy: PolicyFiles,
     sandbox: Sandbox<'a>,
     bindings: BindingStore<'a>,
+    caches: Caches<'a>,
+}
+
+/// The folder of the packs' cache folders, and each folder in it.
+#[derive(Serialize)]
+struct Caches<'a> {
+    root: Option<&'a Path>,
+    folders: &'a [Listed],
 }
 
 #[derive(Serialize)]
@@ -74,9 +83,12 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
             writes: &[],
             sockets: &[],
             exposed: exposed.as_deref(),
+            cache: None,
         },
     );
     let view = ctx.session.sandbox.home_view(&ctx.home);
+    let caches_root = pack_cache::root(ctx);
+    let caches = pack_cache::list(ctx, &catalog.packs);
     let text = render::doctor_text(&Doctor {
         home: &ctx.home,
         home_exists: ctx.home.is_dir(),
@@ -89,6 +101,8 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         mode: ctx.sandbox_mode,
         layers: &layers,
         bindings_error: bindings.as_ref().err().map(String::as_str),
+        caches_root: caches_root.as_deref(),
+        caches: &caches,
     });
     let data = Found {
         home: &ctx.home,
@@ -111,6 +125,10 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         bindings: match &bindings {
             Ok(_) => BindingStore::Ok,
             Err(error) => BindingStore::Unparsable { error },
+        },
+        caches: Caches {
+            root: caches_root.as_deref(),
+            folders: &caches,
         },
     };
     Ok(Reply::new(&data, text))

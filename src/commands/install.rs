@@ -14,15 +14,13 @@ use crate::audit::Disposition;
 use crate::binding::{Identity, Store};
 use crate::catalog::MANIFEST_FILE;
 use crate::catalog::builtin_files;
-use crate::context::{Context, Principal, env_vars};
+use crate::context::{Context, Principal};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, LinkKind, Placed};
 use crate::next::Next;
-use crate::program::resolve_program;
 use crate::render::{self, Installed};
 use crate::reply::Effects;
 use crate::runtime;
-use crate::sandbox::Spawn;
 
 /// `npm pack` gets this long.
 const NPM_TIMEOUT: Duration = Duration::from_secs(180);
@@ -124,9 +122,12 @@ struct KeptBindings<'a> {
 
 /// What `uninstall` returns in `data`.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct UninstalledData<'a> {
     id: &'a str,
     removed: bool,
+    /// The pack's cache folder, removed with it; `None` when it had none.
+    cache_removed: Option<&'a std::path::Path>,
 }
 
 fn not_a_pack_id(id: &str) -> String {
@@ -178,7 +179,7 @@ fn package_name(spec: &str) -> &str {
 /// would take (a folder, `file:`, `git+…`, a URL, an alias) is not: its package.json
 /// could claim any name, and the install would be recorded, and keep bindings, as if
 /// that package had come from the registry.
-fn is_registry_spec(spec: &str) -> bool {
+pub(crate) fn is_registry_spec(spec: &str) -> bool {
     let name = package_name(spec);
     let part = |text: &str| {
         !text.is_empty()
@@ -208,7 +209,7 @@ fn is_registry_spec(spec: &str) -> bool {
 
 /// Fetches `npm:NAME[@VERSION]` with the machine's own npm, scripts off.
 async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure> {
-    let npm = resolve_program("npm", ctx.var(env_vars::PATH)).ok_or_else(|| {
+    let npm = crate::npm::find(ctx).ok_or_else(|| {
         Failure::new(
             Reason::NotRunnable,
             "npm is not on PATH, so npm: sources cannot be fetched",
@@ -222,54 +223,26 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
             format!("cannot create a temporary folder: {error}"),
         )
     })?;
-    // The user's own environment: their registry, credentials and proxy apply.
-    let spawn = Spawn {
-        program: npm,
-        args: vec![
-            "pack".into(),
-            spec.into(),
-            "--ignore-scripts".into(),
-            "--json".into(),
-            "--pack-destination".into(),
-            dir.path().display().to_string(),
-        ],
-        env: ctx
-            .env
-            .iter()
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect(),
-        cwd: dir.path().to_path_buf(),
-        confinement: None,
-        control: None,
-    };
-    let finished = runtime::run_child(
-        spawn,
-        NPM_TIMEOUT,
-        runtime::MAX_OUTPUT,
-        &ctx.cancel,
-        ctx.progress.as_deref(),
-    )
-    .await
-    .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
+    let args = vec![
+        "pack".into(),
+        spec.into(),
+        "--ignore-scripts".into(),
+        "--json".into(),
+        "--pack-destination".into(),
+        dir.path().display().to_string(),
+    ];
+    let finished = crate::npm::run(ctx, npm, args, dir.path(), NPM_TIMEOUT)
+        .await
+        .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
     if finished.exit_code != 0 || finished.ending != runtime::Ending::Exited {
-        // npm's own reason: `npm error code E404` (npm 7 and later) or
-        // `npm ERR! code E404` (before), and the lines around it.
-        let stderr = String::from_utf8_lossy(&finished.stderr);
-        let said: Vec<String> = stderr
-            .lines()
-            .filter(|line| line.starts_with("npm error") || line.starts_with("npm ERR!"))
-            .take(6)
-            .map(str::to_owned)
-            .collect();
-        let code = said.iter().find_map(|line| {
-            let mut words = line.split_whitespace().skip_while(|word| *word != "code");
-            words.next().and(words.next())
-        });
-        let message = match code {
+        // npm's own reason: `npm error code E404` and the lines around it.
+        let said = crate::npm::said(&finished.stderr, 6);
+        let message = match crate::npm::code(&said) {
             Some(code) => format!("npm could not fetch that package ({code}); nothing was installed"),
             None => "npm could not fetch that package; nothing was installed".to_owned(),
         };
         let details = if said.is_empty() {
+            let stderr = String::from_utf8_lossy(&finished.stderr);
             stderr.lines().rev().take(3).map(str::to_owned).collect()
         } else {
             said
@@ -409,6 +382,7 @@ pub(crate) async fn install(
         held_back: &held_back,
     });
     Ok(Reply {
+        note: None,
         text,
         data: Some(to_json(&InstalledData {
             id,
@@ -511,7 +485,21 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
+    // Named from the lock entry, which the removal takes away.
+    let cache = crate::pack_cache::installed_folder(ctx, id);
     let removed = install::remove(&ctx.home, id)?;
+    let mut warnings = Vec::new();
+    let cache_removed = match cache.as_deref().map(crate::pack_cache::remove) {
+        Some(Ok(true)) => cache.as_deref(),
+        Some(Err(error)) => {
+            warnings.push(crate::reply::Warning::CacheLeft {
+                path: cache.clone().unwrap_or_default(),
+                error: error.to_string(),
+            });
+            None
+        }
+        Some(Ok(false)) | None => None,
+    };
     let warning = super::write_audit_line(
         ctx,
         argv,
@@ -521,9 +509,14 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         started,
     );
     Ok(Reply {
-        text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
-        data: Some(to_json(&UninstalledData { id, removed })),
-        warnings: warning.into_iter().collect(),
+        note: None,
+        text: render::uninstall_text(id, removed, builtin_files(id).is_some(), cache_removed),
+        data: Some(to_json(&UninstalledData {
+            id,
+            removed,
+            cache_removed,
+        })),
+        warnings: warnings.into_iter().chain(warning).collect(),
         effects: Effects {
             packs_changed: removed,
         },

@@ -22,14 +22,21 @@ struct Found<'a> {
 }
 
 /// `all` keeps the matches under the relevance floor (see [`crate::search::RELATIVE_FLOOR`]).
-pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> Result<Reply, Failure> {
+/// `registry`: what `--registry` found on npm, merged in by [`crate::registry::merge`].
+pub(crate) fn run(
+    ctx: &Context,
+    query: &[String],
+    limit: usize,
+    all: bool,
+    registry: Option<crate::registry::Found>,
+) -> Result<Reply, Failure> {
     let query = query.join(" ");
     let found = search_catalog(ctx, &query, limit, all);
     let policies = load_policies(ctx);
     let bindings = load_bindings(ctx);
     let machine = ctx.session.sandbox.machine();
     let exposed = crate::sandbox::home::exposure(&ctx.home);
-    let results: Vec<SearchResult> = found
+    let mut results: Vec<SearchResult> = found
         .hits
         .iter()
         .map(|(pack, score)| {
@@ -38,7 +45,8 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
                 id: pack.manifest.id.clone(),
                 version: pack.manifest.version.to_string(),
                 description: pack.manifest.description.clone(),
-                source: pack.source_label(),
+                source: pack.source_label().to_owned(),
+                install: None,
                 commands: pack
                     .manifest
                     .commands
@@ -54,12 +62,17 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
             }
         })
         .collect();
+    let registry = registry.and_then(|registry| crate::registry::merge(ctx, &query, registry, &mut results));
     let text = render::search_text(&query, &results, found.below_floor);
-    let warnings = found.broken.iter().map(|pack| Warning::BrokenPack {
-        id: pack.id.clone(),
-        problems: pack.problems.len(),
-        dir: pack.dir.clone(),
-    });
+    let warnings = found
+        .broken
+        .iter()
+        .map(|pack| Warning::BrokenPack {
+            id: pack.id.clone(),
+            problems: pack.problems.len(),
+            dir: pack.dir.clone(),
+        })
+        .chain(registry);
     let data = Found {
         query: &query,
         results: &results,

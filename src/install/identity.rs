@@ -30,10 +30,7 @@ pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>)
             None,
         ),
         Origin::Installed { dir } => {
-            let source = LockFile::load(&layout::lock_file(home))
-                .ok()
-                .and_then(|lock| lock.packs.get(pack.id()).map(|entry| entry.source.clone()))
-                .unwrap_or_else(|| format!("unrecorded:{}", dir.display()));
+            let source = source(home, pack);
             let files = read_folder(dir).ok();
             let integrity = files.as_ref().map_or_else(|| "unreadable".to_owned(), integrity);
             (
@@ -45,6 +42,24 @@ pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>)
             )
         }
     }
+}
+
+/// Where the pack with this id came from: a built-in's `builtin:ID`, an installed
+/// pack's source as its lock entry records it (`unrecorded:DIR` without one).
+pub fn source(home: &Path, pack: &Pack) -> String {
+    match &pack.origin {
+        Origin::Builtin { .. } => format!("builtin:{}", pack.id()),
+        Origin::Installed { dir } => installed_source(home, pack.id(), dir),
+    }
+}
+
+/// The source of the pack installed as `id` in `dir`: its lock entry's, or
+/// `unrecorded:DIR` without one.
+pub fn installed_source(home: &Path, id: &str, dir: &Path) -> String {
+    LockFile::load(&layout::lock_file(home))
+        .ok()
+        .and_then(|lock| lock.packs.get(id).map(|entry| entry.source.clone()))
+        .unwrap_or_else(|| format!("unrecorded:{}", dir.display()))
 }
 
 /// The identity a lock entry records.
@@ -59,15 +74,18 @@ pub fn locked_identity(entry: &Locked) -> Identity {
 /// the other may keep the pack's bindings: the same npm package name, the same
 /// folder, or the same built-in id.
 pub fn same_place(a: &str, b: &str) -> bool {
-    fn origin(source: &str) -> &str {
-        match source.strip_prefix("npm:") {
-            // `npm:NAME@VERSION`; a scoped NAME starts with `@`.
-            Some(spec) => match spec.get(1..).and_then(|rest| rest.rfind('@')) {
-                Some(at) => &source[..4 + 1 + at],
-                None => source,
-            },
+    source_place(a) == source_place(b)
+}
+
+/// The place a source names, whatever version of it: `npm:NAME` of
+/// `npm:NAME@VERSION`, a folder or a built-in id as it is.
+pub fn source_place(source: &str) -> &str {
+    match source.strip_prefix("npm:") {
+        // `npm:NAME@VERSION`; a scoped NAME starts with `@`.
+        Some(spec) => match spec.get(1..).and_then(|rest| rest.rfind('@')) {
+            Some(at) => &source[..4 + 1 + at],
             None => source,
-        }
+        },
+        None => source,
     }
-    origin(a) == origin(b)
 }

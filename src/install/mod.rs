@@ -27,7 +27,9 @@ pub use copies::pinned_copy;
 pub use error::{InstallError, Limit, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED};
 pub use files::{Files, integrity, validate};
 pub use folder::read_folder;
-pub use identity::{identity, identity_and_files, locked_identity, same_place};
+pub use identity::{
+    identity, identity_and_files, installed_source, locked_identity, same_place, source, source_place,
+};
 pub use journal::recover_if_needed;
 pub use lock::{LockFile, Locked};
 pub use place::{Placed, place, remove};

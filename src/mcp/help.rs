@@ -119,7 +119,7 @@ mod tests {
             "{help}"
         );
         assert!(
-            help.contains("`search [QUERY...] [--limit LIMIT] [--all]`"),
+            help.contains("`search [QUERY...] [--limit LIMIT] [--all] [--registry]`"),
             "{help}"
         );
         assert!(help.contains("`policy set MATCH DECISION [--force]`"), "{help}");

@@ -34,6 +34,9 @@ pub(crate) fn model_text(envelope: &Envelope, human: &str) -> String {
         if envelope.error.is_none() && envelope.exit_code == 0 && envelope.stdout.is_empty() {
             text.push_str("(no output)\n");
         }
+        if envelope.error.is_none() && envelope.exit_code != 0 {
+            text.push_str(&format!("({})\n", crate::render::exit_note(envelope.exit_code)));
+        }
     } else if envelope.error.is_none() {
         text.push_str(human);
     }

@@ -24,6 +24,9 @@ pub(crate) struct Doctor<'a> {
     pub layers: &'a [LayerReport],
     /// Why the binding store cannot be read, or `None` when it can.
     pub bindings_error: Option<&'a str>,
+    /// The folder of the packs' cache folders, and each folder in it.
+    pub caches_root: Option<&'a Path>,
+    pub caches: &'a [crate::pack_cache::Listed],
 }
 
 /// `hcpx doctor`: one line per thing checked, the broken packs and the sandbox's
@@ -87,5 +90,53 @@ pub(crate) fn doctor_text(doctor: &Doctor<'_>) -> String {
         let _ = writeln!(text, "  {:<18} {state:<12} {}", layer.layer, layer.detail);
     }
     let _ = writeln!(text, "bindings   {}", doctor.bindings_error.unwrap_or("ok"));
+    match doctor.caches_root {
+        None => text.push_str("caches     none: neither XDG_CACHE_HOME nor HOME is set\n"),
+        Some(root) => {
+            let count = match doctor.caches.len() {
+                1 => "1 folder".to_owned(),
+                n => format!("{n} folders"),
+            };
+            let _ = writeln!(text, "caches     {} ({count})", root.display());
+            for folder in doctor.caches {
+                let _ = writeln!(
+                    text,
+                    "  {:<18} {:>10}  {}",
+                    folder.pack.as_deref().unwrap_or("(no pack)"),
+                    size_text(folder.bytes),
+                    folder.path.display()
+                );
+            }
+        }
+    }
     text
+}
+
+/// A size as a person reads it: bytes, KiB, MiB or GiB, one decimal past bytes.
+fn size_text(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_text;
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        assert_eq!(size_text(0), "0 B");
+        assert_eq!(size_text(1023), "1023 B");
+        assert_eq!(size_text(1536), "1.5 KiB");
+        assert_eq!(size_text(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(size_text(3 << 40), "3072.0 GiB");
+    }
 }

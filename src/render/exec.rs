@@ -18,6 +18,8 @@ pub(crate) struct PlanText<'a> {
     pub env: &'a [String],
     /// What it reads beyond the system folders.
     pub reads: &'a [std::path::PathBuf],
+    /// The pack's cache folder, when it keeps one.
+    pub cache: Option<&'a Path>,
     pub layers: &'a [LayerReport],
 }
 
@@ -31,7 +33,7 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
         .chain(plan.reads.iter().map(|path| path.display().to_string()))
         .collect();
     let mut text = format!(
-        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nreads:    {}\nsandbox:\n",
+        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nreads:    {}\n",
         plan.decision,
         plan.rule,
         child.join(" "),
@@ -39,6 +41,10 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
         plan.env.join(", "),
         reads.join(", "),
     );
+    if let Some(cache) = plan.cache {
+        let _ = writeln!(text, "cache:    {}", cache.display());
+    }
+    text.push_str("sandbox:\n");
     for layer in plan.layers {
         let state = match (layer.enforced, layer.needed) {
             (true, _) => "on",
@@ -48,6 +54,12 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
         let _ = writeln!(text, "  {:<18} {state:<8} {}", layer.layer, layer.detail);
     }
     text
+}
+
+/// What a person reads when a command succeeded with an exit code other than 0, one
+/// of its `okExitCodes`.
+pub(crate) fn exit_note(code: i32) -> String {
+    format!("exit {code}, which this command counts as success")
 }
 
 /// What `hcpx exec` asks a person to confirm.

@@ -61,10 +61,19 @@ pub(crate) fn install_question(command: &str, target: &str) -> String {
 }
 
 /// `hcpx uninstall ID`: `builtin` when a built-in pack has that id.
-pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
-    match (removed, builtin) {
+pub(crate) fn uninstall_text(
+    id: &str,
+    removed: bool,
+    builtin: bool,
+    cache: Option<&std::path::Path>,
+) -> String {
+    let mut text = match (removed, builtin) {
         (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
         (true, false) => format!("uninstalled {id}\n"),
         (false, _) => format!("{id} was not installed\n"),
+    };
+    if let Some(cache) = cache {
+        text.push_str(&format!("removed its cache folder {}\n", cache.display()));
     }
+    text
 }

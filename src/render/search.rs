@@ -13,7 +13,11 @@ pub(crate) struct SearchResult {
     pub id: String,
     pub version: String,
     pub description: String,
-    pub source: &'static str,
+    /// `builtin`, `installed`, or for a registry result `npm:NAME@VERSION`.
+    pub source: String,
+    /// A registry result's install command (`search --registry`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install: Option<String>,
     pub commands: Vec<String>,
     pub score: f64,
     pub installed: bool,
@@ -44,6 +48,19 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
     }
     let width = results.iter().map(|result| result.id.len()).max().unwrap_or(0);
     for result in results {
+        if let Some(install) = &result.install {
+            // A registry result: no commands known until it is installed.
+            let _ = writeln!(
+                text,
+                "{:width$}  {}  {}\n{:width$}  not installed: {}",
+                super::inert_line(&result.id),
+                result.version,
+                super::inert_line(&result.description),
+                "",
+                install,
+            );
+            continue;
+        }
         let flags = if result.ready {
             "ready".to_owned()
         } else {
@@ -74,7 +91,14 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
         );
     }
     if let Some(first) = results.first() {
-        let _ = writeln!(text, "next: {}", Next::hcpx(["skill", first.id.as_str()]));
+        match &first.install {
+            Some(install) => {
+                let _ = writeln!(text, "next: {install}");
+            }
+            None => {
+                let _ = writeln!(text, "next: {}", Next::hcpx(["skill", first.id.as_str()]));
+            }
+        }
     }
     text
 }

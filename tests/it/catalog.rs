@@ -169,7 +169,16 @@ fn availability_transit_is_ready() {
         envelope["data"],
         json!({
             "id": "transit", "installed": true, "runnable": true, "bound": true, "permitted": true,
-            "ready": true, "problems": []
+            "ready": true, "problems": [],
+            "grants": {
+                "commands": [
+                    { "command": "plan", "network": false, "write": [] },
+                    { "command": "stops", "network": false, "write": [] },
+                    { "command": "lines", "network": false, "write": [] },
+                    { "command": "departures", "network": false, "write": [] },
+                ],
+                "cache": null,
+            },
         })
     );
 }
@@ -203,6 +212,7 @@ fn availability_reports_each_false_flag_with_a_fix() {
       runnable   yes
       bound      NO 
       permitted  NO 
+      grants     open: no network; writes only its temporary folder
       bound: required credential LOCKED_KEY is not bound
         fix: hcpx bind locked LOCKED_KEY
       permitted: every command is denied by rule `locked.*` (rules[0]) in [TEMP]/home/policy.json

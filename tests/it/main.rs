@@ -18,6 +18,7 @@ mod catalog;
 mod cli;
 mod confine;
 mod exec;
+mod grants;
 mod http;
 mod index;
 mod inert;

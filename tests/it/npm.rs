@@ -176,6 +176,12 @@ fn npm(registry: &Registry, env: &TestEnv, args: &[&str], dir: &Path) -> std::pr
 /// pack and a postinstall script that leaves `marker` if anything runs it; packed by
 /// `npm pack` and that tarball sent by `npm publish`.
 fn publish(registry: &Registry, env: &TestEnv, name: &str, version: &str, marker: &Path) {
+    publish_with(registry, env, name, version, marker, &json!({}));
+}
+
+/// [`publish`] with these fields added to its package.json (`keywords`,
+/// `description`).
+fn publish_with(registry: &Registry, env: &TestEnv, name: &str, version: &str, marker: &Path, extra: &Value) {
     let dir = env
         .root
         .path()
@@ -185,11 +191,14 @@ fn publish(registry: &Registry, env: &TestEnv, name: &str, version: &str, marker
         .unwrap()
         .replace("0.1.0", version);
     std::fs::write(dir.join("hcp.json"), manifest).unwrap();
-    let package = json!({
+    let mut package = json!({
         "name": name, "version": version, "description": "hcpx fixture",
         "scripts": { "postinstall": format!("node -e \"require('fs').writeFileSync('{}', 'ran')\"", marker.display()) },
         "files": ["hcp.json", "SKILL.md", "probe", "extra.txt"]
     });
+    for (key, value) in extra.as_object().unwrap() {
+        package[key] = value.clone();
+    }
     std::fs::write(dir.join("package.json"), package.to_string()).unwrap();
     std::fs::write(dir.join("extra.txt"), "not part of the pack").unwrap();
     let packed = npm(registry, env, &["pack", "--ignore-scripts", "--json"], &dir);
@@ -463,4 +472,174 @@ fn a_folder_or_git_source_runs_none_of_its_scripts() {
             std::fs::read_to_string(&marker).unwrap_or_default()
         );
     }
+}
+
+/// The envelope's one warning, whole.
+fn only_warning(envelope: &Value) -> &str {
+    let warnings = envelope["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{envelope}");
+    warnings[0].as_str().unwrap()
+}
+
+/// `search --registry` lists the packages with the keyword `hcpx-pack`, and no other,
+/// as not installed with their latest version and the command that installs it, the
+/// same over MCP; that command installs it, after which it is not listed again.
+#[test]
+fn search_registry_lists_marked_packs_and_what_it_prints_installs() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("postinstall-ran");
+    let marked = json!({ "description": "Zanzibar tides, a probe", "keywords": ["hcpx-pack", "tides"] });
+    publish_with(registry, &env, "hcpx-pack-zanzibar", "1.0.0", &marker, &marked);
+    publish_with(registry, &env, "hcpx-pack-zanzibar", "1.1.0", &marker, &marked);
+    let unmarked = json!({ "description": "Zanzibar tides, a library", "keywords": ["tides"] });
+    publish_with(registry, &env, "zanzibar-tides-lib", "2.0.0", &marker, &unmarked);
+
+    let found = json!({
+        "id": "hcpx-pack-zanzibar", "version": "1.1.0", "description": "Zanzibar tides, a probe",
+        "source": "npm:hcpx-pack-zanzibar@1.1.0", "install": "hcpx install npm:hcpx-pack-zanzibar@1.1.0",
+        "commands": [], "score": 14.0,
+        "installed": false, "runnable": false, "bound": false, "permitted": false, "ready": false
+    });
+    let (code, envelope) = env.json(&["search", "--registry", "zanzibar"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["results"], json!([found]));
+    assert_eq!(envelope.get("warnings"), None, "{envelope}");
+    let output = env.run(&["search", "--registry", "zanzibar"]);
+    assert_eq!(
+        output.stdout,
+        format!(
+            "hcpx-pack-zanzibar  1.1.0  Zanzibar tides, a probe\n{}not installed: \
+             hcpx install npm:hcpx-pack-zanzibar@1.1.0\nnext: hcpx install npm:hcpx-pack-zanzibar@1.1.0\n",
+            " ".repeat(20)
+        )
+    );
+    assert_eq!(output.stderr, "");
+    // The MCP tool, with the same argv.
+    let mut server = crate::mcp::Process::initialized(&env);
+    let response = server.call(2, json!(["search", "--registry", "zanzibar"]));
+    assert_eq!(
+        response["result"]["structuredContent"]["data"]["results"],
+        json!([found]),
+        "{response}"
+    );
+    server.close();
+
+    // What search printed installs it; then that version is the local pack.
+    let install = found["install"].as_str().unwrap();
+    let words: Vec<&str> = install.split_whitespace().collect();
+    assert_eq!(words[..2], ["hcpx", "install"]);
+    let envelope = env.install_ok(words[2], false);
+    assert_eq!(envelope["data"]["source"], json!("npm:hcpx-pack-zanzibar@1.1.0"));
+    assert_eq!(envelope["data"]["version"], json!("1.1.0"));
+    let (code, envelope) = env.json(&["search", "--registry", "zanzibar"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"]["results"],
+        json!([]),
+        "installed, so not listed again"
+    );
+    assert!(!marker.exists(), "the package's postinstall script did not run");
+}
+
+/// A test environment whose npm uses the registry at `url`, npm being where this
+/// machine keeps it; `None` (a failure under CI) without npm.
+fn env_with_registry(url: &str) -> Option<TestEnv> {
+    if !crate::common::require(available("npm"), "npm") {
+        return None;
+    }
+    let env = TestEnv::new();
+    let npmrc = env.write("npmrc", &format!("registry={url}\n"));
+    let cache = env.root.path().join("npm-cache").display().to_string();
+    let mut env = env
+        .env("npm_config_userconfig", npmrc.to_str().unwrap())
+        .env("npm_config_cache", &cache);
+    env.path = std::env::var("PATH").unwrap_or_else(|_| env.path.clone());
+    Some(env)
+}
+
+/// `hcpx --json search --registry transit`, which must succeed within 15 s, listing
+/// the local transit pack: the envelope.
+fn search_transit(env: &TestEnv) -> Value {
+    let started = std::time::Instant::now();
+    let (code, envelope) = env.json(&["search", "--registry", "transit"]);
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    assert_eq!(code, 0, "{envelope}");
+    let ids: Vec<&str> = envelope["data"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["transit"], "the local search stands");
+    envelope
+}
+
+/// A registry that refuses connections, and one that accepts them and never
+/// answers: npm's reason in a warning, quickly, and the local results stand.
+#[test]
+fn search_registry_offline_is_a_warning_within_seconds() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let Some(env) = env_with_registry(&format!("http://127.0.0.1:{port}/")) else {
+        return;
+    };
+    assert_eq!(
+        only_warning(&search_transit(&env)),
+        format!(
+            "the npm registry was not searched: npm could not reach it (ECONNREFUSED: FetchError: \
+             request to http://127.0.0.1:{port}/-/v1/search failed, reason: connect ECONNREFUSED \
+             127.0.0.1:{port}); check with `npm ping`; only the packs on this machine are listed"
+        )
+    );
+
+    // Accepted by the kernel, never read: npm's own request timeout ends it.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let Some(env) = env_with_registry(&format!("http://127.0.0.1:{port}/")) else {
+        return;
+    };
+    assert_eq!(
+        only_warning(&search_transit(&env)),
+        format!(
+            "the npm registry was not searched: npm could not reach it (FETCH_ERROR: network \
+             timeout at: http://127.0.0.1:{port}/-/v1/search); check with `npm ping`; only the \
+             packs on this machine are listed"
+        )
+    );
+    drop(silent);
+}
+
+/// Without npm on PATH, and with an npm that never ends (hcpx's own time limit
+/// stops it): a warning each, and the local results.
+#[test]
+fn search_registry_without_npm_or_with_a_hung_one_is_a_warning() {
+    let mut env = TestEnv::new();
+    env.path = env.root.path().join("empty").display().to_string();
+    assert_eq!(
+        only_warning(&search_transit(&env)),
+        "the npm registry was not searched: npm is not on PATH (install Node.js and npm to search \
+         it); only the packs on this machine are listed"
+    );
+
+    let bin = env.root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("npm"), "#!/bin/sh\nexec sleep 60\n").unwrap();
+    let mut permissions = std::fs::metadata(bin.join("npm")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(bin.join("npm"), permissions).unwrap();
+    env.path = format!("{}:/usr/bin:/bin", bin.display());
+    let started = std::time::Instant::now();
+    let envelope = search_transit(&env);
+    assert!(
+        started.elapsed() >= Duration::from_secs(8),
+        "waited for npm its 8 s"
+    );
+    assert_eq!(
+        only_warning(&envelope),
+        "the npm registry was not searched: npm had no answer within 8 s (offline, or the \
+         registry is slow); only the packs on this machine are listed"
+    );
 }

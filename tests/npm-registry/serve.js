@@ -24,7 +24,15 @@ function exit(code) {
   } else {
     process.stderr.write(`kept ${root} for a look\n`);
   }
-  process.exit(code);
+  try {
+    process.exit(code);
+  } catch (error) {
+    // A library's exit hook threw: pino flushing Verdaccio's log to a stdout nobody
+    // reads any more (EPIPE). Thrown on to the uncaughtException handler, whose
+    // exit() returns at once, it left this process running with its stdin closed,
+    // deaf to SIGTERM. Node runs the exit hooks once: this second call exits.
+    process.exit(code);
+  }
 }
 process.on("uncaughtException", (error) => {
   process.stderr.write(`verdaccio failed: ${error && error.stack ? error.stack : error}\n`);

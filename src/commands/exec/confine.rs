@@ -18,7 +18,7 @@ use crate::error::{Failure, Reason};
 use crate::next::Next;
 use crate::runtime::{self, Finished};
 use crate::sandbox::reads::ReadsError;
-use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
+use crate::sandbox::{self, ChildPlan, FolderError, LayerReport, Mode};
 
 fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
     let next = match error {
@@ -65,13 +65,34 @@ pub(super) fn runnable<'p>(
     if let Err(error) = &plan.sandbox.reads {
         let next = match (error, &target.pack.origin) {
             (ReadsError::CwdInHome { .. }, _) => Next::advice("run it from a folder outside HCP_HOME"),
-            (ReadsError::Declared { .. }, Origin::Installed { dir }) => Next::advice(format!(
-                "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
-                shell_words::quote(&dir.display().to_string())
-            )),
-            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => Next::hcpx(["doctor"]),
+            (ReadsError::CwdInCaches { .. }, _) => {
+                Next::advice("run it from a folder outside the packs' cache folders")
+            }
+            (ReadsError::Declared { .. } | ReadsError::DeclaredCaches { .. }, Origin::Installed { dir }) => {
+                Next::advice(format!(
+                    "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
+                    shell_words::quote(&dir.display().to_string())
+                ))
+            }
+            (ReadsError::Declared { .. } | ReadsError::DeclaredCaches { .. }, Origin::Builtin { .. }) => {
+                Next::hcpx(["doctor"])
+            }
         };
         return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
+    }
+    if let Some(error) = &plan.cache_error {
+        return Err(
+            Failure::new(Reason::NotRunnable, error.to_string()).next(Next::advice(
+                "a person sets XDG_CACHE_HOME or HOME to the user's folders",
+            )),
+        );
+    }
+    if let Some(conflict) = &plan.sandbox.cache_in_home {
+        return Err(
+            Failure::new(Reason::NotRunnable, conflict.to_string()).next(Next::advice(
+                "a person sets XDG_CACHE_HOME to a folder outside HCP_HOME",
+            )),
+        );
     }
     let missing: Vec<&LayerReport> = sandbox::missing(&plan.sandbox.layers);
     if !missing.is_empty() && ctx.sandbox_mode == Mode::Strict {
@@ -130,9 +151,11 @@ pub(super) fn confine(
         program: program.to_path_buf(),
         args: plan.args.clone(),
         cwd: ctx.cwd.clone(),
-        env: sandbox::child_env(&ctx.env, tmpdir.path(), bound),
+        env: sandbox::with_declared_env(sandbox::child_env(&ctx.env, tmpdir.path(), bound), &plan.grants),
         tmpdir: tmpdir.path().to_path_buf(),
         writes: plan.grants.writes.clone(),
+        made: plan.grants.made.clone(),
+        cache: plan.grants.cache.clone(),
         home: plan.home.clone(),
         reads: plan.sandbox.reads.clone().unwrap_or_default(),
         network: plan.grants.network,
@@ -143,6 +166,21 @@ pub(super) fn confine(
             .next(Next::advice(
                 "remove the link, or run the pack where its write path is a folder of the working directory",
             )),
+        sandbox::SandboxError::Folder(
+            folder @ (FolderError::Outside { .. }
+            | FolderError::CacheLink { .. }
+            | FolderError::CacheOwner { .. }
+            | FolderError::InHome(_)),
+        ) => {
+            let next = match &folder {
+                FolderError::Outside { .. } => Next::advice("give a folder of the working directory"),
+                FolderError::InHome(_) => {
+                    Next::advice("a person sets XDG_CACHE_HOME to a folder outside HCP_HOME")
+                }
+                _ => Next::advice("a person removes what the message names; hcpx makes the folder again"),
+            };
+            Failure::new(Reason::NotRunnable, folder.to_string()).next(next)
+        }
         error => sandbox_failure(error.to_string()),
     })?;
     Ok((spawn, tmpdir))

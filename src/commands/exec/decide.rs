@@ -17,6 +17,7 @@ use crate::context::{Context, env_vars};
 use crate::error::Failure;
 use crate::manifest::Effect;
 use crate::next::Next;
+use crate::pack_cache::CacheError;
 use crate::policy::{self, Decision, Evaluation, Principal, Subject};
 use crate::redact::Redactor;
 use crate::render::{self, Question};
@@ -34,6 +35,8 @@ pub(super) struct Plan {
     pub(super) home: HomeView,
     /// The grants assessed for this call on this machine.
     pub(super) sandbox: Assessment,
+    /// Why the pack's cache folder cannot be placed, when it keeps one.
+    pub(super) cache_error: Option<CacheError>,
     pub(super) env_names: Vec<String>,
     /// What a person confirms: the command, its effect, the folder, every parameter.
     pub(super) summary: String,
@@ -71,13 +74,15 @@ struct PlanData<'a> {
     sandbox: SandboxData<'a>,
 }
 
-/// The plan's sandbox: the mode, the command's grants, its read allowlist, its layers.
+/// The plan's sandbox: the mode, the command's grants (its cache folder among
+/// them), its read allowlist, its layers.
 #[derive(Serialize)]
 struct SandboxData<'a> {
     mode: Mode,
     network: bool,
     sockets: &'a [String],
     write: &'a [String],
+    cache: Option<PathBuf>,
     read: &'a [PathBuf],
     layers: &'a [LayerReport],
 }
@@ -95,7 +100,16 @@ fn plan(
         Some(pinned) => Ok(pinned.program.clone()),
         None => target.pack.program(&ctx.home, ctx.var(env_vars::PATH)),
     };
-    let grants = Grants::for_command(&manifest.sandbox, command.effect);
+    let mut grants = Grants::for_command(&manifest.sandbox, command, &target.values);
+    let cache_error = match crate::pack_cache::folder(ctx, target.pack) {
+        Ok(Some(folder)) => {
+            grants = grants.with_cache(folder);
+            None
+        }
+        Ok(None) => None,
+        Err(error) => Some(error),
+    };
+    let caches = crate::pack_cache::root(ctx);
     let home = ctx.session.sandbox.home_view(&ctx.home);
     let site = Site {
         home: &home,
@@ -107,10 +121,19 @@ fn plan(
         },
         program: program.as_deref().ok(),
         path_var: ctx.var(env_vars::PATH),
+        caches: caches.as_deref(),
     };
     let assessed = sandbox::assess(&grants, &site, ctx.session.sandbox.machine());
-    // Only the bindings this call would pass: an unbound or held-back one is not.
-    let env_names = sandbox::env_names(&ctx.env, bindings.found.iter().map(|(key, _)| key.as_str()));
+    // Only the bindings this call would pass: an unbound or held-back one is not;
+    // and the pack's `sandbox.env`.
+    let env_names = sandbox::env_names(
+        &ctx.env,
+        bindings
+            .found
+            .iter()
+            .map(|(key, _)| key.as_str())
+            .chain(grants.env_names()),
+    );
     let summary = summary(ctx, target, &bindings.found);
     let child: Vec<String> = std::iter::once(
         program
@@ -137,6 +160,7 @@ fn plan(
             network: grants.network,
             sockets: &grants.sockets,
             write: &grants.writes,
+            cache: grants.cache.as_ref().map(sandbox::CacheFolder::path),
             read: &assessed.read,
             layers: &assessed.layers,
         },
@@ -148,6 +172,7 @@ fn plan(
         grants,
         home,
         sandbox: assessed,
+        cache_error,
         env_names,
         summary,
         json,

@@ -25,6 +25,12 @@ pub(super) fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
         cwd: &ctx.cwd,
         env: &plan.env_names,
         reads: &plan.sandbox.read,
+        cache: plan
+            .grants
+            .cache
+            .as_ref()
+            .map(crate::sandbox::CacheFolder::path)
+            .as_deref(),
         layers: &plan.sandbox.layers,
     });
     Reply {
@@ -122,7 +128,9 @@ pub(super) fn report(
             Reason::Failed,
             "interrupted; the command was stopped",
         )),
-        Ending::Exited if exit_code != 0 => Some(
+        // The command's `okExitCodes` say which codes mean success (`[0]` unless it
+        // says otherwise); a call hcpx stopped above never succeeds, whatever they say.
+        Ending::Exited if !target.command.exit_ok(exit_code) => Some(
             Failure::new(
                 Reason::Failed,
                 format!("the pack's CLI failed with exit code {exit_code}"),
@@ -153,8 +161,12 @@ pub(super) fn report(
     } else {
         None
     };
+    // A success with another code than 0 says so to a person, who would otherwise
+    // take the silence of `rg` finding nothing for an answer of its own.
+    let note = (exit_code != 0).then(|| render::exit_note(exit_code));
     Ok(Reply {
         text: String::new(),
+        note,
         warnings,
         data,
         run: Some(run),

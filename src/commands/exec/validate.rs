@@ -20,6 +20,9 @@ pub(super) struct Target<'c> {
     pub(super) command: &'c Command,
     /// Every `KEY=VALUE` word as given, for the confirmation.
     pub(super) given: Vec<(&'c str, &'c str)>,
+    /// The checked values by parameter, defaults filled in: what a command's `write`
+    /// grants when it names a `path` parameter.
+    pub(super) values: invocation::Values,
     pub(super) args: Vec<String>,
 }
 
@@ -65,6 +68,7 @@ pub(super) fn validate<'c>(
         pack,
         command,
         given,
+        values,
         args,
     })
 }

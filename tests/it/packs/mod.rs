@@ -35,6 +35,7 @@ mod rg;
 mod ruff;
 mod shellcheck;
 mod tar;
+mod tools;
 mod uv;
 mod yq;
 
@@ -43,22 +44,38 @@ pub(crate) fn tools_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools")
 }
 
-/// The PATH the catalog's tests give hcpx: the PyPI and npm tools, then the system's.
+/// The PATH the catalog's tests give hcpx: the PyPI and npm tools, the system's
+/// folders, then the folder of the cargo building these tests (the Rust toolchain's
+/// own, with rustc beside it, not rustup's proxies, which need the real HOME).
+/// `node/bin` holds npm packages installed as `npm install -g --prefix` does, each
+/// with its own dependencies beneath it (the sandbox reads a program's install
+/// prefix, not a flat `node_modules` beside it, which eslint needs).
 pub(crate) fn tools_path() -> String {
     let tools = tools_dir();
-    format!(
-        "{}:{}:/usr/local/bin:/usr/bin:/bin",
+    let mut path = format!(
+        "{}:{}:{}:/usr/local/bin:/usr/bin:/bin",
         tools.join("py/bin").display(),
+        tools.join("node/bin").display(),
         tools.join("node/node_modules/.bin").display()
-    )
+    );
+    if let Some(toolchain) = Path::new(env!("CARGO")).parent() {
+        path.push(':');
+        path.push_str(&toolchain.to_string_lossy());
+    }
+    path
+}
+
+/// The first folder of [`tools_path`] holding `program`.
+pub(crate) fn on_tools_path(program: &str) -> Option<PathBuf> {
+    tools_path()
+        .split(':')
+        .map(|dir| Path::new(dir).join(program))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Whether `program` is on [`tools_path`]; in CI a missing one fails the test.
 pub(crate) fn have(program: &str) -> bool {
-    let found = tools_path()
-        .split(':')
-        .any(|dir| Path::new(dir).join(program).is_file());
-    require(found, program)
+    require(on_tools_path(program).is_some(), program)
 }
 
 /// A test environment whose PATH holds the catalog's programs.
@@ -71,6 +88,8 @@ pub(crate) fn env() -> TestEnv {
 /// Installs the catalog pack `id` as a person would, and returns the install's
 /// envelope.
 pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog").join(id);
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("packs/catalog")
+        .join(id);
     env.install_ok(&folder.to_string_lossy(), false)
 }

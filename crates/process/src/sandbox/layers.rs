@@ -33,6 +33,8 @@ pub struct Needs<'a> {
     /// with a second hard link, see [`home::exposed`]): the layer then does not
     /// hold, and is reported as not enforced.
     pub exposed: Option<&'a str>,
+    /// The pack's cache folder, which it also writes.
+    pub cache: Option<&'a std::path::Path>,
 }
 
 /// The layers for one command on this machine.
@@ -53,10 +55,14 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
             support.detail.clone()
         },
     };
-    let writes = if needs.writes.is_empty() {
+    let mut written: Vec<String> = needs.writes.to_vec();
+    if let Some(cache) = needs.cache {
+        written.push(format!("its cache folder {}", cache.display()));
+    }
+    let writes = if written.is_empty() {
         "its private temporary folder".to_owned()
     } else {
-        format!("{} and its private temporary folder", needs.writes.join(", "))
+        format!("{} and its private temporary folder", written.join(", "))
     };
     let network = if needs.network {
         LayerReport {
@@ -78,7 +84,7 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
         always(
             "environment",
             &format!(
-                "cleared: only {}, a private TMPDIR and the pack's bindings",
+                "cleared: only {}, a private TMPDIR, the pack's bindings and its sandbox.env",
                 PASSED_ENV.join(", ")
             ),
         ),
@@ -193,6 +199,7 @@ mod tests {
         writes: &[],
         sockets: &[],
         exposed: None,
+        cache: None,
     };
 
     #[test]
@@ -264,12 +271,28 @@ mod tests {
                 writes: &["out".to_owned()],
                 sockets: &[],
                 exposed: None,
+                cache: None,
             },
         );
         let filesystem = reports.iter().find(|layer| layer.layer == "filesystem").unwrap();
         assert_eq!(
             filesystem.detail,
             "Landlock: reads only the system folders, the working directory, the pack's own files and what it declares, never HCP_HOME; writes only out and its private temporary folder"
+        );
+        let cached = layers(
+            &everything(),
+            Needs {
+                cache: Some(std::path::Path::new("/c/hcpx/packs/t-1")),
+                ..READ_ONLY
+            },
+        );
+        let filesystem = cached.iter().find(|layer| layer.layer == "filesystem").unwrap();
+        assert!(
+            filesystem
+                .detail
+                .ends_with("writes only its cache folder /c/hcpx/packs/t-1 and its private temporary folder"),
+            "{}",
+            filesystem.detail
         );
         let names: Vec<&str> = reports.iter().map(|layer| layer.layer).collect();
         assert_eq!(

@@ -29,6 +29,7 @@ pub use crate::runtime::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
 mod bpf;
+pub mod folders;
 pub mod grants;
 #[cfg(target_os = "linux")]
 mod hidden;
@@ -43,7 +44,8 @@ pub mod reads;
 mod rules;
 mod temp;
 
-pub use grants::{Assessment, Grants, Site, assess, env_names};
+pub use folders::{CacheFolder, CacheInHome, FolderError};
+pub use grants::{Assessment, Grants, Site, assess, env_names, with_declared_env};
 #[cfg(target_os = "linux")]
 pub use hidden::ROOT_SECRETS;
 pub use home::HomeView;
@@ -259,6 +261,11 @@ pub struct ChildPlan {
     /// Write grants relative to `cwd`, as the manifest has them; resolved without
     /// following links out of `cwd`.
     pub writes: Vec<String>,
+    /// The write grants made (with their missing parents) beneath `cwd` before they
+    /// are opened: the folders `path` parameters name ([`Grants::made`]).
+    pub made: Vec<String>,
+    /// The pack's cache folder, made when missing and granted like a write path.
+    pub cache: Option<CacheFolder>,
     /// `$HCP_HOME` and every path of it: never readable nor writable, but for the
     /// pack's own files in [`Reads::pack`].
     pub home: HomeView,
@@ -291,6 +298,8 @@ pub enum SandboxError {
     Pipe(#[source] std::io::Error),
     #[error("cannot set up the check of the pack's unix sockets: {0}")]
     Sockets(String),
+    #[error(transparent)]
+    Folder(#[from] FolderError),
 }
 
 /// What the sandbox keeps between calls: the probe, the Landlock layer that hides
@@ -374,11 +383,30 @@ pub fn seccomp_program_for_bench(refuse_ipc: bool) -> Result<Vec<seccompiler::so
 }
 
 /// Prepares the plan's confinement with the layers this machine enforces.
+/// The folders the grants name are made first (see [`folders`]).
 pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> {
+    folders::make_writes(&plan.cwd, &plan.made)?;
+    #[cfg(unix)]
+    let kept = plan
+        .cache
+        .as_ref()
+        .map(|folder| folders::open_cache(folder, &plan.home))
+        .transpose()?;
+    #[cfg(not(unix))]
+    if let Some(folder) = &plan.cache {
+        std::fs::create_dir_all(folder.path()).map_err(|source| FolderError::Cache {
+            path: folder.path(),
+            source,
+        })?;
+    }
     #[cfg(target_os = "linux")]
-    let (confinement, control) = linux::prepare(&plan, cache.machine(), &cache.linux)?;
+    let (confinement, control) = linux::prepare(&plan, cache.machine(), &cache.linux, kept)?;
     #[cfg(not(target_os = "linux"))]
-    let (confinement, control) = (Confinement::default(), None);
+    let (confinement, control) = {
+        #[cfg(unix)]
+        drop(kept);
+        (Confinement::default(), None)
+    };
     Ok(Spawn {
         program: plan.program,
         args: plan.args,

@@ -35,6 +35,19 @@ pub enum ReadsError {
         conflict: Conflict,
         home: PathBuf,
     },
+    #[error(
+        "the working directory {cwd} is inside the folder of the packs' cache folders ({caches}), which no pack may read; run it from another folder"
+    )]
+    CwdInCaches { cwd: PathBuf, caches: PathBuf },
+    #[error(
+        "the pack's sandbox.read `{read}` {} the folder of the packs' cache folders ({caches}), which only each pack's own commands read, each its own folder",
+        conflict_words(*.conflict)
+    )]
+    DeclaredCaches {
+        read: String,
+        conflict: Conflict,
+        caches: PathBuf,
+    },
 }
 
 /// How a path stands to `$HCP_HOME`, in a message's words.
@@ -60,6 +73,8 @@ pub struct Request<'a> {
     pub path_var: Option<&'a str>,
     /// The manifest's `sandbox.read`.
     pub declared: &'a [String],
+    /// The folder that holds every pack's cache folder, when the caller has one.
+    pub caches: Option<&'a Path>,
 }
 
 /// A declared read as a path: `~/` is the caller's `HOME`; `None` when there is none.
@@ -102,6 +117,46 @@ pub fn declared_conflicts(
             home.conflict(&path).map(|conflict| (index, conflict))
         })
         .collect()
+}
+
+/// How `path` stands to `folder`, both resolved (links on their way followed).
+fn standing(path: &Path, folder: &Path) -> Option<Conflict> {
+    let (path, folder) = (canonical(path), canonical(folder));
+    if path.starts_with(&folder) {
+        Some(Conflict::Inside)
+    } else if folder.starts_with(&path) {
+        Some(Conflict::Holds)
+    } else {
+        None
+    }
+}
+
+/// The working directory and the declared reads against the folder of the packs'
+/// cache folders: a pack reads another pack's cache through neither. (A working
+/// directory that holds that folder, `$HOME` say, is the caller's to choose, as for
+/// the rest of what it holds; `$HCP_HOME` is hidden there, the caches are not.)
+fn check_caches(request: &Request<'_>) -> Result<(), ReadsError> {
+    let Some(caches) = request.caches else {
+        return Ok(());
+    };
+    if standing(request.cwd, caches) == Some(Conflict::Inside) {
+        return Err(ReadsError::CwdInCaches {
+            cwd: request.cwd.to_path_buf(),
+            caches: caches.to_path_buf(),
+        });
+    }
+    for read in request.declared {
+        if let Some(path) = expand(read, request.user_home)
+            && let Some(conflict) = standing(&path, caches)
+        {
+            return Err(ReadsError::DeclaredCaches {
+                read: read.clone(),
+                conflict,
+                caches: caches.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Version managers keep their programs in `$HOME` behind shims on `PATH`: a `PATH`
@@ -158,6 +213,7 @@ pub fn reads(request: &Request<'_>) -> Result<Reads, ReadsError> {
         });
     }
     check_declared(request.declared, home, request.user_home)?;
+    check_caches(request)?;
     let mut reads = Reads {
         outside: vec![request.cwd.to_path_buf()],
         pack: Vec::new(),
@@ -263,6 +319,7 @@ mod tests {
             program,
             path_var: None,
             declared,
+            caches: None,
         }
     }
 
@@ -372,5 +429,51 @@ mod tests {
             .to_string(),
             "the pack's sandbox.read `~` holds HCP_HOME (/h), which no pack may read"
         );
+    }
+
+    #[test]
+    fn no_pack_reads_the_cache_folders_by_its_working_directory_or_a_declared_read() {
+        let tree = tree();
+        let root = &tree.root;
+        let home = HomeView::new(&root.join("u/.hcp"), None);
+        let program = root.join("opt/tool/bin/tool");
+        let caches = root.join("u/.cache/hcpx/packs");
+        std::fs::create_dir_all(caches.join("a-1")).unwrap();
+        for (read, conflict) in [
+            ("~/.cache", Conflict::Holds),
+            ("~/.cache/hcpx/packs/a-1/cargo", Conflict::Inside),
+        ] {
+            let declared = vec![read.to_owned()];
+            let mut req = request(&tree, &home, &program, &declared);
+            req.caches = Some(&caches);
+            assert_eq!(
+                reads(&req),
+                Err(ReadsError::DeclaredCaches {
+                    read: read.to_owned(),
+                    conflict,
+                    caches: caches.clone(),
+                }),
+                "{read}"
+            );
+        }
+        // Beside it is fine.
+        let declared = vec!["~/.cache/other".to_owned()];
+        let mut req = request(&tree, &home, &program, &declared);
+        req.caches = Some(&caches);
+        assert!(reads(&req).is_ok());
+        let cwd = caches.join("a-1");
+        req.cwd = &cwd;
+        assert_eq!(
+            reads(&req),
+            Err(ReadsError::CwdInCaches {
+                cwd: cwd.clone(),
+                caches: caches.clone()
+            })
+        );
+        // Through a link too.
+        std::os::unix::fs::symlink(&cwd, root.join("u/work/linked")).unwrap();
+        let linked = root.join("u/work/linked");
+        req.cwd = &linked;
+        assert!(matches!(reads(&req), Err(ReadsError::CwdInCaches { .. })));
     }
 }

@@ -42,9 +42,12 @@ pub(super) fn prepare(
     plan: &ChildPlan,
     machine: &Machine,
     cache: &Cache,
+    kept: Option<std::os::fd::OwnedFd>,
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
-    let writes = open_writes(&plan.cwd, &plan.writes)?;
+    let mut writes = open_writes(&plan.cwd, &plan.writes)?;
+    // The pack's cache folder, as opened where it was made: granted as a write path.
+    writes.extend(kept);
     let (call, hide) = match landlock {
         true => {
             let (call, hide) = call_ruleset(plan, machine, cache, writes)?;
