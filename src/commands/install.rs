@@ -241,6 +241,7 @@ async fn fetch_npm(ctx: &Context, spec: &str) -> Result<(Files, String), Failure
         cwd: dir.path().to_path_buf(),
         confinement: None,
         control: None,
+        stdin: None,
     };
     let finished = runtime::run_child(
         spawn,

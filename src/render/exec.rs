@@ -16,6 +16,8 @@ pub(crate) struct PlanText<'a> {
     pub child: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [String],
+    /// The binding written to its standard input, if any.
+    pub stdin: Option<&'a str>,
     /// What it reads beyond the system folders.
     pub reads: &'a [std::path::PathBuf],
     pub layers: &'a [LayerReport],
@@ -31,7 +33,7 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
         .chain(plan.reads.iter().map(|path| path.display().to_string()))
         .collect();
     let mut text = format!(
-        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nreads:    {}\nsandbox:\n",
+        "decision: {} ({})\nchild:    {}\ncwd:      {}\nenv:      {}\nreads:    {}\n",
         plan.decision,
         plan.rule,
         child.join(" "),
@@ -39,6 +41,10 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
         plan.env.join(", "),
         reads.join(", "),
     );
+    if let Some(name) = plan.stdin {
+        let _ = writeln!(text, "stdin:    the bound value of {name}, nothing added");
+    }
+    text.push_str("sandbox:\n");
     for layer in plan.layers {
         let state = match (layer.enforced, layer.needed) {
             (true, _) => "on",

@@ -35,6 +35,9 @@ pub(super) struct Plan {
     /// The grants assessed for this call on this machine.
     pub(super) sandbox: Assessment,
     pub(super) env_names: Vec<String>,
+    /// The binding written to the CLI's standard input, when the command names one
+    /// and it is bound.
+    pub(super) stdin: Option<String>,
     /// What a person confirms: the command, its effect, the folder, every parameter.
     pub(super) summary: String,
     pub(super) json: Value,
@@ -66,6 +69,8 @@ struct PlanData<'a> {
     child: Vec<String>,
     cwd: &'a Path,
     env: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stdin: Option<&'a str>,
     summary: &'a str,
     timeout_ms: u64,
     sandbox: SandboxData<'a>,
@@ -109,8 +114,25 @@ fn plan(
         path_var: ctx.var(env_vars::PATH),
     };
     let assessed = sandbox::assess(&grants, &site, ctx.session.sandbox.machine());
-    // Only the bindings this call would pass: an unbound or held-back one is not.
-    let env_names = sandbox::env_names(&ctx.env, bindings.found.iter().map(|(key, _)| key.as_str()));
+    // Only the bindings this call would pass: an unbound or held-back one is not,
+    // nor one delivered on stdin, which no variable holds.
+    let on_stdin = |key: &str| {
+        manifest
+            .binding(key)
+            .is_some_and(|spec| spec.delivery == crate::manifest::Delivery::Stdin)
+    };
+    let env_names = sandbox::env_names(
+        &ctx.env,
+        bindings
+            .found
+            .iter()
+            .map(|(key, _)| key.as_str())
+            .filter(|key| !on_stdin(key)),
+    );
+    let stdin = command
+        .stdin
+        .clone()
+        .filter(|name| bindings.found.iter().any(|(key, _)| key == name));
     let summary = summary(ctx, target, &bindings.found);
     let child: Vec<String> = std::iter::once(
         program
@@ -130,6 +152,7 @@ fn plan(
         child,
         cwd: &ctx.cwd,
         env: &env_names,
+        stdin: stdin.as_deref(),
         summary: &summary,
         timeout_ms: u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
         sandbox: SandboxData {
@@ -149,6 +172,7 @@ fn plan(
         home,
         sandbox: assessed,
         env_names,
+        stdin,
         summary,
         json,
     }
