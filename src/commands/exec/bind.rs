@@ -113,24 +113,6 @@ pub(super) fn bind(pack: &Pack, bindings: Bindings) -> Result<Vec<(String, Secre
             .next(Next::advice(format!("a person runs: hcpx bind {id} {key}"))));
         }
     }
-    // A value read from a variable at each exec is bounded by nothing but the
-    // kernel: one written to a file or a pipe holds no more than a stored one may.
-    for (key, secret) in &bindings.found {
-        let delivered_as = pack.manifest.binding(key).map(|spec| &spec.delivery);
-        if secret.len() > Secret::MAX_LEN && delivered_as.is_some_and(|delivery| *delivery != Delivery::Env) {
-            return Err(Failure::new(
-                Reason::Unbound,
-                format!(
-                    "{key} is {} bytes, more than the {} a binding delivered as a file or on stdin may hold",
-                    secret.len(),
-                    Secret::MAX_LEN
-                ),
-            )
-            .next(Next::advice(format!(
-                "a person binds a shorter value: hcpx bind {id} {key}"
-            ))));
-        }
-    }
     Ok(bindings.found)
 }
 
@@ -162,6 +144,14 @@ pub(super) fn deliver(
         let Some(spec) = target.pack.manifest.binding(key) else {
             continue;
         };
+        let reaches_this_command = match &spec.delivery {
+            Delivery::Env => false,
+            Delivery::File { .. } => true,
+            Delivery::Stdin => target.command.stdin.as_deref() == Some(key.as_str()),
+        };
+        if reaches_this_command && secret.len() > Secret::MAX_LEN {
+            return Err(too_long(&target.pack.manifest.id, key, secret));
+        }
         match &spec.delivery {
             Delivery::Env => env.push((key.clone(), secret.clone())),
             Delivery::File { format } => {
@@ -198,6 +188,22 @@ pub(super) fn deliver(
         })
         .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
     Ok(Delivered { env, stdin, args })
+}
+
+/// A value read from a variable at each exec is bounded by nothing but the kernel:
+/// one written to a file or a pipe holds no more than a stored one may.
+fn too_long(id: &str, key: &str, secret: &Secret) -> Failure {
+    Failure::new(
+        Reason::Unbound,
+        format!(
+            "{key} is {} bytes, more than the {} a binding delivered as a file or on stdin may hold",
+            secret.len(),
+            Secret::MAX_LEN
+        ),
+    )
+    .next(Next::advice(format!(
+        "a person binds a shorter value: hcpx bind {id} {key}"
+    )))
 }
 
 /// A file binding's `format` with every `{value}` replaced by the value, and
