@@ -460,3 +460,122 @@ fn values_over_64_kib_never_reach_a_file_or_stdin() {
     );
     assert!(binding_files(&tmp).is_empty());
 }
+
+/// The `json` blocks of docs/bindings.md that hold commands, parsed.
+fn doc_manifests() -> Vec<Value> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bindings.md")).unwrap();
+    doc.split("```json\n")
+        .skip(1)
+        .map(|block| serde_json::from_str::<Value>(block.split("```").next().unwrap()).unwrap())
+        .filter(|block| block.get("commands").is_some())
+        .collect()
+}
+
+/// Writes `manifest` as pack `id` in the working directory, with a SKILL.md.
+fn doc_pack(env: &TestEnv, id: &str, manifest: &Value) -> PathBuf {
+    let dir = env.work().join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("hcp.json"),
+        serde_json::to_string_pretty(manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {id}\ndescription: An example from docs/bindings.md.\n---\n"),
+    )
+    .unwrap();
+    dir
+}
+
+/// docs/bindings.md cannot drift from the code: its manifests pass `pack check`,
+/// the refusal it quotes is the one `pack check` gives, and its worked example,
+/// run with the real curl against a local server, sends the header from the file.
+#[test]
+fn the_examples_of_docs_bindings_md_hold() {
+    let env = TestEnv::new();
+    let manifests = doc_manifests();
+    assert_eq!(manifests.len(), 2);
+    let tickets = manifests[0].clone();
+    let mut fragment = manifests[1].clone();
+    for (key, value) in [
+        ("hcp", json!(1)),
+        ("id", json!("registry")),
+        ("version", json!("1.0.0")),
+        ("description", json!("An example")),
+        ("bin", json!(["docker"])),
+    ] {
+        fragment[key] = value;
+    }
+    for (id, manifest) in [("tickets", &tickets), ("registry", &fragment)] {
+        doc_pack(&env, id, manifest);
+        let (code, checked) = env.json(&["pack", "check", id]);
+        assert_eq!(code, 0, "{id}: {checked}");
+    }
+    let mut leaky = tickets.clone();
+    leaky["id"] = json!("leaky");
+    let token = leaky["bindings"]["TICKETS_TOKEN"].as_object_mut().unwrap();
+    token.remove("as");
+    token.remove("format");
+    doc_pack(&env, "leaky", &leaky);
+    let (_, refused) = env.json(&["pack", "check", "leaky"]);
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bindings.md")).unwrap();
+    let quoted = doc
+        .lines()
+        .find(|line| line.starts_with("commands.get.argv[1]"))
+        .unwrap();
+    let (path, message) = quoted.split_once(": ").unwrap();
+    assert_eq!(
+        refused["data"]["problems"],
+        json!([{ "path": path, "message": message }]),
+        "{refused}"
+    );
+
+    if !crate::common::require(Path::new("/usr/bin/curl").exists(), "curl") {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::{BufRead as _, Write as _};
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim_end().is_empty() {
+                break;
+            }
+            headers.push(line.trim_end().to_owned());
+        }
+        let body = "{\"id\": 42}\n";
+        write!(
+            &stream,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        headers
+    });
+    let local = serde_json::to_string(&tickets)
+        .unwrap()
+        .replace("https://tickets.example.com", &format!("http://127.0.0.1:{port}"));
+    let installed = env.home().join("packs/tickets");
+    std::fs::create_dir_all(&installed).unwrap();
+    std::fs::write(installed.join("hcp.json"), local).unwrap();
+    std::fs::copy(env.work().join("tickets/SKILL.md"), installed.join("SKILL.md")).unwrap();
+    env.bind("tickets", "TICKETS_TOKEN", API_TOKEN);
+    let (code, envelope) = env.json(&["exec", "tickets", "get", "--", "id=42"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["stdout"], json!("{\"id\": 42}\n"));
+    let headers = server.join().unwrap();
+    assert_eq!(headers[0], "GET /api/tickets/42 HTTP/1.1");
+    assert!(
+        headers.contains(&format!("Authorization: Bearer {API_TOKEN}")),
+        "{headers:?}"
+    );
+    nowhere(&env, &envelope, API_TOKEN);
+}
