@@ -147,11 +147,16 @@ pub(super) fn confine(
         )
         .next(Next::hcpx(["doctor"]))
     })?;
+    // The bindings as the manifest delivers them: files in the folder made above.
+    let delivered = super::bind::deliver(target, tmpdir.path(), bound)?;
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
-        args: plan.args.clone(),
+        args: delivered.args,
         cwd: ctx.cwd.clone(),
-        env: sandbox::with_declared_env(sandbox::child_env(&ctx.env, tmpdir.path(), bound), &plan.grants),
+        env: sandbox::with_declared_env(
+            sandbox::child_env(&ctx.env, tmpdir.path(), &delivered.env),
+            &plan.grants,
+        ),
         tmpdir: tmpdir.path().to_path_buf(),
         writes: plan.grants.writes.clone(),
         made: plan.grants.made.clone(),
@@ -160,6 +165,7 @@ pub(super) fn confine(
         reads: plan.sandbox.reads.clone().unwrap_or_default(),
         network: plan.grants.network,
         sockets: plan.grants.socket_paths(),
+        stdin: delivered.stdin,
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())

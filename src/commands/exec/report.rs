@@ -24,6 +24,7 @@ pub(super) fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
         child: &child,
         cwd: &ctx.cwd,
         env: &plan.env_names,
+        stdin: plan.stdin.as_deref(),
         reads: &plan.sandbox.read,
         cache: plan
             .grants
