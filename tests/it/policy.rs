@@ -77,7 +77,10 @@ fn unparsable_policy_denies_and_says_so() {
         envelope["error"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("the user policy cannot be parsed ("),
+            .starts_with(&format!(
+                "the user policy {} cannot be parsed (not valid JSON",
+                env.home().join("policy.json").display()
+            )),
         "{envelope}"
     );
     assert_eq!(envelope["next"], json!("hcpx policy show"));
@@ -85,7 +88,53 @@ fn unparsable_policy_denies_and_says_so() {
     assert_eq!(envelope["data"]["permitted"], json!(false));
     assert_eq!(
         envelope["data"]["problems"][0]["fix"],
-        json!("fix the policy file, then run `hcpx policy show`")
+        json!(
+            "fix the field named in the policy file (docs/policy.md describes the format), then run `hcpx policy show`"
+        )
+    );
+}
+
+/// A policy file with one bad field: exec is denied, and the denial names the file,
+/// the field by its JSON path, what it holds, what is taken there and how to
+/// recover; `policy show` names the same field.
+#[test]
+fn a_bad_field_denies_exec_and_the_denial_says_how_to_recover() {
+    let env = TestEnv::new();
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[
+            {"match":"git.*","decision":"confirm"},
+            {"match":"git.log","decision":"allow"},
+            {"match":"transit.plan","decision":"always"}
+        ]}"#,
+    );
+    let output = env.run(&["exec", "transit", "lines"]);
+    insta::assert_snapshot!(output.to_string(), @r#"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: denied by unparsable policy file [TEMP]/home/policy.json (rules[2].decision is "always", where the format takes one of allow, confirm, confirm-human, deny); every exec and install is denied until the file is fixed: correct that field (docs/policy.md describes the format) or move the file away, then `hcpx policy show` shows the policy in force
+    next: hcpx policy show
+    [EOF]
+    "#);
+    let (code, envelope) = env.json(&["exec", "transit", "lines"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        envelope["data"]["rule"],
+        json!({
+            "scope": "user", "match": "unparsable", "file": env.home().join("policy.json"), "index": null,
+            "error": "rules[2].decision is \"always\", where the format takes one of allow, confirm, confirm-human, deny"
+        })
+    );
+    let output = env.run(&["policy", "show"]);
+    assert!(
+        output.stdout.starts_with(&format!(
+            "user policy:    {} is UNPARSABLE (rules[2].decision is \"always\", where the format takes one of \
+             allow, confirm, confirm-human, deny): every exec and install is denied until it is fixed \
+             (docs/policy.md describes the format)\n",
+            env.home().join("policy.json").display()
+        )),
+        "{output}"
     );
 }
 
@@ -183,7 +232,9 @@ fn unreadable_project_policy_denies() {
         assert_eq!(
             envelope["error"]["message"],
             json!(format!(
-                "denied by unparsable policy file {} ({why})",
+                "denied by unparsable policy file {} ({why}); every exec and install is denied until the \
+                 file is fixed: correct that field (docs/policy.md describes the format) or move the file \
+                 away, then `hcpx policy show` shows the policy in force",
                 path.display()
             )),
             "{kind:?}"
