@@ -290,3 +290,63 @@ fn an_unwritable_home_is_an_io_error() {
         "{envelope}"
     );
 }
+
+/// docs/policy.md's worked examples are what hcpx does: its user and project files
+/// written as they stand, every `$ hcpx` line of its console blocks run, and the
+/// output compared whole (`/home/me/.hcp` is `$HCP_HOME`, `/home/me/proj` the project).
+#[test]
+fn the_worked_examples_of_docs_policy_md_hold() {
+    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
+        .unwrap();
+    let blocks = |fence: &str| -> Vec<String> {
+        doc.split(fence)
+            .skip(1)
+            .map(|rest| rest.split("\n```").next().unwrap().to_owned())
+            .collect()
+    };
+    let json = blocks("```json\n");
+    let console = blocks("```console\n");
+    assert_eq!((json.len(), console.len()), (3, 3), "the doc's blocks changed");
+    let (user, project) = (&json[1], &json[2]);
+    let env = TestEnv::new();
+    let real = |text: &str| {
+        text.replace("/home/me/.hcp", &env.home().display().to_string())
+            .replace("/home/me/proj", &env.work().display().to_string())
+    };
+    let run_block = |block: &str| {
+        for command in block.split("$ hcpx ").skip(1) {
+            let (line, expected) = command.split_once('\n').unwrap();
+            let words = shell_words::split(line).unwrap();
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let output = env.run(&words);
+            assert_eq!(
+                format!("{}{}", output.stdout, output.stderr),
+                real(&format!("{}\n", expected.trim_end())),
+                "hcpx {line}"
+            );
+        }
+    };
+    env.write("home/policy.json", user);
+    env.write("work/.hcp/policy.json", project);
+    run_block(&console[0]);
+    run_block(&console[1]);
+    // The table's decisions.
+    for (pack, command, decision) in [
+        ("git", "log", "allow"),
+        ("git", "commit", "confirm"),
+        ("git", "reset-hard", "deny"),
+        ("sqlite", "exec", "confirm"),
+        ("hcp", "install", "confirm-human"),
+        ("transit", "plan", "allow"),
+    ] {
+        let (_, envelope) = env.json(&["policy", "check", pack, command]);
+        assert_eq!(envelope["data"]["decision"], json!(decision), "{pack}.{command}");
+    }
+    let broken = user.replace(
+        r#""hcp.install", "decision": "confirm-human""#,
+        r#""hcp.install", "decision": "always""#,
+    );
+    assert_ne!(&broken, user);
+    env.write("home/policy.json", &broken);
+    run_block(&console[2]);
+}
