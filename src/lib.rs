@@ -200,8 +200,15 @@ struct Version {
 /// the human rendering. Prints nothing.
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
-    let result = match parse(&argv) {
-        Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
+    // What the completion scripts ask is outside the clap tree (`commands::complete`).
+    let completing = commands::complete::request(&argv);
+    let parsed = match completing {
+        Some(_) => Ok(None),
+        None => parse(&argv).map(Some),
+    };
+    let result = match parsed {
+        Ok(None) => commands::complete::complete(ctx, completing.unwrap_or(&[])),
+        Ok(Some(cli)) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

@@ -8,6 +8,7 @@
 pub(crate) mod adopt;
 pub(crate) mod availability;
 pub(crate) mod bind;
+pub(crate) mod complete;
 pub(crate) mod completions;
 pub(crate) mod doctor;
 pub(crate) mod exec;

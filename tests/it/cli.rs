@@ -270,6 +270,64 @@ fn completions_for_each_shell() {
     assert_eq!(output.code, 2, "{output}");
 }
 
+/// The bash script, sourced in a real bash, completes what only hcpx knows the way
+/// bash asks at a TAB (`COMP_LINE` up to the cursor): pack ids, a pack's commands, a
+/// command's keys (without the ones given), binding
+/// names, installed packs for `uninstall`; and leaves flags and subcommands to
+/// clap's words.
+#[test]
+fn bash_completes_packs_commands_and_keys() {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let script = env.write("work/hcpx.bash", &env.run(&["completions", "bash"]).stdout);
+    let bash = std::path::Path::new("/bin/bash");
+    if !crate::common::require(bash.exists(), "bash") {
+        return;
+    }
+    let bin = std::path::Path::new(crate::common::BIN).parent().unwrap();
+    let tab = |line: &str| -> String {
+        let output = env
+            .command_of(bash, &["--norc", "-c"])
+            .arg(format!(
+                "source {}; COMP_LINE=\"$1\"; COMP_POINT=${{#1}}; read -ra COMP_WORDS <<< \"$1\"; \
+                 [[ $1 == *' ' ]] && COMP_WORDS+=(''); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 _hcpx_dynamic hcpx \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 printf '%s|' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .arg("bash")
+            .arg(line)
+            .env("PATH", format!("{}:{}", bin.display(), env.path))
+            .output()
+            .unwrap();
+        assert!(output.stderr.is_empty(), "{line}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    for (line, expected) in [
+        ("hcpx exec ", "git|jq|probe|sqlite|transit|"),
+        ("hcpx exec tr", "transit|"),
+        ("hcpx --json exec --dry-run g", "git|"),
+        (
+            "hcpx exec git ",
+            "status|log|diff|show|branches|add|commit|reset-hard|",
+        ),
+        ("hcpx exec git l", "log|"),
+        ("hcpx exec git log -- ", "n=|rev=|path=|"),
+        ("hcpx exec git log -- n=3 ", "rev=|path=|"),
+        ("hcpx exec git log r", "rev=|"),
+        ("hcpx skill ", "git|jq|probe|sqlite|transit|"),
+        ("hcpx availability s", "sqlite|"),
+        ("hcpx uninstall ", "probe|"),
+        ("hcpx bind probe ", "PROBE_TOKEN|"),
+        ("hcpx policy check h", "hcp|"),
+        // clap's words: subcommands and flags.
+        ("hcpx pol", "policy|"),
+        ("hcpx exec git log --dry", "--dry-run|"),
+    ] {
+        assert_eq!(tab(line), expected, "{line}");
+    }
+}
+
 /// `hcpx man` is a roff page of the whole CLI; `hcpx man policy set` one command's.
 #[test]
 fn man_pages() {

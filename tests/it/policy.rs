@@ -296,8 +296,9 @@ fn an_unwritable_home_is_an_io_error() {
 /// output compared whole (`/home/me/.hcp` is `$HCP_HOME`, `/home/me/proj` the project).
 #[test]
 fn the_worked_examples_of_docs_policy_md_hold() {
-    let doc = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
+            .unwrap();
     let blocks = |fence: &str| -> Vec<String> {
         doc.split(fence)
             .skip(1)
