@@ -179,9 +179,10 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                     Some(command) => format!("{id}.{command}"),
                     None => format!("{id}.*"),
                 };
+                let named = crate::error::shown_id(pack_id);
                 let (message, next) = match ids.first() {
                     Some(best) => (
-                        format!("no pack by that name; did you mean {}?", with(best)),
+                        format!("no pack is named `{named}`; did you mean {}?", with(best)),
                         Next::hcpx([
                             "policy".to_owned(),
                             "set".to_owned(),
@@ -189,7 +190,7 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                             decision.as_str().to_owned(),
                         ]),
                     ),
-                    None => ("no pack by that name".to_owned(), Next::hcpx(["search"])),
+                    None => (format!("no pack is named `{named}`"), Next::hcpx(["search"])),
                 };
                 #[derive(Serialize)]
                 struct Closest<'a> {

@@ -813,7 +813,10 @@ fn an_unknown_host_names_the_closest_ones() {
                         codex, copilot-cli, cursor, gemini, mcp, opencode, vscode, windsurf, zed"
         })
     );
-    assert_eq!(envelope["data"]["suggestions"], json!(["claude-code", "claude-desktop"]));
+    assert_eq!(
+        envelope["data"]["suggestions"],
+        json!(["claude-code", "claude-desktop"])
+    );
     assert_eq!(
         envelope["next"],
         json!("hcpx adopt claude-code --scope user --write --yes")

@@ -139,7 +139,7 @@ fn unknown_pack_suggests_the_closest() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: no pack by that name; closest: transit
+    error: no pack is named `transt`; closest: transit
     next: hcpx skill transit
     [EOF]
     ");
@@ -151,9 +151,27 @@ fn unknown_pack_suggests_the_closest() {
             "ok": false, "argv": ["--json", "availability", "nothing-like-it"], "child": null, "spawned": false,
             "exitCode": 2, "stdout": "", "stderr": "", "data": { "suggestions": [] }, "outputTruncated": false,
             "durationMs": "[ms]",
-            "error": { "code": 2, "reason": "unknown_pack", "message": "no pack by that name" },
+            "error": { "code": 2, "reason": "unknown_pack", "message": "no pack is named `nothing-like-it`" },
             "next": "hcpx search"
         })
+    );
+}
+
+/// A pack id the caller gave is named in the refusal, but made inert: an escape
+/// sequence in it never reaches a terminal, nor does a long id at any length.
+#[test]
+fn an_unknown_pack_is_named_inert_and_short() {
+    let env = TestEnv::new();
+    let (_, envelope) = env.json(&["skill", "x\u{1b}]52;c;aGk=\u{7}"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("no pack is named `x\\u{1b}]52;c;aGk=\\u{7}`")
+    );
+    let long = "a".repeat(100);
+    let (_, envelope) = env.json(&["availability", &long]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!(format!("no pack is named `{}…`", "a".repeat(64)))
     );
 }
 

@@ -63,7 +63,7 @@ fn policy_set_refuses_unknown_targets_unless_forced() {
     assert_eq!(output.code, 2, "{output}");
     assert_eq!(
         output.stderr,
-        "error: no pack by that name; did you mean git.*?\n  a rule for a pack not installed yet: add --force\n\
+        "error: no pack is named `gti`; did you mean git.*?\n  a rule for a pack not installed yet: add --force\n\
          next: hcpx policy set 'git.*' confirm\n"
     );
     // Known targets and effects are taken; --force takes an unknown one as written.
