@@ -183,12 +183,6 @@ pub struct Executed {
     pub effects: Effects,
 }
 
-/// `hcpx --help` (or any command's) as data.
-#[derive(serde::Serialize)]
-struct Help<'a> {
-    help: &'a str,
-}
-
 /// `hcpx --version` as data.
 #[derive(serde::Serialize)]
 struct Version {
@@ -204,7 +198,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let completing = commands::complete::request(&argv);
     let parsed = match completing {
         Some(_) => Ok(None),
-        None => parse(&argv).map(Some),
+        None => parse(&commands::help::parseable(&argv)).map(Some),
     };
     let result = match parsed {
         Ok(None) => commands::complete::complete(ctx, completing.unwrap_or(&[])),
@@ -212,8 +206,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                let text = error.render().to_string();
-                Ok(Reply::new(&Help { help: &text }, text.clone()))
+                Ok(commands::help::help(&argv, &error.render().to_string()))
             }
             // The version as a field of its own: `hcpx --version --json` is read by
             // scripts, which should not have to cut `hcpx ` off a help text.

@@ -12,6 +12,7 @@ pub(crate) mod complete;
 pub(crate) mod completions;
 pub(crate) mod doctor;
 pub(crate) mod exec;
+pub(crate) mod help;
 pub(crate) mod install;
 pub(crate) mod output;
 pub(crate) mod pack;

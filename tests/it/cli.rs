@@ -31,6 +31,83 @@ fn help_subcommand_shows_a_commands_help() {
     );
 }
 
+/// `hcpx help --json` is the command tree as data: every command with its summary,
+/// the nested ones under theirs; `hcpx help exec --json` one command with its usage
+/// and arguments. The text is clap's, as `--help` prints it.
+#[test]
+fn help_json_is_the_command_tree() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["help"]);
+    assert_eq!(code, 0, "{envelope}");
+    let output = env.command(&["help", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let direct: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(direct["data"], envelope["data"]);
+    let data = &envelope["data"];
+    assert_eq!(data["help"], json!(env.run(&["--help"]).stdout));
+    assert_eq!(data["command"], json!(""));
+    let names: Vec<&str> = data["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| node["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "search",
+            "skill",
+            "availability",
+            "exec",
+            "install",
+            "uninstall",
+            "bind",
+            "unbind",
+            "bindings",
+            "output",
+            "adopt",
+            "mcp",
+            "policy",
+            "pack",
+            "doctor",
+            "completions",
+            "man"
+        ]
+    );
+    assert_eq!(
+        data["commands"][13],
+        json!({
+            "name": "pack", "summary": "Tools for pack authors",
+            "commands": [
+                { "name": "pack check", "summary": "Validate a pack folder: manifest, SKILL.md and CLI file. Lists every problem" },
+                { "name": "pack new", "summary": "Write a valid starting pack into ./ID/" }
+            ]
+        })
+    );
+    let (code, mut envelope) = env.json(&["help", "exec", "--json"]);
+    assert_eq!(code, 0, "{envelope}");
+    let text = envelope["data"].as_object_mut().unwrap().remove("help").unwrap();
+    assert_eq!(text, json!(env.run(&["exec", "--help"]).stdout));
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "command": "exec",
+            "summary": "Run a pack command through policy, binding and the sandbox",
+            "usage": "hcpx exec [OPTIONS] <PACK> <COMMAND> [KEY=VALUE]...",
+            "arguments": [
+                { "name": "PACK", "help": "The pack id", "required": true },
+                { "name": "COMMAND", "help": "The command name", "required": true },
+                { "name": "--dry-run", "help": "Show the plan (decision, child argv, env names, sandbox) without running it", "required": false },
+                { "name": "--yes", "help": "Confirm a command whose policy is `confirm` (not enough for `confirm-human`)", "required": false },
+                { "name": "--timeout-ms N", "help": "Stop the command after this many milliseconds (at most 600000)", "required": false },
+                { "name": "KEY=VALUE", "help": "KEY=VALUE parameters (after `--` when a word starts with `-`)", "required": false }
+            ],
+            "commands": []
+        })
+    );
+    assert_eq!(envelope["argv"], json!(["--json", "help", "exec", "--json"]));
+}
+
 /// The version is a field of its own, not a help text to cut apart.
 #[test]
 fn version_json_has_a_version_field() {
