@@ -4,9 +4,8 @@
 /// `hcpx pack check DIR` of a valid pack.
 pub(crate) fn pack_check_text(id: &str, version: &str, commands: &[&str]) -> String {
     format!(
-        "ok: {id} {version} is a valid pack ({} command{}: {})\n",
-        commands.len(),
-        if commands.len() == 1 { "" } else { "s" },
+        "ok: {id} {version} is a valid pack ({}: {})\n",
+        super::count(commands.len(), "command"),
         commands.join(", ")
     )
 }

@@ -357,3 +357,46 @@ fn usage_errors_keep_clap_detail_and_suggest_the_corrected_command() {
         ]
     );
 }
+
+/// A broken pack with one problem says `1 problem` wherever it is counted: doctor,
+/// the warning of search, availability, and an install of it.
+#[test]
+fn one_problem_is_one_problem() {
+    let env = TestEnv::new();
+    let dir = env.install_fixture("probe", "probe");
+    let manifest = dir.join("hcp.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    value["version"] = json!("one");
+    std::fs::write(&manifest, value.to_string()).unwrap();
+    let output = env.run(&["doctor"]);
+    assert!(
+        output.stdout.contains(&format!(
+            "  broken: probe (1 problem): hcpx pack check {}\n",
+            dir.display()
+        )),
+        "{output}"
+    );
+    let output = env.run(&["search", "probe"]);
+    assert!(
+        output.stderr.contains(&format!(
+            "warning: installed pack `probe` is broken and was skipped (1 problem); run `hcpx pack check {}`",
+            dir.display()
+        )),
+        "{output}"
+    );
+    let (_, envelope) = env.json(&["availability", "probe"]);
+    assert_eq!(
+        envelope["data"]["problems"][0]["reason"],
+        json!("the installed manifest has 1 problem"),
+        "{envelope}"
+    );
+    let copy = env.root.path().join("copy");
+    crate::common::copy_dir(&dir, &copy);
+    let (_, envelope) = env.json(&["install", copy.to_str().unwrap(), "--yes"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the pack is invalid (1 problem); nothing was installed"),
+        "{envelope}"
+    );
+}
