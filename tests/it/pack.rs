@@ -256,6 +256,71 @@ fn doc_section_blocks(heading: &str) -> Vec<(String, String)> {
     blocks
 }
 
+/// The "second example" of docs/packs.md (`lines`, grep over files) runs as the page
+/// shows it: the manifest and SKILL.md from the page, every console line run and its
+/// output compared (the dry run's first two lines), and what the page says of
+/// `--json` without `json`: grep's lines in `stdout`, `data` null.
+#[test]
+fn the_second_example_in_docs_packs_md_runs_as_written() {
+    let grep = ["/usr/bin/grep", "/bin/grep"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists());
+    if !crate::common::require(grep.is_some(), "grep") {
+        return;
+    }
+    let env = TestEnv::new();
+    let blocks = doc_section_blocks("## A second example: wrapping a program on `PATH`");
+    let [(_, manifest), (_, skill), (_, steps)] = blocks
+        .try_into()
+        .unwrap_or_else(|blocks: Vec<_>| panic!("expected json, markdown, console: {blocks:?}"));
+    env.write("work/lines/hcp.json", &manifest);
+    env.write("work/lines/SKILL.md", &skill);
+    env.write("work/notes.txt", "a TODO\nb\n-x TODO\n");
+    env.write("work/-odd.txt", "TODO 2\n");
+    let mut lines = steps.lines().peekable();
+    while let Some(line) = lines.next() {
+        let line = line
+            .strip_prefix("$ ")
+            .unwrap_or_else(|| panic!("not a command: {line}"));
+        let mut expected = String::new();
+        while let Some(out) = lines.next_if(|next| !next.starts_with("$ ")) {
+            expected.push_str(out);
+            expected.push('\n');
+        }
+        let mut shown = String::new();
+        for command in line.split(" && ") {
+            let words = shell_words::split(command).unwrap();
+            assert_eq!(words[0], "hcpx", "{line}");
+            let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let output = env.run(&words);
+            assert!(!expected.is_empty() || output.code == 0, "{command}: {output}");
+            shown.push_str(&output.stdout);
+            shown.push_str(&output.stderr);
+        }
+        // The page shows the first lines of a dry run, then `...`, and not the
+        // output of the install.
+        let shown = match expected.strip_suffix("...\n") {
+            Some(head) => shown
+                .lines()
+                .take(head.lines().count())
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            None if expected.is_empty() => String::new(),
+            None => shown,
+        };
+        let shown = shown.replace(grep.unwrap(), "/usr/bin/grep");
+        assert_eq!(
+            shown,
+            expected.trim_end_matches("...\n"),
+            "`{line}` does not print what docs/packs.md shows"
+        );
+    }
+    let (code, envelope) = env.json(&["exec", "lines", "find", "--", "pattern=TODO", "files=notes.txt"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"], json!(null));
+    assert_eq!(envelope["stdout"], json!("1:a TODO\n3:-x TODO\n"));
+}
+
 /// The "third example" of docs/packs.md, step by step as a person follows it: the
 /// manifest and the CLI are taken from the page, and every console line is run
 /// and its output compared, so the page cannot drift. Then what the page says
