@@ -234,7 +234,11 @@ fn same_answers_under_every_awk_and_shell() {
 #[test]
 fn the_exit_codes_the_skill_states_hold() {
     let skill = std::fs::read_to_string(builtin("transit").join("SKILL.md")).unwrap();
-    let stated = skill.split("## Exit codes\n\n").nth(1).unwrap().replace('\n', " ");
+    let stated = skill
+        .split("## Exit codes\n\n")
+        .nth(1)
+        .unwrap()
+        .replace('\n', " ");
     assert!(
         stated.starts_with(
             "`hcpx exec transit ...` exits 0 when transit answered; 1 when transit itself failed, with \
@@ -248,12 +252,42 @@ fn the_exit_codes_the_skill_states_hold() {
     }
     let env = crate::common::TestEnv::new();
     for (params, code, exit_code, reason) in [
-        (&["from=Westgate", "to=Central", "at=08:00"][..], 0, json!(0), json!(null)),
-        (&["from=Westgate", "to=Central", "at=23:59"], 1, json!(1), json!("failed")),
-        (&["from=park", "to=Central", "at=08:00"], 1, json!(2), json!("failed")),
-        (&["from=Westgate", "to=Nowhere", "at=08:00"], 1, json!(2), json!("failed")),
-        (&["from=Westgate", "to=Central", "at=25:00"], 2, json!(2), json!("invalid_param")),
-        (&["from=Westgate", "towards=Central"], 2, json!(2), json!("unknown_param")),
+        (
+            &["from=Westgate", "to=Central", "at=08:00"][..],
+            0,
+            json!(0),
+            json!(null),
+        ),
+        (
+            &["from=Westgate", "to=Central", "at=23:59"],
+            1,
+            json!(1),
+            json!("failed"),
+        ),
+        (
+            &["from=park", "to=Central", "at=08:00"],
+            1,
+            json!(2),
+            json!("failed"),
+        ),
+        (
+            &["from=Westgate", "to=Nowhere", "at=08:00"],
+            1,
+            json!(2),
+            json!("failed"),
+        ),
+        (
+            &["from=Westgate", "to=Central", "at=25:00"],
+            2,
+            json!(2),
+            json!("invalid_param"),
+        ),
+        (
+            &["from=Westgate", "towards=Central"],
+            2,
+            json!(2),
+            json!("unknown_param"),
+        ),
     ] {
         let mut args = vec!["exec", "transit", "plan", "--"];
         args.extend_from_slice(params);
