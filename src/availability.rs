@@ -206,7 +206,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
             flag: Flag::Permitted,
             reason: format!("every command is denied by {}", evaluation.rule),
             fix: match evaluation.rule.kind {
-                RuleKind::Unparsable { .. } => "fix the policy file, then run `hcpx policy show`".to_owned(),
+                RuleKind::Unparsable { .. } => "fix the field named in the policy file (docs/policy.md describes the format), then run `hcpx policy show`".to_owned(),
                 _ => format!("hcpx policy set {id}.* confirm"),
             },
         });

@@ -40,6 +40,19 @@ pub(crate) use policy::{
 pub(crate) use search::{SearchResult, search_text};
 pub(crate) use skill::{skill_reference, skill_text};
 
+/// `n` and the noun, singular for one (`1 problem`, `2 problems`, `0 matches`): every
+/// count in a message or report is written with it.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    let plural = if n == 1 {
+        ""
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        "es"
+    } else {
+        "s"
+    };
+    format!("{n} {noun}{plural}")
+}
+
 /// Renders a failure for a person: `error:` line, details, a `next:` hint, each one
 /// line whatever pack text it quotes.
 pub(crate) fn failure_text(failure: &Failure) -> String {
@@ -114,7 +127,8 @@ impl std::fmt::Display for Warning {
             Self::NotJson(why) => write!(f, "the pack's output is not JSON ({why}), so data is null"),
             Self::BrokenPack { id, problems, dir } => write!(
                 f,
-                "installed pack `{id}` is broken and was skipped ({problems} problems); run `hcpx pack check {}`",
+                "installed pack `{id}` is broken and was skipped ({}); run `hcpx pack check {}`",
+                count(*problems, "problem"),
                 dir.display()
             ),
             Self::LeftForeign { path, key: Some(key) } => write!(
@@ -154,6 +168,17 @@ mod tests {
     use super::*;
     use crate::error::Reason;
     use crate::next::Next;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(count(1, "problem"), "1 problem");
+        assert_eq!(count(0, "problem"), "0 problems");
+        assert_eq!(count(8, "problem"), "8 problems");
+        assert_eq!(count(1, "weak match"), "1 weak match");
+        assert_eq!(count(2, "weak match"), "2 weak matches");
+        assert_eq!(count(1, "byte"), "1 byte");
+        assert_eq!(count(3, "box"), "3 boxes");
+    }
 
     #[test]
     fn failure_text_has_hint() {

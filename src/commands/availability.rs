@@ -75,7 +75,10 @@ pub(crate) fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
             ready: false,
             problems: vec![Problem {
                 flag: Flag::Installed,
-                reason: format!("the installed manifest has {} problems", broken.problems.len()),
+                reason: format!(
+                    "the installed manifest has {}",
+                    crate::render::count(broken.problems.len(), "problem")
+                ),
                 fix: format!("hcpx pack check {}", broken.dir.display()),
             }],
         },

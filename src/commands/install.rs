@@ -47,8 +47,8 @@ impl From<InstallError> for Failure {
                 return Failure::new(
                     Reason::InvalidPack,
                     format!(
-                        "the pack is invalid ({} problems); nothing was installed",
-                        problems.len()
+                        "the pack is invalid ({}); nothing was installed",
+                        crate::render::count(problems.len(), "problem")
                     ),
                 )
                 .details(problems.iter().map(ToString::to_string).collect())

@@ -8,9 +8,11 @@
 pub(crate) mod adopt;
 pub(crate) mod availability;
 pub(crate) mod bind;
+pub(crate) mod complete;
 pub(crate) mod completions;
 pub(crate) mod doctor;
 pub(crate) mod exec;
+pub(crate) mod help;
 pub(crate) mod install;
 pub(crate) mod output;
 pub(crate) mod pack;
@@ -218,7 +220,7 @@ pub(crate) struct Asked {
 /// A `deny`: by the policy (whose rules `policy show` lists), or by a read-only
 /// server, which no policy change opens.
 pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &impl serde::Serialize) -> Failure {
-    let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
+    let failure = Failure::new(Reason::DeniedByPolicy, evaluation.denial());
     let failure = if evaluation.rule.kind == crate::policy::RuleKind::ReadOnly {
         failure.next(Next::advice("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves"))
     } else {

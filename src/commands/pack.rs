@@ -22,6 +22,8 @@ struct Valid<'a> {
     commands: &'a [&'a str],
     /// None: the same field as a refusal's.
     problems: &'a [Problem],
+    /// What refuses nothing (a CLI file install will make executable).
+    notes: &'a [String],
 }
 
 /// `pack check`'s refusal data: every problem.
@@ -47,16 +49,18 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 .next(Next::hcpx(["pack", "new", "ID"]).note("to start a pack")),
         );
     }
-    let loaded = catalog::load_dir(&dir).and_then(|(manifest, skill)| {
-        let problems = home_problems(ctx, &manifest.sandbox.read);
+    // Judged as install judges it (`install::check_folder`), so that what passes here
+    // installs, and what install refuses is refused here.
+    let loaded = crate::install::check_folder(&dir).and_then(|checked| {
+        let problems = home_problems(ctx, &checked.manifest.sandbox.read);
         if problems.is_empty() {
-            Ok((manifest, skill))
+            Ok(checked)
         } else {
             Err(problems)
         }
     });
     match loaded {
-        Ok((manifest, _)) => {
+        Ok(crate::install::Checked { manifest, notes }) => {
             let commands: Vec<&str> = manifest
                 .commands
                 .iter()
@@ -68,10 +72,11 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
                 version: manifest.version.to_string(),
                 commands: &commands,
                 problems: &[],
+                notes: &notes,
             };
             Ok(Reply::new(
                 &data,
-                render::pack_check_text(&manifest.id, &data.version, &commands),
+                render::pack_check_text(&manifest.id, &data.version, &commands, &notes),
             ))
         }
         // The folder is there and the pack in it is broken: not the caller's words,
@@ -81,9 +86,8 @@ pub(crate) fn check(ctx: &Context, dir: &Path) -> Result<Reply, Failure> {
             Err(Failure::new(
                 Reason::InvalidPack,
                 format!(
-                    "the pack is invalid: {} problem{}",
-                    problems.len(),
-                    if problems.len() == 1 { "" } else { "s" }
+                    "the pack is invalid: {}",
+                    render::count(problems.len(), "problem")
                 ),
             )
             .details(lines)

@@ -179,9 +179,10 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                     Some(command) => format!("{id}.{command}"),
                     None => format!("{id}.*"),
                 };
+                let named = crate::error::shown_id(pack_id);
                 let (message, next) = match ids.first() {
                     Some(best) => (
-                        format!("no pack by that name; did you mean {}?", with(best)),
+                        format!("no pack is named `{named}`; did you mean {}?", with(best)),
                         Next::hcpx([
                             "policy".to_owned(),
                             "set".to_owned(),
@@ -189,7 +190,7 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                             decision.as_str().to_owned(),
                         ]),
                     ),
-                    None => ("no pack by that name".to_owned(), Next::hcpx(["search"])),
+                    None => (format!("no pack is named `{named}`"), Next::hcpx(["search"])),
                 };
                 #[derive(Serialize)]
                 struct Closest<'a> {
@@ -307,7 +308,7 @@ fn edit_user_policy<T>(
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),
         Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => return Err(EditError::Unparsable(error).into()),
+        Layer::Unparsable { path, error } => return Err(EditError::Unparsable { path, error }.into()),
     };
     let changed = change(&mut file)?;
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
@@ -326,8 +327,12 @@ enum EditError {
     Lock(StateError),
     /// The file is there and cannot be parsed: a person fixes it, hcpx never
     /// overwrites it.
-    #[error("the user policy cannot be parsed ({0}); fix it by hand first, it is never overwritten")]
-    Unparsable(String),
+    #[error(
+        "the user policy {} cannot be parsed ({error}); fix it by hand first (docs/policy.md describes \
+         the format), it is never overwritten",
+        path.display()
+    )]
+    Unparsable { path: PathBuf, error: String },
     #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: StateError },
 }
@@ -337,7 +342,7 @@ impl From<EditError> for Failure {
     fn from(error: EditError) -> Self {
         let next = match &error {
             EditError::Lock(_) => Some(Next::hcpx(["doctor"])),
-            EditError::Unparsable(_) => Some(Next::hcpx(["policy", "show"])),
+            EditError::Unparsable { .. } => Some(Next::hcpx(["policy", "show"])),
             EditError::Write { .. } => None,
         };
         let failure = Failure::new(Reason::Io, error.to_string());

@@ -25,7 +25,7 @@ mod tarball;
 pub use crate::layout::LOCK_FILE;
 pub use copies::pinned_copy;
 pub use error::{InstallError, Limit, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED};
-pub use files::{Files, integrity, validate};
+pub use files::{Checked, Files, check_folder, integrity, validate};
 pub use folder::read_folder;
 pub use identity::{
     identity, identity_and_files, installed_source, locked_identity, same_place, source, source_place,

@@ -30,15 +30,13 @@ pub(crate) struct SearchResult {
 /// `below_floor`: weaker matches hidden, said on a line of their own.
 pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: usize) -> String {
     let mut text = String::new();
-    let (matches, them) = if below_floor == 1 {
-        ("match", "it")
-    } else {
-        ("matches", "them")
-    };
+    let them = if below_floor == 1 { "it" } else { "them" };
+    let weak = super::count(below_floor, "weak match");
+    let weaker = super::count(below_floor, "weaker match");
     if results.is_empty() && below_floor > 0 {
         let _ = writeln!(
             text,
-            "No pack matches \"{query}\" well; {below_floor} weak {matches} hidden: `--all` shows {them}."
+            "No pack matches \"{query}\" well; {weak} hidden: `--all` shows {them}."
         );
     } else if results.is_empty() {
         let _ = writeln!(
@@ -85,10 +83,7 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
         );
     }
     if !results.is_empty() && below_floor > 0 {
-        let _ = writeln!(
-            text,
-            "({below_floor} weaker {matches} hidden; --all shows {them})"
-        );
+        let _ = writeln!(text, "({weaker} hidden; --all shows {them})");
     }
     if let Some(first) = results.first() {
         match &first.install {

@@ -139,7 +139,7 @@ fn unknown_pack_suggests_the_closest() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: no pack by that name; closest: transit
+    error: no pack is named `transt`; closest: transit
     next: hcpx skill transit
     [EOF]
     ");
@@ -151,9 +151,27 @@ fn unknown_pack_suggests_the_closest() {
             "ok": false, "argv": ["--json", "availability", "nothing-like-it"], "child": null, "spawned": false,
             "exitCode": 2, "stdout": "", "stderr": "", "data": { "suggestions": [] }, "outputTruncated": false,
             "durationMs": "[ms]",
-            "error": { "code": 2, "reason": "unknown_pack", "message": "no pack by that name" },
+            "error": { "code": 2, "reason": "unknown_pack", "message": "no pack is named `nothing-like-it`" },
             "next": "hcpx search"
         })
+    );
+}
+
+/// A pack id the caller gave is named in the refusal, but made inert: an escape
+/// sequence in it never reaches a terminal, nor does a long id at any length.
+#[test]
+fn an_unknown_pack_is_named_inert_and_short() {
+    let env = TestEnv::new();
+    let (_, envelope) = env.json(&["skill", "x\u{1b}]52;c;aGk=\u{7}"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("no pack is named `x\\u{1b}]52;c;aGk=\\u{7}`")
+    );
+    let long = "a".repeat(100);
+    let (_, envelope) = env.json(&["availability", &long]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!(format!("no pack is named `{}…`", "a".repeat(64)))
     );
 }
 
@@ -347,5 +365,48 @@ fn usage_errors_keep_clap_detail_and_suggest_the_corrected_command() {
             json!("--at=08:00"),
             json!("--json")
         ]
+    );
+}
+
+/// A broken pack with one problem says `1 problem` wherever it is counted: doctor,
+/// the warning of search, availability, and an install of it.
+#[test]
+fn one_problem_is_one_problem() {
+    let env = TestEnv::new();
+    let dir = env.install_fixture("probe", "probe");
+    let manifest = dir.join("hcp.json");
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    value["version"] = json!("one");
+    std::fs::write(&manifest, value.to_string()).unwrap();
+    let output = env.run(&["doctor"]);
+    assert!(
+        output.stdout.contains(&format!(
+            "  broken: probe (1 problem): hcpx pack check {}\n",
+            dir.display()
+        )),
+        "{output}"
+    );
+    let output = env.run(&["search", "probe"]);
+    assert!(
+        output.stderr.contains(&format!(
+            "warning: installed pack `probe` is broken and was skipped (1 problem); run `hcpx pack check {}`",
+            dir.display()
+        )),
+        "{output}"
+    );
+    let (_, envelope) = env.json(&["availability", "probe"]);
+    assert_eq!(
+        envelope["data"]["problems"][0]["reason"],
+        json!("the installed manifest has 1 problem"),
+        "{envelope}"
+    );
+    let copy = env.root.path().join("copy");
+    crate::common::copy_dir(&dir, &copy);
+    let (_, envelope) = env.json(&["install", copy.to_str().unwrap(), "--yes"]);
+    assert_eq!(
+        envelope["error"]["message"],
+        json!("the pack is invalid (1 problem); nothing was installed"),
+        "{envelope}"
     );
 }

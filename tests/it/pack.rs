@@ -45,26 +45,96 @@ fn broken_pack_lists_every_problem() {
     );
 }
 
+/// A CLI file that is not executable passes `pack check` with a note, since install
+/// copies it executable; a missing SKILL.md is a problem.
 #[test]
-fn check_refuses_a_non_executable_cli_and_a_missing_skill() {
+fn check_takes_a_non_executable_cli_with_a_note_and_refuses_a_missing_skill() {
+    use std::os::unix::fs::PermissionsExt as _;
     let env = TestEnv::new();
     let dir = env.root.path().join("work/p");
     crate::common::copy_dir(&fixture("locked"), &dir);
+    std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = env.run(&["pack", "check", "p"]);
+    insta::assert_snapshot!(output.to_string(), @r"
+    exit_code: 0
+    ----- stdout -----
+    ok: locked 1.0.0 is a valid pack (1 command: open)
+    note: ./locked is not executable in this folder; install copies it executable (chmod +x locked to run it from here)
+    ----- stderr -----
+    [EOF]
+    ");
     std::fs::remove_file(dir.join("SKILL.md")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    }
     let (code, envelope) = env.json(&["pack", "check", "p"]);
     assert_eq!(code, 2);
     assert_eq!(
         envelope["data"]["problems"],
-        json!([
-            { "path": "SKILL.md", "message": "is missing; every pack has a SKILL.md for agents" },
-            { "path": "bin[0]", "message": "./locked is not executable (chmod +x locked)" }
-        ])
+        json!([{ "path": "SKILL.md", "message": "is missing; every pack has a SKILL.md for agents" }])
     );
+}
+
+/// `pack check` and `install` give the same verdict on the same folder, whatever is
+/// wrong with it: what passes the check installs, and what install refuses the check
+/// refuses. A CLI file that is not executable passes both and runs once installed.
+#[test]
+fn pack_check_and_install_agree() {
+    use std::os::unix::fs::PermissionsExt as _;
+    type Change = fn(&std::path::Path, &std::path::Path);
+    let cases: [(&str, Change, i32); 6] = [
+        ("valid", |_, _| {}, 0),
+        (
+            "a CLI file that is not executable",
+            |dir, _| {
+                std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
+            },
+            0,
+        ),
+        (
+            "a SKILL.md that is a link",
+            |dir, root| {
+                std::fs::rename(dir.join("SKILL.md"), root.join("SKILL.md")).unwrap();
+                std::os::unix::fs::symlink(root.join("SKILL.md"), dir.join("SKILL.md")).unwrap();
+            },
+            2,
+        ),
+        (
+            "a CLI file with another hard link",
+            |dir, root| {
+                std::fs::hard_link(dir.join("locked"), root.join("locked-too")).unwrap();
+            },
+            2,
+        ),
+        (
+            "no SKILL.md",
+            |dir, _| std::fs::remove_file(dir.join("SKILL.md")).unwrap(),
+            2,
+        ),
+        (
+            "a manifest problem",
+            |dir, _| {
+                let text = std::fs::read_to_string(dir.join("hcp.json")).unwrap();
+                std::fs::write(dir.join("hcp.json"), text.replace("\"1.0.0\"", "\"one\"")).unwrap();
+            },
+            2,
+        ),
+    ];
+    for (what, change, verdict) in cases {
+        let env = TestEnv::new();
+        let dir = env.work().join("p");
+        crate::common::copy_dir(&fixture("locked"), &dir);
+        change(&dir, env.root.path());
+        let check = env.run(&["pack", "check", "p"]);
+        let install = env.run(&["install", "./p", "--yes"]);
+        assert_eq!(
+            (check.code, install.code),
+            (verdict, verdict),
+            "{what}:\n{check}\n{install}"
+        );
+        if verdict == 0 {
+            let installed = env.home().join("packs/locked/locked");
+            let mode = std::fs::metadata(&installed).unwrap().permissions().mode();
+            assert_eq!(mode & 0o111, 0o111, "{what}: {mode:o}");
+        }
+    }
 }
 
 #[test]
@@ -254,6 +324,71 @@ fn doc_section_blocks(heading: &str) -> Vec<(String, String)> {
         rest = &body[end + 3..];
     }
     blocks
+}
+
+/// The "second example" of docs/packs.md (`lines`, grep over files) runs as the page
+/// shows it: the manifest and SKILL.md from the page, every console line run and its
+/// output compared (the dry run's first two lines), and what the page says of
+/// `--json` without `json`: grep's lines in `stdout`, `data` null.
+#[test]
+fn the_second_example_in_docs_packs_md_runs_as_written() {
+    let grep = ["/usr/bin/grep", "/bin/grep"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists());
+    if !crate::common::require(grep.is_some(), "grep") {
+        return;
+    }
+    let env = TestEnv::new();
+    let blocks = doc_section_blocks("## A second example: wrapping a program on `PATH`");
+    let [(_, manifest), (_, skill), (_, steps)] = blocks
+        .try_into()
+        .unwrap_or_else(|blocks: Vec<_>| panic!("expected json, markdown, console: {blocks:?}"));
+    env.write("work/lines/hcp.json", &manifest);
+    env.write("work/lines/SKILL.md", &skill);
+    env.write("work/notes.txt", "a TODO\nb\n-x TODO\n");
+    env.write("work/-odd.txt", "TODO 2\n");
+    let mut lines = steps.lines().peekable();
+    while let Some(line) = lines.next() {
+        let line = line
+            .strip_prefix("$ ")
+            .unwrap_or_else(|| panic!("not a command: {line}"));
+        let mut expected = String::new();
+        while let Some(out) = lines.next_if(|next| !next.starts_with("$ ")) {
+            expected.push_str(out);
+            expected.push('\n');
+        }
+        let mut shown = String::new();
+        for command in line.split(" && ") {
+            let words = shell_words::split(command).unwrap();
+            assert_eq!(words[0], "hcpx", "{line}");
+            let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let output = env.run(&words);
+            assert!(!expected.is_empty() || output.code == 0, "{command}: {output}");
+            shown.push_str(&output.stdout);
+            shown.push_str(&output.stderr);
+        }
+        // The page shows the first lines of a dry run, then `...`, and not the
+        // output of the install.
+        let shown = match expected.strip_suffix("...\n") {
+            Some(head) => shown
+                .lines()
+                .take(head.lines().count())
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            None if expected.is_empty() => String::new(),
+            None => shown,
+        };
+        let shown = shown.replace(grep.unwrap(), "/usr/bin/grep");
+        assert_eq!(
+            shown,
+            expected.trim_end_matches("...\n"),
+            "`{line}` does not print what docs/packs.md shows"
+        );
+    }
+    let (code, envelope) = env.json(&["exec", "lines", "find", "--", "pattern=TODO", "files=notes.txt"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"], json!(null));
+    assert_eq!(envelope["stdout"], json!("1:a TODO\n3:-x TODO\n"));
 }
 
 /// The "third example" of docs/packs.md, step by step as a person follows it: the

@@ -68,7 +68,23 @@ pub(super) fn validate<'c>(
     ctx: &Context,
     request: &'c Request,
 ) -> Result<Target<'c>, Failure> {
-    let pack = super::super::find_pack(catalog, &request.args.pack)?;
+    let pack = super::super::find_pack(catalog, &request.args.pack).map_err(|failure| {
+        // A misspelt pack: the same call with the closest one, every other word kept.
+        let id = request.args.pack.as_str();
+        match (catalog.broken(id), catalog.closest(id).first()) {
+            (None, Some(best)) => {
+                let mut words = request.corrected(
+                    &request.args.command,
+                    &request.args.params,
+                    request.args.yes,
+                    request.args.dry_run,
+                );
+                words[1].clone_from(best);
+                failure.next(Next::hcpx(words))
+            }
+            _ => failure,
+        }
+    })?;
     let Some(command) = pack.manifest.command(&request.args.command) else {
         let names: Vec<&str> = pack.manifest.commands.iter().map(|c| c.name.as_str()).collect();
         let closest = crate::suggest::closest(&request.args.command, names.iter().copied());
