@@ -30,17 +30,18 @@ pub enum HcpxCommand {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \
-                            hcpx search          (every pack)\n\n\
+                            hcpx search --all    (every pack, installed or in the catalog)\n\n\
                             Matches far weaker than the best one are hidden (and counted); --all shows them. \
                             With --json each result has its `score`."
     )]
     Search {
         /// Words to look for in ids, keywords, descriptions, commands and skills.
         query: Vec<String>,
-        /// Show at most this many packs.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        limit: u32,
-        /// Also show weak matches (a word only in a pack's skill text, far below the best match).
+        /// Show at most this many packs [default: 10; with --all, every one].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: Option<u32>,
+        /// Also show weak matches (a word only in a pack's skill text, far below the best match),
+        /// and without --limit every match: `search --all` lists every pack, installed or not.
         #[arg(long)]
         all: bool,
     },

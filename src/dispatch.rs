@@ -93,9 +93,13 @@ pub(crate) async fn dispatch(
             force,
         }) => commands::policy::set(ctx, &matcher, &decision, force, argv),
         HcpxCommand::Policy(PolicyCommand::Unset { matcher }) => commands::policy::unset(ctx, &matcher, argv),
-        HcpxCommand::Search { query, limit, all } => commands::search::run(ctx, &query, limit as usize, all),
+        HcpxCommand::Search { query, limit, all } => {
+            // Ten by default; `--all` alone lists everything.
+            let limit = limit.map_or(if all { usize::MAX } else { 10 }, |limit| limit as usize);
+            commands::search::run(ctx, &query, limit, all)
+        }
         HcpxCommand::Skill { pack, .. } => commands::skill::run(ctx, &pack),
-        HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack),
+        HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack).await,
         HcpxCommand::Policy(PolicyCommand::Show) => commands::policy::show(ctx),
         HcpxCommand::Policy(PolicyCommand::Check { pack, command, .. }) => {
             commands::policy::check(ctx, &pack, &command)

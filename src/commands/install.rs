@@ -1,6 +1,7 @@
 //! `hcpx install SOURCE [--yes]` and `hcpx uninstall PACK [--yes]`: write commands of
 //! the pseudo-pack `hcp` (see README.md), through the same policy and confirmation as
-//! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or a built-in id.
+//! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or the id of a built-in
+//! or catalog pack (materialised from the binary, no network).
 
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use crate::audit;
 use crate::audit::Disposition;
 use crate::binding::{Identity, Store};
 use crate::catalog::MANIFEST_FILE;
-use crate::catalog::builtin_files;
+use crate::catalog::{builtin_files, catalog_files};
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, LinkKind, Placed};
@@ -341,18 +342,14 @@ pub(crate) async fn install(
         let dir = ctx.cwd.join(source);
         let absolute = dir.canonicalize().unwrap_or(dir);
         (install::read_folder(&absolute)?, absolute.display().to_string())
-    } else if let Some(files) = builtin_files(source) {
-        let files: Files = files
-            .into_iter()
-            .map(|(name, bytes)| (name, bytes.to_vec()))
-            .collect();
-        (files, format!("builtin:{source}"))
+    } else if let Some((files, recorded)) = embedded(source) {
+        (files, recorded)
     } else {
         return Err(Failure::new(
             Reason::InvalidArguments,
-            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id",
+            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or the id of a built-in or catalog pack",
         )
-        .next(Next::hcpx(["install", "./my-pack"])));
+        .next(Next::hcpx(["search", "--all"]).note("every pack there is, installed or not")));
     };
     let manifest = install::validate(&files)?;
     if let Err(refusal) = may_replace(ctx, &manifest.id, &recorded, source) {
@@ -427,27 +424,56 @@ pub(crate) async fn install(
             packs_changed: changed,
         },
         run: None,
+        next: None,
     })
 }
 
-/// Replacing a built-in pack with a pack from another source (a folder or an npm
-/// package whose id is `git`) is a person's act, as binding is: it decides what the
-/// person's own `hcpx exec git` runs next. An agent is refused whatever the policy
-/// says; installing the built-in id itself stays an ordinary install.
+/// The files of the built-in or catalog pack `id`, from the binary, and the source
+/// an install of them records (`builtin:git`, `catalog:rg`).
+fn embedded(id: &str) -> Option<(Files, String)> {
+    let (files, recorded) = match (builtin_files(id), catalog_files(id)) {
+        (Some(files), _) => (files, format!("builtin:{id}")),
+        (None, Some(files)) => (files, format!("catalog:{id}")),
+        (None, None) => return None,
+    };
+    let files = files
+        .into_iter()
+        .map(|(name, bytes)| (name, bytes.to_vec()))
+        .collect();
+    Some((files, recorded))
+}
+
+/// Replacing a built-in or catalog pack with a pack from another source (a folder
+/// or an npm package whose id is `git` or `rg`) is a person's act, as binding is: it
+/// decides what the person's own `hcpx exec git` runs next. An agent is refused
+/// whatever the policy says; installing the built-in or catalog id itself stays an
+/// ordinary install.
 fn may_replace(ctx: &Context, id: &str, recorded: &str, source: &str) -> Result<(), Failure> {
-    let replaces = builtin_files(id).is_some() && recorded != format!("builtin:{id}");
-    if !replaces || crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow {
+    let (what, shipped) = if builtin_files(id).is_some() {
+        ("a built-in pack", format!("builtin:{id}"))
+    } else if catalog_files(id).is_some() {
+        ("a catalog pack", format!("catalog:{id}"))
+    } else {
+        return Ok(());
+    };
+    if recorded == shipped || crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow
+    {
         return Ok(());
     }
+    let data = if what == "a built-in pack" {
+        json!({ "id": id, "builtin": true })
+    } else {
+        json!({ "id": id, "catalog": true })
+    };
     Err(Failure::new(
         Reason::AccessRefused,
-        "an agent cannot replace a built-in pack with a pack from another source; nothing was installed",
+        format!("an agent cannot replace {what} with a pack from another source; nothing was installed"),
     )
     .next(Next::advice(format!(
         "a person runs, at a terminal and without HCP_AGENT=1: hcpx install {}",
         shell_words::quote(source)
     )))
-    .data(json!({ "id": id, "builtin": true })))
+    .data(data))
 }
 
 /// After an install: a person's update from the same place (the same npm package,
@@ -497,18 +523,38 @@ fn follow_bindings(
     Ok((kept, held_back))
 }
 
+/// What stays of `id` once its installed pack is removed: the built-in, the catalog's
+/// (off again), or nothing.
+fn shelved(id: &str) -> render::Shelved {
+    if builtin_files(id).is_some() {
+        render::Shelved::Builtin
+    } else if catalog_files(id).is_some() {
+        render::Shelved::Catalog
+    } else {
+        render::Shelved::Nothing
+    }
+}
+
 pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
     let started = std::time::Instant::now();
     if !crate::template::is_pack_id(id) {
         return Err(Failure::new(Reason::InvalidArguments, not_a_pack_id(id)));
     }
     if !ctx.packs_dir().join(id).is_dir() {
-        let message = if builtin_files(id).is_some() {
-            "that pack is built in, not installed; built-in packs stay"
+        let (message, next) = if builtin_files(id).is_some() {
+            (
+                "that pack is built in, not installed; built-in packs stay",
+                Next::hcpx(["search"]),
+            )
+        } else if catalog_files(id).is_some() {
+            (
+                "that pack is in the catalog and not installed; nothing to remove",
+                Next::hcpx(["search", "--all"]),
+            )
         } else {
-            "no installed pack by that name"
+            ("no installed pack by that name", Next::hcpx(["search"]))
         };
-        return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
+        return Err(Failure::new(Reason::UnknownPack, message).next(next));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
     let removed = install::remove(&ctx.home, id)?;
@@ -521,13 +567,14 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         started,
     );
     Ok(Reply {
-        text: render::uninstall_text(id, removed, builtin_files(id).is_some()),
+        text: render::uninstall_text(id, removed, shelved(id)),
         data: Some(to_json(&UninstalledData { id, removed })),
         warnings: warning.into_iter().collect(),
         effects: Effects {
             packs_changed: removed,
         },
         run: None,
+        next: None,
     })
 }
 

@@ -147,6 +147,7 @@ pub(crate) fn flags(
             machine,
             mode: ctx.sandbox_mode,
             exposed,
+            os: &|| ctx.os(),
         },
     )
 }

@@ -1,4 +1,6 @@
-//! `hcpx search [QUERY...] [--limit N]`
+//! `hcpx search [QUERY...] [--limit N] [--all]`: built-in, installed and catalog
+//! packs, each with its availability flags (`"installed": false` for a catalog pack
+//! that is not installed) and the program of the machine it needs.
 
 use serde::Serialize;
 
@@ -46,6 +48,12 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
                     .map(|command| command.name.clone())
                     .collect(),
                 score: (score * 100.0).round() / 100.0,
+                program: pack.program_name().map(str::to_owned),
+                variant: pack
+                    .manifest
+                    .program
+                    .as_ref()
+                    .and_then(|program| program.variant.clone()),
                 installed: report.installed,
                 runnable: report.runnable,
                 bound: report.bound,

@@ -29,6 +29,14 @@ pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>)
             },
             None,
         ),
+        // Not installed: nothing of it is on disk, and nothing it could be bound to.
+        Origin::Catalog => (
+            Identity {
+                source: format!("catalog:{}", pack.id()),
+                integrity: None,
+            },
+            None,
+        ),
         Origin::Installed { dir } => {
             let source = LockFile::load(&layout::lock_file(home))
                 .ok()

@@ -60,11 +60,24 @@ pub(crate) fn install_question(command: &str, target: &str) -> String {
     format!("{command} {target}?")
 }
 
-/// `hcpx uninstall ID`: `builtin` when a built-in pack has that id.
-pub(crate) fn uninstall_text(id: &str, removed: bool, builtin: bool) -> String {
-    match (removed, builtin) {
-        (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
-        (true, false) => format!("uninstalled {id}\n"),
+/// What stays of a pack id once its installed pack is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shelved {
+    /// The built-in pack of that id runs again.
+    Builtin,
+    /// The catalog's pack of that id is there to install again.
+    Catalog,
+    Nothing,
+}
+
+/// `hcpx uninstall ID`.
+pub(crate) fn uninstall_text(id: &str, removed: bool, shelved: Shelved) -> String {
+    match (removed, shelved) {
+        (true, Shelved::Builtin) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
+        (true, Shelved::Catalog) => {
+            format!("uninstalled {id}; it stays in the catalog: hcpx install {id} installs it again\n")
+        }
+        (true, Shelved::Nothing) => format!("uninstalled {id}\n"),
         (false, _) => format!("{id} was not installed\n"),
     }
 }

@@ -20,13 +20,15 @@ use crate::runtime::{self, Finished};
 use crate::sandbox::reads::ReadsError;
 use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
 
-fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
+fn program_failure(error: &ProgramError, pack: &Pack, os: &dyn Fn() -> crate::program::Os) -> Failure {
     let next = match error {
-        ProgramError::NotOnPath { name } => Next::advice(format!(
-            "install `{name}`, then run hcpx availability {}",
+        ProgramError::NotOnPath { .. } => Next::advice(format!(
+            "{}, then run hcpx availability {}",
+            crate::availability::how_to_get(pack, os()),
             pack.manifest.id
         )),
         ProgramError::MissingBuiltin | ProgramError::Materialize(_) => Next::hcpx(["doctor"]),
+        ProgramError::NotInstalled => Next::hcpx(["install", pack.manifest.id.as_str()]),
     };
     Failure::new(Reason::NotRunnable, error.to_string()).next(next)
 }
@@ -52,13 +54,14 @@ pub(super) fn runnable<'p>(
     let program = plan
         .program
         .as_ref()
-        .map_err(|error| program_failure(error, target.pack))?;
+        .map_err(|error| program_failure(error, target.pack, &|| ctx.os()))?;
     // The same answer availability gives: a CLI whose `#!` interpreter is missing,
     // or whose file is not a runnable regular file, is refused here.
     if let Some((problem, fix)) = crate::availability::cli_problem_of(
         target.pack,
         &ctx.env,
         pinned.map(|pinned| pinned.bytes.as_slice()),
+        &|| ctx.os(),
     ) {
         return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
     }
@@ -69,7 +72,7 @@ pub(super) fn runnable<'p>(
                 "a person removes that read from the pack's manifest; hcpx pack check {} shows it",
                 shell_words::quote(&dir.display().to_string())
             )),
-            (ReadsError::Declared { .. }, Origin::Builtin { .. }) => Next::hcpx(["doctor"]),
+            (ReadsError::Declared { .. }, Origin::Builtin { .. } | Origin::Catalog) => Next::hcpx(["doctor"]),
         };
         return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
     }
@@ -118,7 +121,7 @@ pub(super) fn confine(
         Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
         None => target.pack.materialize(&ctx.home, program),
     }
-    .map_err(|error| program_failure(&error, target.pack))?;
+    .map_err(|error| program_failure(&error, target.pack, &|| ctx.os()))?;
     let tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
         Failure::new(
             Reason::NotRunnable,

@@ -71,6 +71,8 @@ pub(crate) fn env() -> TestEnv {
 /// Installs the catalog pack `id` as a person would, and returns the install's
 /// envelope.
 pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog").join(id);
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("packs/catalog")
+        .join(id);
     env.install_ok(&folder.to_string_lossy(), false)
 }
