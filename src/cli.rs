@@ -343,11 +343,19 @@ pub enum PackCommand {
         /// The pack folder.
         dir: PathBuf,
     },
-    /// Write a valid starting pack into ./ID/.
-    #[command(after_help = "Example:\n  hcpx pack new weather && hcpx pack check weather")]
+    /// Write a valid starting pack into ./ID/: a CLI script of its own, or with --bin a pack
+    /// around a program already on PATH.
+    #[command(
+        after_help = "Examples:\n  hcpx pack new weather && hcpx pack check weather\n  \
+                            hcpx pack new rgx --bin rg   (asks `rg --version` and `rg --help` once, in the sandbox)"
+    )]
     New {
         /// The new pack's id.
         id: String,
+        /// Wrap this program of PATH instead (no script): its --version gives `program.versionArgs`,
+        /// its --help the description and a first `help` command.
+        #[arg(long, value_name = "PROGRAM")]
+        bin: Option<String>,
     },
 }
 

@@ -105,7 +105,10 @@ pub(crate) async fn dispatch(
             commands::policy::check(ctx, &pack, &command)
         }
         HcpxCommand::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
-        HcpxCommand::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
+        HcpxCommand::Pack(PackCommand::New { id, bin: None }) => commands::pack::new(ctx, &id),
+        HcpxCommand::Pack(PackCommand::New { id, bin: Some(bin) }) => {
+            commands::pack::new_around(ctx, &id, &bin).await
+        }
         HcpxCommand::Doctor => commands::doctor::run(ctx),
         HcpxCommand::Completions { shell } => Ok(commands::completions::completions(shell)),
         HcpxCommand::Man { command } => commands::completions::man(&command),

@@ -1,4 +1,4 @@
-//! search, skill and availability against built-in and installed packs.
+//! search, skill and availability against built-in, installed and catalog packs.
 
 use serde_json::json;
 
@@ -54,7 +54,11 @@ fn empty_search_lists_every_pack_in_id_order_with_limit() {
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["git", "jq", "sqlite", "transit"]);
+    // The packs that run first, then the catalog's, each in id order.
+    let mut expected: Vec<String> = ["git", "jq", "sqlite", "transit"].map(str::to_owned).to_vec();
+    expected.extend(catalog_ids());
+    expected.truncate(10);
+    assert_eq!(ids, expected);
     let (_, envelope) = env.json(&["search", "--limit", "2"]);
     assert_eq!(envelope["data"]["results"].as_array().unwrap().len(), 2);
 }
@@ -82,7 +86,11 @@ fn installed_pack_overrides_builtin_and_broken_one_hides_nothing() {
     let (code, envelope) = env.json(&["search"]);
     assert_eq!(code, 0);
     let results = envelope["data"]["results"].as_array().unwrap();
-    let ids: Vec<&str> = results.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = results
+        .iter()
+        .filter(|r| r["installed"] == json!(true))
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["git", "jq", "probe", "sqlite", "transit"]);
     assert_eq!(results[1]["version"], json!("9.9.9"));
     assert_eq!(results[1]["source"], json!("installed"));
@@ -169,7 +177,7 @@ fn availability_transit_is_ready() {
         envelope["data"],
         json!({
             "id": "transit", "installed": true, "runnable": true, "bound": true, "permitted": true,
-            "ready": true, "problems": []
+            "ready": true, "problems": [], "program": null
         })
     );
 }
@@ -337,5 +345,405 @@ fn usage_errors_keep_clap_detail_and_suggest_the_corrected_command() {
             json!("--at=08:00"),
             json!("--json")
         ]
+    );
+}
+
+// ---- The catalog: packs compiled in, off until installed ----
+
+/// The catalog's pack ids, from the repository's `packs/catalog/`, sorted.
+pub(crate) fn catalog_ids() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog");
+    let mut ids: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The catalog pack `id`'s manifest, as the repository has it.
+fn catalog_manifest(id: &str) -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("packs/catalog/{id}/hcp.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A program on the test's PATH: a shell script in `root/bin`, which comes first.
+pub(crate) fn fake_program(env: &mut TestEnv, name: &str, script: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = env.root.path().join("bin");
+    let path = env.write(&format!("bin/{name}"), &format!("#!/bin/sh\n{script}\n"));
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prefix = format!("{}:", bin.display());
+    if !env.path.starts_with(&prefix) {
+        env.path = format!("{prefix}{}", env.path);
+    }
+    path
+}
+
+/// A pack folder in the working directory wrapping the program `bin`, with this
+/// `program` block and one read command `run` (argv `args`).
+fn wrapper_pack(env: &TestEnv, id: &str, bin: &str, program: serde_json::Value, args: &[&str]) {
+    let manifest = json!({
+        "hcp": 1, "id": id, "version": "1.0.0", "description": format!("The {id} wrapper"),
+        "bin": [bin], "program": program,
+        "commands": { "run": { "summary": "Run it", "effect": "read", "argv": args } }
+    });
+    env.write(&format!("work/{id}/hcp.json"), &manifest.to_string());
+    env.write(
+        &format!("work/{id}/SKILL.md"),
+        &format!("---\nname: {id}\ndescription: Wraps {bin}.\n---\n"),
+    );
+}
+
+/// The attack this guards against is an agent or a person running a pack nobody
+/// installed: a catalog pack is listed, and every way of running it or reading it
+/// as if it were installed says it is not, with the command that installs it.
+#[test]
+fn a_catalog_pack_is_off_until_installed() {
+    let env = TestEnv::new();
+    let refusal = json!({ "code": 2, "reason": "unknown_pack",
+        "message": "that pack is in the catalog of this hcpx but not installed; nothing ran" });
+    for argv in [
+        &["exec", "rg", "search", "--", "pattern=x"][..],
+        &["exec", "rg", "no-such-command"][..],
+        &["skill", "rg"][..],
+    ] {
+        let (code, envelope) = env.json(argv);
+        assert_eq!(code, 2, "{argv:?}: {envelope}");
+        assert_eq!(
+            (
+                &envelope["error"],
+                &envelope["next"],
+                &envelope["data"],
+                &envelope["spawned"]
+            ),
+            (
+                &refusal,
+                &json!("hcpx install rg"),
+                &json!({ "id": "rg", "installed": false, "source": "catalog" }),
+                &json!(false)
+            ),
+            "{argv:?}"
+        );
+    }
+    let output = env.run(&["skill", "rg"]);
+    assert_eq!(
+        output.stderr,
+        "error: that pack is in the catalog of this hcpx but not installed; nothing ran\nnext: hcpx install rg\n"
+    );
+    // availability reports it, flags and all, and says how to install it.
+    let (code, envelope) = env.json(&["availability", "rg"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["next"], json!("hcpx install rg"));
+    let data = &envelope["data"];
+    assert_eq!(
+        (&data["installed"], &data["ready"]),
+        (&json!(false), &json!(false))
+    );
+    assert_eq!(
+        data["problems"][0],
+        json!({ "flag": "installed", "reason": "it is in the catalog of this hcpx, and not installed",
+                "fix": "hcpx install rg" })
+    );
+    let output = env.run(&["availability", "rg"]);
+    assert!(
+        output.stdout.starts_with("rg: not ready\n  installed  NO \n"),
+        "{output}"
+    );
+    assert!(output.stdout.ends_with("next: hcpx install rg\n"), "{output}");
+    // Nothing of it is on disk, and nothing was written to HCP_HOME by looking.
+    assert!(!env.home().join("packs").exists());
+}
+
+/// `search` lists uninstalled catalog packs with `installed: false`, the program each
+/// needs and its variant, and says how to install them; once installed, the same
+/// pack is listed as installed and runs.
+#[test]
+fn search_lists_catalog_packs_and_install_turns_one_on() {
+    let env = TestEnv::new();
+    let manifest = catalog_manifest("rg");
+    let (code, envelope) = env.json(&["search", "ripgrep"]);
+    assert_eq!(code, 0, "{envelope}");
+    let first = &envelope["data"]["results"][0];
+    assert_eq!(
+        (
+            &first["id"],
+            &first["version"],
+            &first["source"],
+            &first["installed"],
+            &first["program"],
+            &first["variant"],
+            &first["ready"]
+        ),
+        (
+            &json!("rg"),
+            &manifest["version"],
+            &json!("catalog"),
+            &json!(false),
+            &json!("rg"),
+            &manifest["program"]["variant"],
+            &json!(false)
+        )
+    );
+    let output = env.run(&["search", "ripgrep"]);
+    let variant = manifest["program"]["variant"].as_str().unwrap();
+    assert!(
+        output
+            .stdout
+            .contains(&format!("[not installed: hcpx install rg; needs rg, {variant}")),
+        "{output}"
+    );
+    assert!(output.stdout.ends_with("next: hcpx install rg\n"), "{output}");
+
+    env.install_ok("rg", false);
+    let (_, envelope) = env.json(&["search", "ripgrep"]);
+    let first = &envelope["data"]["results"][0];
+    assert_eq!(
+        (&first["id"], &first["source"], &first["installed"]),
+        (&json!("rg"), &json!("installed"), &json!(true))
+    );
+    let (code, envelope) = env.json(&["skill", "rg"]);
+    assert_eq!((code, &envelope["data"]["source"]), (0, &json!("installed")));
+    if !crate::common::require_kernel_layers()
+        || !crate::common::require(std::path::Path::new("/usr/bin/rg").exists(), "rg")
+    {
+        return;
+    }
+    env.write("work/notes.txt", "one\nneedle two\n");
+    let (code, envelope) = env.json(&["exec", "rg", "search", "--", "pattern=needle"]);
+    assert_eq!(code, 0, "{envelope}");
+    // The child's argv names the program it found, by its absolute path.
+    let child = envelope["child"].as_array().unwrap();
+    assert!(
+        std::path::Path::new(child[0].as_str().unwrap()).is_absolute()
+            && child[0].as_str().unwrap().ends_with("/rg"),
+        "{envelope}"
+    );
+    assert!(
+        envelope["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("notes.txt:2:needle two"),
+        "{envelope}"
+    );
+}
+
+/// `search --all` lists every pack there is, installed or not, each result with its
+/// `installed` flag: those that run first, then the catalog's, each in id order.
+#[test]
+fn search_all_lists_every_pack_installed_or_not() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["search", "--all"]);
+    assert_eq!(code, 0, "{envelope}");
+    let listed: Vec<(String, bool)> = envelope["data"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| {
+            (
+                result["id"].as_str().unwrap().to_owned(),
+                result["installed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(String, bool)> = ["git", "jq", "sqlite", "transit"]
+        .iter()
+        .map(|id| ((*id).to_owned(), true))
+        .collect();
+    expected.extend(catalog_ids().into_iter().map(|id| (id, false)));
+    assert_eq!(listed, expected);
+    // Without --all, ten at most; with a limit, that many.
+    let (_, envelope) = env.json(&["search"]);
+    assert_eq!(
+        envelope["data"]["results"].as_array().unwrap().len(),
+        expected.len().min(10)
+    );
+    let (_, envelope) = env.json(&["search", "--all", "--limit", "5"]);
+    assert_eq!(
+        envelope["data"]["results"].as_array().unwrap().len(),
+        expected.len().min(5)
+    );
+}
+
+/// Of two packs that match a query equally, the installed one ranks first: a copy of
+/// the catalog's rg installed under another id outranks the catalog's own.
+#[test]
+fn an_installed_pack_ranks_above_an_uninstalled_one_that_matches_equally() {
+    let env = TestEnv::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog/rg");
+    let copy = env.work().join("rgcopy");
+    crate::common::copy_dir(&repo, &copy);
+    for file in ["hcp.json", "SKILL.md"] {
+        let text = std::fs::read_to_string(copy.join(file))
+            .unwrap()
+            .replacen("\"id\": \"rg\"", "\"id\": \"rgcopy\"", 1)
+            .replacen("name: rg\n", "name: rgcopy\n", 1);
+        std::fs::write(copy.join(file), text).unwrap();
+    }
+    env.install_ok("./rgcopy", false);
+    let (_, envelope) = env.json(&["search", "ripgrep"]);
+    let results = envelope["data"]["results"].as_array().unwrap();
+    let top: Vec<(&str, &serde_json::Value, bool)> = results
+        .iter()
+        .take(2)
+        .map(|result| {
+            (
+                result["id"].as_str().unwrap(),
+                &result["score"],
+                result["installed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(top[0].1, top[1].1, "they match equally: {envelope}");
+    assert_eq!(
+        (top[0].0, top[0].2, top[1].0, top[1].2),
+        ("rgcopy", true, "rg", false)
+    );
+}
+
+/// A pack's program is found under `bin[0]`, else under each of `program.aliases`
+/// (Debian's `fd` is `fdfind`); the child's argv names the one found.
+#[test]
+fn a_program_is_found_under_an_alias() {
+    let mut env = TestEnv::new();
+    let fake = fake_program(&mut env, "fakefind", "echo \"found: $*\"");
+    wrapper_pack(
+        &env,
+        "finder",
+        "fakefd-hcpx-missing",
+        json!({ "aliases": ["fakefd2-hcpx-missing", "fakefind"] }),
+        &["--all"],
+    );
+    env.install_ok("./finder", false);
+    let (code, envelope) = env.json(&["availability", "finder"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        envelope["data"]["program"],
+        json!({ "name": "fakefd-hcpx-missing", "aliases": ["fakefd2-hcpx-missing", "fakefind"],
+                "path": fake, "variant": null, "version": null, "install": [], "homepage": null })
+    );
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let (code, envelope) = env.json(&["exec", "finder", "run"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["child"], json!([fake, "--all"]));
+    assert_eq!(envelope["stdout"], json!("found: --all\n"));
+    // With none of its names on PATH, each is listed.
+    env.path = "/usr/bin:/bin".to_owned();
+    let (_, envelope) = env.json(&["availability", "finder"]);
+    assert_eq!(
+        envelope["data"]["problems"][0]["reason"],
+        json!("`fakefd-hcpx-missing` is not on PATH, nor `fakefd2-hcpx-missing` nor `fakefind`")
+    );
+}
+
+/// `availability` runs `program.versionArgs` once, under the sandbox, and reports a
+/// program that does not match `versionPattern` as the wrong variant; exec does not
+/// spend the run.
+#[test]
+fn availability_tells_the_wrong_variant() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let mut env = TestEnv::new();
+    let marker = env.root.path().join("asked");
+    let script = format!(
+        "[ \"$1\" = --version ] && {{ echo \"fakeyq 4.44.3 (mikefarah)\"; touch {} 2>/dev/null; exit 0; }}\necho ran",
+        marker.display()
+    );
+    let fake = fake_program(&mut env, "fakeyq", &script);
+    wrapper_pack(
+        &env,
+        "yamlq",
+        "fakeyq",
+        json!({ "variant": "kislyuk/yq, the jq wrapper", "versionArgs": ["--version"],
+                "versionPattern": "^fakeyq 3\\.", "install": { "pipx": "yq" } }),
+        &[],
+    );
+    env.install_ok("./yamlq", false);
+    let (code, envelope) = env.json(&["availability", "yamlq"]);
+    assert_eq!(code, 0, "{envelope}");
+    let data = &envelope["data"];
+    assert_eq!(
+        (&data["runnable"], &data["ready"]),
+        (&json!(false), &json!(false))
+    );
+    let dir = fake.parent().unwrap().display().to_string();
+    assert_eq!(
+        data["problems"],
+        json!([{
+            "flag": "runnable",
+            "reason": format!("found {}, but it is not kislyuk/yq, the jq wrapper: `fakeyq --version` printed \"fakeyq 4.44.3 (mikefarah)\"", fake.display()),
+            "fix": format!("install kislyuk/yq, the jq wrapper (pipx install yq), ahead of {dir} on PATH"),
+        }])
+    );
+    assert_eq!(data["program"]["version"], json!("fakeyq 4.44.3 (mikefarah)"));
+    assert!(
+        !marker.exists(),
+        "the version check ran in the sandbox, which lets it write nowhere but its temporary folder"
+    );
+    // Exec does not run the check: the call runs the program once, as asked.
+    let (code, envelope) = env.json(&["exec", "yamlq", "run"]);
+    assert_eq!((code, &envelope["stdout"]), (0, &json!("ran\n")), "{envelope}");
+    // The supported variant passes.
+    fake_program(&mut env, "fakeyq", "echo 'fakeyq 3.1.0'");
+    let (_, envelope) = env.json(&["availability", "yamlq"]);
+    assert_eq!(
+        (
+            &envelope["data"]["runnable"],
+            &envelope["data"]["program"]["version"]
+        ),
+        (&json!(true), &json!("fakeyq 3.1.0")),
+        "{envelope}"
+    );
+    let output = env.run(&["availability", "yamlq"]);
+    assert!(
+        output.stdout.contains(&format!(
+            "  program    {} (fakeyq 3.1.0); supports kislyuk/yq, the jq wrapper\n",
+            fake.display()
+        )),
+        "{output}"
+    );
+}
+
+/// On this Debian machine, a missing program's fix is the apt-get line the pack
+/// declares (and its homepage), in availability and in exec's `next`.
+#[test]
+fn how_to_get_a_missing_program_on_this_debian() {
+    let debian = std::fs::read_to_string("/etc/os-release").is_ok_and(|text| {
+        text.lines()
+            .any(|line| line == "ID=debian" || line.starts_with("ID_LIKE=") && line.contains("debian"))
+    });
+    if !crate::common::require(debian, "a Debian-like system (/etc/os-release)") {
+        return;
+    }
+    let env = TestEnv::new();
+    wrapper_pack(
+        &env,
+        "finder",
+        "finder-hcpx-missing",
+        json!({ "install": { "apt": "finder-tools", "brew": "finder" }, "homepage": "https://example.org/finder" }),
+        &[],
+    );
+    env.install_ok("./finder", false);
+    let fix = "sudo apt-get install finder-tools (see https://example.org/finder)";
+    let (_, envelope) = env.json(&["availability", "finder"]);
+    assert_eq!(
+        envelope["data"]["problems"][0],
+        json!({ "flag": "runnable", "reason": "`finder-hcpx-missing` is not on PATH", "fix": fix })
+    );
+    assert_eq!(
+        envelope["data"]["program"]["install"],
+        json!(["sudo apt-get install finder-tools"])
+    );
+    let (code, envelope) = env.json(&["exec", "finder", "run"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        (&envelope["error"]["reason"], &envelope["next"]),
+        (
+            &json!("not_runnable"),
+            &json!(format!("{fix}, then run hcpx availability finder"))
+        )
     );
 }
