@@ -46,6 +46,9 @@ pub(crate) struct Availability {
     pub problems: Vec<Problem>,
     /// The program of the machine the pack wraps; `None` for a pack with its own CLI.
     pub program: Option<ProgramReport>,
+    /// A later version of the pack in this hcpx's catalog, when it was installed
+    /// from there: `hcpx install ID` updates it.
+    pub update: Option<String>,
 }
 
 /// A pack's program of the machine, as found here.
@@ -385,6 +388,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         ready: installed && runnable && bound && permitted,
         problems,
         program: program_report(pack, env, here.os),
+        update: None,
     }
 }
 

@@ -174,6 +174,7 @@ mod tests {
             score: 1.0,
             program: None,
             variant: None,
+            update: None,
             installed: true,
             runnable: true,
             bound: true,

@@ -102,6 +102,20 @@ impl Pack {
         }
     }
 
+    /// The catalog's newer version of this pack, when it was installed from the
+    /// catalog (`source` is its lock entry's, `catalog:rg`) and this hcpx ships a
+    /// later version than the one installed: `hcpx install rg` updates it.
+    pub fn catalog_update(&self, source: Option<&str>) -> Option<semver::Version> {
+        let id = self.id();
+        if !matches!(self.origin, Origin::Installed { .. })
+            || source != Some(format!("catalog:{id}").as_str())
+        {
+            return None;
+        }
+        let shipped = in_catalog(id)?.manifest.version;
+        (shipped > self.manifest.version).then_some(shipped)
+    }
+
     /// Whether the pack can run: built in or installed, not a catalog pack waiting
     /// to be installed.
     pub fn is_installed(&self) -> bool {

@@ -34,6 +34,7 @@ pub(crate) async fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 fix: format!("hcpx pack check {}", broken.dir.display()),
             }],
             program: None,
+            update: None,
         },
         _ => {
             // A catalog pack that is not installed is reported too: its flags say
@@ -59,6 +60,10 @@ pub(crate) async fn run(ctx: &Context, id: &str) -> Result<Reply, Failure> {
                 cancel: &ctx.cancel,
             };
             crate::availability::check_variant(&mut report, pack, &caller, ctx.os()).await;
+            let sources = super::lock_sources(ctx);
+            report.update = pack
+                .catalog_update(sources.get(id).map(String::as_str))
+                .map(|version| version.to_string());
             report
         }
     };

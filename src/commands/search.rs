@@ -31,6 +31,7 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
     let bindings = load_bindings(ctx);
     let machine = ctx.session.sandbox.machine();
     let exposed = crate::sandbox::home::exposure(&ctx.home);
+    let sources = super::lock_sources(ctx);
     let results: Vec<SearchResult> = found
         .hits
         .iter()
@@ -54,6 +55,9 @@ pub(crate) fn run(ctx: &Context, query: &[String], limit: usize, all: bool) -> R
                     .program
                     .as_ref()
                     .and_then(|program| program.variant.clone()),
+                update: pack
+                    .catalog_update(sources.get(pack.id()).map(String::as_str))
+                    .map(|version| version.to_string()),
                 installed: report.installed,
                 runnable: report.runnable,
                 bound: report.bound,

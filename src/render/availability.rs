@@ -27,6 +27,14 @@ pub(crate) fn availability_text(id: &str, availability: &Availability, next: Opt
     if let Some(program) = &availability.program {
         let _ = writeln!(text, "  {:<10} {}", "program", inert_line(&program_line(program)));
     }
+    if let Some(version) = &availability.update {
+        let _ = writeln!(
+            text,
+            "  {:<10} {version} is in this hcpx's catalog: {}",
+            "update",
+            Next::hcpx(["install", id])
+        );
+    }
     for problem in &availability.problems {
         let flag = serde_json::to_value(problem.flag)
             .ok()

@@ -21,6 +21,8 @@ pub(crate) struct SearchResult {
     pub program: Option<String>,
     /// The variant of that program the pack supports, when it says.
     pub variant: Option<String>,
+    /// A later version in this hcpx's catalog, for a pack installed from there.
+    pub update: Option<String>,
     pub installed: bool,
     pub runnable: bool,
     pub bound: bool,
@@ -74,6 +76,13 @@ pub(crate) fn search_text(query: &str, results: &[SearchResult], below_floor: us
             .collect();
             missing.join(", ")
         };
+        let flags = match &result.update {
+            Some(version) => format!(
+                "{flags}; update to {version}: {}",
+                Next::hcpx(["install", result.id.as_str()])
+            ),
+            None => flags,
+        };
         let _ = writeln!(
             text,
             "{:width$}  {}  {}\n{:width$}  commands: {}  [{flags}]",
@@ -111,6 +120,7 @@ mod tests {
             score: 1.0,
             program: Some(id.into()),
             variant: variant.map(str::to_owned),
+            update: None,
             installed,
             runnable: installed,
             bound: true,

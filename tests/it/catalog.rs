@@ -177,7 +177,7 @@ fn availability_transit_is_ready() {
         envelope["data"],
         json!({
             "id": "transit", "installed": true, "runnable": true, "bound": true, "permitted": true,
-            "ready": true, "problems": [], "program": null
+            "ready": true, "problems": [], "program": null, "update": null
         })
     );
 }
@@ -746,4 +746,54 @@ fn how_to_get_a_missing_program_on_this_debian() {
             &json!(format!("{fix}, then run hcpx availability finder"))
         )
     );
+}
+
+/// A catalog pack installed at an older version than this hcpx ships is offered the
+/// update by `availability` and `search`; `install ID` takes it, over the old one.
+#[test]
+fn a_newer_catalog_version_is_offered_as_an_update() {
+    let env = TestEnv::new();
+    env.install_ok("rg", false);
+    let shipped = catalog_manifest("rg")["version"].clone();
+    let (_, envelope) = env.json(&["availability", "rg"]);
+    assert_eq!(envelope["data"]["update"], json!(null));
+    // As if installed by an older hcpx.
+    let manifest = env.home().join("packs/rg/hcp.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let old = text.replacen(&format!("\"version\": {shipped}"), "\"version\": \"0.0.1\"", 1);
+    assert_ne!(old, text);
+    std::fs::write(&manifest, old).unwrap();
+    let lock = env.home().join("packs.lock.json");
+    let mut entries: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    entries["packs"]["rg"]["version"] = json!("0.0.1");
+    std::fs::write(&lock, entries.to_string()).unwrap();
+    let (_, envelope) = env.json(&["availability", "rg"]);
+    assert_eq!(envelope["data"]["update"], shipped, "{envelope}");
+    let output = env.run(&["availability", "rg"]);
+    assert!(
+        output.stdout.contains(&format!(
+            "  update     {} is in this hcpx's catalog: hcpx install rg\n",
+            shipped.as_str().unwrap()
+        )),
+        "{output}"
+    );
+    let (_, envelope) = env.json(&["search", "ripgrep"]);
+    assert_eq!(envelope["data"]["results"][0]["update"], shipped);
+    let output = env.run(&["search", "ripgrep"]);
+    assert!(
+        output.stdout.contains(&format!(
+            "update to {}: hcpx install rg]",
+            shipped.as_str().unwrap()
+        )),
+        "{output}"
+    );
+    // The update, over the old version.
+    let installed = env.install_ok("rg", false);
+    assert_eq!(
+        (&installed["data"]["changed"], &installed["data"]["replaced"]),
+        (&json!(true), &json!("0.0.1"))
+    );
+    let (_, envelope) = env.json(&["availability", "rg"]);
+    assert_eq!(envelope["data"]["update"], json!(null));
 }
