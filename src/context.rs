@@ -71,8 +71,13 @@ pub struct Session {
     /// The sandbox probe, cached Landlock layers and seccomp programs.
     pub sandbox: crate::sandbox::Cache,
     /// This machine's system, read once when first needed ([`Context::os`]).
-    os: std::sync::OnceLock<crate::program::Os>,
+    pub os: MachineOs,
 }
+
+/// This machine's system, for how to get a missing program: read from
+/// `/etc/os-release` at most once per process, by the first call that needs it.
+#[derive(Debug, Default)]
+pub struct MachineOs(std::sync::OnceLock<crate::program::Os>);
 
 impl Session {
     /// A long-lived server's: the catalog is cached between calls.
@@ -242,7 +247,7 @@ impl Context {
     /// that says how to get a program).
     pub(crate) fn os(&self) -> crate::program::Os {
         self.os
-            .unwrap_or_else(|| *self.session.os.get_or_init(this_machines_os))
+            .unwrap_or_else(|| *self.session.os.0.get_or_init(this_machines_os))
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {

@@ -32,7 +32,7 @@ pub(crate) use bind::{BindingRow, bind_text, bindings_text, keep_text, secret_pr
 pub(crate) use doctor::{Doctor, doctor_text};
 pub(crate) use exec::{PlanText, Question, confirm_prompt, exec_question, plan_text};
 pub(crate) use inert::{inert, inert_line, printable};
-pub(crate) use install::{Installed, Shelved, install_question, install_text, uninstall_text};
+pub(crate) use install::{Installed, install_question, install_text, uninstall_text};
 pub(crate) use pack::{Drafted, pack_check_text, pack_new_bin_text, pack_new_text};
 pub(crate) use policy::{
     LayerLine, layer_text, meaning, policy_check_text, policy_set_text, policy_show_text, policy_unset_text,

@@ -14,7 +14,7 @@ use crate::audit;
 use crate::audit::Disposition;
 use crate::binding::{Identity, Store};
 use crate::catalog::MANIFEST_FILE;
-use crate::catalog::{builtin_files, catalog_files};
+use crate::catalog::builtin_files;
 use crate::context::{Context, Principal, env_vars};
 use crate::error::{Failure, Reason};
 use crate::install::{self, Files, InstallError, LinkKind, Placed};
@@ -342,7 +342,7 @@ pub(crate) async fn install(
         let dir = ctx.cwd.join(source);
         let absolute = dir.canonicalize().unwrap_or(dir);
         (install::read_folder(&absolute)?, absolute.display().to_string())
-    } else if let Some((files, recorded)) = embedded(source) {
+    } else if let Some((files, recorded)) = install::embedded(source) {
         (files, recorded)
     } else {
         return Err(Failure::new(
@@ -428,43 +428,22 @@ pub(crate) async fn install(
     })
 }
 
-/// The files of the built-in or catalog pack `id`, from the binary, and the source
-/// an install of them records (`builtin:git`, `catalog:rg`).
-fn embedded(id: &str) -> Option<(Files, String)> {
-    let (files, recorded) = match (builtin_files(id), catalog_files(id)) {
-        (Some(files), _) => (files, format!("builtin:{id}")),
-        (None, Some(files)) => (files, format!("catalog:{id}")),
-        (None, None) => return None,
-    };
-    let files = files
-        .into_iter()
-        .map(|(name, bytes)| (name, bytes.to_vec()))
-        .collect();
-    Some((files, recorded))
-}
-
 /// Replacing a built-in or catalog pack with a pack from another source (a folder
 /// or an npm package whose id is `git` or `rg`) is a person's act, as binding is: it
 /// decides what the person's own `hcpx exec git` runs next. An agent is refused
 /// whatever the policy says; installing the built-in or catalog id itself stays an
 /// ordinary install.
 fn may_replace(ctx: &Context, id: &str, recorded: &str, source: &str) -> Result<(), Failure> {
-    let (what, shipped) = if builtin_files(id).is_some() {
-        ("a built-in pack", format!("builtin:{id}"))
-    } else if catalog_files(id).is_some() {
-        ("a catalog pack", format!("catalog:{id}"))
-    } else {
-        return Ok(());
+    let shelved = install::Shelved::of(id);
+    let (what, data) = match shelved {
+        install::Shelved::Builtin => ("a built-in pack", json!({ "id": id, "builtin": true })),
+        install::Shelved::Catalog => ("a catalog pack", json!({ "id": id, "catalog": true })),
+        install::Shelved::Nothing => return Ok(()),
     };
-    if recorded == shipped || crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow
-    {
+    let person = crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow;
+    if shelved.source(id).as_deref() == Some(recorded) || person {
         return Ok(());
     }
-    let data = if what == "a built-in pack" {
-        json!({ "id": id, "builtin": true })
-    } else {
-        json!({ "id": id, "catalog": true })
-    };
     Err(Failure::new(
         Reason::AccessRefused,
         format!("an agent cannot replace {what} with a pack from another source; nothing was installed"),
@@ -523,36 +502,22 @@ fn follow_bindings(
     Ok((kept, held_back))
 }
 
-/// What stays of `id` once its installed pack is removed: the built-in, the catalog's
-/// (off again), or nothing.
-fn shelved(id: &str) -> render::Shelved {
-    if builtin_files(id).is_some() {
-        render::Shelved::Builtin
-    } else if catalog_files(id).is_some() {
-        render::Shelved::Catalog
-    } else {
-        render::Shelved::Nothing
-    }
-}
-
 pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String]) -> Result<Reply, Failure> {
     let started = std::time::Instant::now();
     if !crate::template::is_pack_id(id) {
         return Err(Failure::new(Reason::InvalidArguments, not_a_pack_id(id)));
     }
     if !ctx.packs_dir().join(id).is_dir() {
-        let (message, next) = if builtin_files(id).is_some() {
-            (
+        let (message, next) = match install::Shelved::of(id) {
+            install::Shelved::Builtin => (
                 "that pack is built in, not installed; built-in packs stay",
                 Next::hcpx(["search"]),
-            )
-        } else if catalog_files(id).is_some() {
-            (
+            ),
+            install::Shelved::Catalog => (
                 "that pack is in the catalog and not installed; nothing to remove",
                 Next::hcpx(["search", "--all"]),
-            )
-        } else {
-            ("no installed pack by that name", Next::hcpx(["search"]))
+            ),
+            install::Shelved::Nothing => ("no installed pack by that name", Next::hcpx(["search"])),
         };
         return Err(Failure::new(Reason::UnknownPack, message).next(next));
     }
@@ -567,7 +532,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         started,
     );
     Ok(Reply {
-        text: render::uninstall_text(id, removed, shelved(id)),
+        text: render::uninstall_text(id, removed, install::Shelved::of(id)),
         data: Some(to_json(&UninstalledData { id, removed })),
         warnings: warning.into_iter().collect(),
         effects: Effects {

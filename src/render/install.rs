@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::error::Failure;
-use crate::install::Placed;
+use crate::install::{Placed, Shelved};
 use crate::next::Next;
 
 /// What `hcpx install` did.
@@ -58,16 +58,6 @@ pub(crate) fn install_text(installed: &Installed<'_>) -> String {
 /// What `hcpx install SOURCE` or `hcpx uninstall ID` asks a person to confirm.
 pub(crate) fn install_question(command: &str, target: &str) -> String {
     format!("{command} {target}?")
-}
-
-/// What stays of a pack id once its installed pack is removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shelved {
-    /// The built-in pack of that id runs again.
-    Builtin,
-    /// The catalog's pack of that id is there to install again.
-    Catalog,
-    Nothing,
 }
 
 /// `hcpx uninstall ID`.

@@ -313,27 +313,9 @@ fn unknown_sources_say_what_is_accepted() {
     );
 }
 
-/// The files of the catalog pack `id` in the repository, by name.
-fn catalog_files(id: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("packs/catalog")
-        .join(id);
+/// The files of a folder, by name.
+fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| {
-            let entry = entry.unwrap();
-            (
-                entry.file_name().to_string_lossy().into_owned(),
-                std::fs::read(entry.path()).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    files
-}
-
-fn installed_files(env: &TestEnv, id: &str) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(env.home().join("packs").join(id))
         .unwrap()
         .map(|entry| {
             let entry = entry.unwrap();
@@ -373,7 +355,10 @@ fn a_catalog_pack_installs_by_id_and_uninstalls() {
             "integrity": integrity, "bindings": { "kept": [], "heldBack": [] }
         })
     );
-    assert_eq!(installed_files(&env, "rg"), catalog_files("rg"));
+    assert_eq!(
+        files_in(&env.home().join("packs/rg")),
+        files_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog/rg"))
+    );
     let entry = lock(&env)["packs"]["rg"].clone();
     assert_eq!(
         (&entry["source"], &entry["version"], &entry["integrity"]),

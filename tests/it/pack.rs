@@ -385,7 +385,7 @@ fn the_third_example_in_docs_packs_md_runs_as_written() {
 fn pack_new_bin_wraps_a_program_on_path() {
     let mut env = TestEnv::new();
     let script = "case $1 in\n  --version) echo 'greet 2.1.0' ;;\n  --help) printf 'Usage: greet [NAME]\\n\\nGreet people by name, politely.\\n  -l  loudly\\n' ;;\n  *) echo \"hello $1\" ;;\nesac";
-    crate::catalog::fake_program(&mut env, "greet", script);
+    crate::programs::fake_program(&mut env, "greet", script);
     let (code, envelope) = env.json(&["pack", "new", "greeter", "--bin", "greet"]);
     assert_eq!(code, 0, "{envelope}");
     let program = env.root.path().join("bin/greet");
@@ -449,7 +449,7 @@ fn pack_new_bin_wraps_a_program_on_path() {
 #[test]
 fn pack_new_bin_drafts_what_the_program_allows_and_refuses_a_missing_one() {
     let mut env = TestEnv::new();
-    crate::catalog::fake_program(
+    crate::programs::fake_program(
         &mut env,
         "terse",
         "[ \"$1\" = --version ] && { echo 'terse-0.3'; exit 0; }\nexit 2",
@@ -472,7 +472,7 @@ fn pack_new_bin_drafts_what_the_program_allows_and_refuses_a_missing_one() {
     );
     assert_eq!(env.json(&["pack", "check", "terse"]).0, 0);
     // Nothing answers: no program block, the help command, and the pack still checks.
-    crate::catalog::fake_program(&mut env, "mute", "exit 1");
+    crate::programs::fake_program(&mut env, "mute", "exit 1");
     let (code, _) = env.json(&["pack", "new", "mute", "--bin", "mute"]);
     assert_eq!(code, 0);
     let manifest: serde_json::Value =
