@@ -67,14 +67,15 @@ pub enum HcpxCommand {
                             `hcpx skill PACK` lists them."
     )]
     Exec(ExecArgs),
-    /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in id.
+    /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in or catalog id.
     #[command(
         after_help = "Examples:\n  hcpx install ./my-pack\n  hcpx install npm:hcp-weather@1.2.0\n  \
-                            hcpx install transit\n\nOnly hcp.json, SKILL.md and the pack's CLI file are taken; nothing \
+                            hcpx install rg        (a catalog pack, written from hcpx itself: no network)\n  \
+                            hcpx install transit\n\n`hcpx search --all` lists the catalog. Only hcp.json, SKILL.md and the pack's CLI file are taken; nothing \
                             from the package runs. The same version again changes nothing."
     )]
     Install {
-        /// npm:NAME[@VERSION], a folder, or a built-in id.
+        /// npm:NAME[@VERSION], a folder, or the id of a built-in or catalog pack.
         source: String,
         /// Confirm (the default policy asks before installing).
         #[arg(long)]

@@ -22,11 +22,16 @@ use crate::sandbox::{self, ChildPlan, LayerReport, Mode};
 
 fn program_failure(error: &ProgramError, pack: &Pack, os: &dyn Fn() -> crate::program::Os) -> Failure {
     let next = match error {
-        ProgramError::NotOnPath { .. } => Next::advice(format!(
-            "{}, then run hcpx availability {}",
-            crate::availability::how_to_get(pack, os()),
-            pack.manifest.id
-        )),
+        ProgramError::NotOnPath { name } => {
+            // What the pack's `program` says, on this system; else its name alone.
+            let how = pack
+                .manifest
+                .program
+                .as_ref()
+                .and_then(|spec| crate::program::hints::how_to_get(Some(spec), os()))
+                .unwrap_or_else(|| format!("install `{name}`"));
+            Next::advice(format!("{how}, then run hcpx availability {}", pack.manifest.id))
+        }
         ProgramError::MissingBuiltin | ProgramError::Materialize(_) => Next::hcpx(["doctor"]),
         ProgramError::NotInstalled => Next::hcpx(["install", pack.manifest.id.as_str()]),
     };
