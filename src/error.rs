@@ -207,7 +207,10 @@ impl From<crate::catalog::CatalogError> for Failure {
         struct Closest<'a> {
             suggestions: &'a [String],
         }
-        let crate::catalog::CatalogError::Unknown { id, suggestions } = error;
+        let (id, suggestions) = match error {
+            crate::catalog::CatalogError::Unknown { id, suggestions } => (id, suggestions),
+            crate::catalog::CatalogError::NotInstalled { id } => return not_installed(&id),
+        };
         let next = match suggestions.first() {
             Some(best) => Next::hcpx(["skill", best.as_str()]),
             None => Next::hcpx(["search"]),
@@ -236,6 +239,27 @@ pub(crate) fn shown_id(id: &str) -> String {
         shown.push('…');
     }
     shown
+}
+
+/// A catalog pack that is not installed: it runs once it is (`hcpx install rg`, which
+/// the policy may ask to confirm).
+fn not_installed(id: &str) -> Failure {
+    #[derive(Serialize)]
+    struct NotInstalled<'a> {
+        id: &'a str,
+        installed: bool,
+        source: &'a str,
+    }
+    Failure::new(
+        Reason::UnknownPack,
+        "that pack is in the catalog of this hcpx but not installed; nothing ran",
+    )
+    .next(Next::hcpx(["install", id]))
+    .data(NotInstalled {
+        id,
+        installed: false,
+        source: "catalog",
+    })
 }
 
 /// A host's file (or adopt's record of it) that cannot be read, followed or edited

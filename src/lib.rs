@@ -232,6 +232,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
             errors.push_str(&render::warnings_text(&reply.warnings));
             let mut envelope = Envelope::ok(argv, reply.data);
             envelope.warnings = reply.warnings;
+            envelope.next = reply.next;
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,

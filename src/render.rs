@@ -33,7 +33,7 @@ pub(crate) use doctor::{Doctor, doctor_text};
 pub(crate) use exec::{PlanText, Question, confirm_prompt, exec_question, exit_note, plan_text};
 pub(crate) use inert::{inert, inert_line, printable};
 pub(crate) use install::{Installed, install_question, install_text, uninstall_text};
-pub(crate) use pack::{pack_check_text, pack_new_text};
+pub(crate) use pack::{Drafted, pack_check_text, pack_new_bin_text, pack_new_text};
 pub(crate) use policy::{
     LayerLine, layer_text, meaning, policy_check_text, policy_set_text, policy_show_text, policy_unset_text,
 };
@@ -209,6 +209,9 @@ mod tests {
             install: None,
             commands: vec!["run".into()],
             score: 1.0,
+            program: None,
+            variant: None,
+            update: None,
             installed: true,
             runnable: true,
             bound: true,

@@ -125,6 +125,19 @@ pub(crate) fn load_policies(ctx: &Context) -> std::sync::Arc<Policies> {
     })
 }
 
+/// Each installed pack's recorded source, by id (empty when the lock cannot be read:
+/// it only decides whether a catalog update is offered).
+pub(crate) fn lock_sources(ctx: &Context) -> std::collections::BTreeMap<String, String> {
+    crate::install::LockFile::load(&crate::layout::lock_file(&ctx.home))
+        .map(|lock| {
+            lock.packs
+                .into_iter()
+                .map(|(id, entry)| (id, entry.source))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The binding store, or why it cannot be read (which makes `bound` false).
 pub(crate) fn load_bindings(ctx: &Context) -> Result<Store, String> {
     Store::load(&ctx.bindings_path()).map_err(|error| error.to_string())
@@ -149,6 +162,7 @@ pub(crate) fn flags(
             machine,
             mode: ctx.sandbox_mode,
             exposed,
+            os: &|| ctx.os(),
         },
     )
 }

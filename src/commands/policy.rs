@@ -119,7 +119,11 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
                 .next(Next::hcpx(["policy", "check", "hcp", "install"]))
             })?
     } else {
-        let pack = find_pack(catalog, pack_id)?;
+        // A catalog pack that is not installed yet has its decisions too.
+        let pack = match catalog.available(pack_id) {
+            Some(pack) => pack,
+            None => find_pack(catalog, pack_id)?,
+        };
         match pack.manifest.command(command_name) {
             Some(command) => command.effect,
             None => {
@@ -168,7 +172,8 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
     let commands: Vec<&str> = if pack_id == PSEUDO_PACK {
         PSEUDO_COMMANDS.iter().map(|(name, _)| *name).collect()
     } else {
-        match catalog.get(pack_id) {
+        // A rule may name a catalog pack before it is installed.
+        match catalog.get_any(pack_id) {
             Ok(pack) => pack.manifest.commands.iter().map(|c| c.name.as_str()).collect(),
             Err(_) => {
                 let ids: Vec<&str> = crate::suggest::closest(

@@ -31,6 +31,7 @@ mod npm;
 mod pack;
 mod packs;
 mod policy;
+mod programs;
 mod readme;
 mod sandbox;
 mod sockets;

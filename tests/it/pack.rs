@@ -511,3 +511,160 @@ fn the_third_example_in_docs_packs_md_runs_as_written() {
     assert!(audit.contains("\"pack\":\"tickets\""), "{audit}");
     assert!(!audit.contains(token));
 }
+
+/// `pack new ID --bin PROGRAM` wraps a program on PATH with no script: `bin` is the
+/// program, `program.versionArgs` comes from a `--version` that answers (with a
+/// pattern from its first word), the description from the head of `--help`, and the
+/// one command drafted, `help`, runs out of the box once installed.
+#[test]
+fn pack_new_bin_wraps_a_program_on_path() {
+    let mut env = TestEnv::new();
+    let script = "case $1 in\n  --version) echo 'greet 2.1.0' ;;\n  --help) printf 'Usage: greet [NAME]\\n\\nGreet people by name, politely.\\n  -l  loudly\\n' ;;\n  *) echo \"hello $1\" ;;\nesac";
+    crate::programs::fake_program(&mut env, "greet", script);
+    let (code, envelope) = env.json(&["pack", "new", "greeter", "--bin", "greet"]);
+    assert_eq!(code, 0, "{envelope}");
+    let program = env.root.path().join("bin/greet");
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "id": "greeter", "dir": env.work().join("greeter"), "files": ["hcp.json", "SKILL.md"],
+            "program": program,
+            "drafted": { "command": "help", "descriptionFromHelp": true, "versionArgs": true, "version": "greet 2.1.0" }
+        })
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("greeter/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest,
+        json!({
+            "hcp": 1, "id": "greeter", "version": "0.1.0",
+            "description": "Greet people by name, politely.",
+            "keywords": ["greeter", "greet"],
+            "bin": ["greet"],
+            "program": { "versionArgs": ["--version"], "versionPattern": "^greet" },
+            "sandbox": { "network": false, "read": [], "write": [], "timeoutMs": 30000 },
+            "commands": { "help": { "summary": "Show what greet says about its usage and options", "effect": "read", "argv": ["--help"] } }
+        })
+    );
+    let skill = std::fs::read_to_string(env.work().join("greeter/SKILL.md")).unwrap();
+    assert!(
+        skill.starts_with("---\nname: greeter\ndescription: \"Greet people by name, politely. (Replace this"),
+        "{skill}"
+    );
+    assert!(skill.contains("## What to edit"), "{skill}");
+    let (code, envelope) = env.json(&["pack", "check", "greeter"]);
+    assert_eq!(code, 0, "{envelope}");
+    env.install_ok("./greeter", false);
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let (code, envelope) = env.json(&["exec", "greeter", "help"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        (&envelope["child"], &envelope["stdout"]),
+        (
+            &json!([program, "--help"]),
+            &json!("Usage: greet [NAME]\n\nGreet people by name, politely.\n  -l  loudly\n")
+        )
+    );
+    // The drafted versionPattern holds for this program.
+    let (_, envelope) = env.json(&["availability", "greeter"]);
+    assert_eq!(
+        (
+            &envelope["data"]["ready"],
+            &envelope["data"]["program"]["version"]
+        ),
+        (&json!(true), &json!("greet 2.1.0"))
+    );
+}
+
+/// A program whose `--help` fails gets the `version` command instead, and one
+/// that says nothing a placeholder description; a name not on PATH is refused with
+/// how to fix it, and nothing is written.
+#[test]
+fn pack_new_bin_drafts_what_the_program_allows_and_refuses_a_missing_one() {
+    let mut env = TestEnv::new();
+    crate::programs::fake_program(
+        &mut env,
+        "terse",
+        "[ \"$1\" = --version ] && { echo 'terse-0.3'; exit 0; }\nexit 2",
+    );
+    let (code, envelope) = env.json(&["pack", "new", "terse", "--bin", "terse"]);
+    assert_eq!(code, 0, "{envelope}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("terse/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            &manifest["description"],
+            &manifest["program"],
+            &manifest["commands"]
+        ),
+        (
+            &json!("Run terse: describe in one line what terse does"),
+            &json!({ "versionArgs": ["--version"], "versionPattern": "^terse" }),
+            &json!({ "version": { "summary": "Show which terse this is and its version", "effect": "read", "argv": ["--version"] } })
+        )
+    );
+    assert_eq!(env.json(&["pack", "check", "terse"]).0, 0);
+    // Nothing answers: no program block, the help command, and the pack still checks.
+    crate::programs::fake_program(&mut env, "mute", "exit 1");
+    let (code, _) = env.json(&["pack", "new", "mute", "--bin", "mute"]);
+    assert_eq!(code, 0);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("mute/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&manifest["program"], &manifest["commands"]["help"]["argv"]),
+        (&json!(null), &json!(["--help"]))
+    );
+    assert_eq!(env.json(&["pack", "check", "mute"]).0, 0);
+
+    let (code, envelope) = env.json(&["pack", "new", "nope", "--bin", "nope-hcpx-missing"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        (&envelope["error"], &envelope["next"]),
+        (
+            &json!({ "code": 2, "reason": "not_runnable",
+                     "message": "no program by that name on PATH, so there is nothing to wrap; nothing was written" }),
+            &json!(
+                "install nope-hcpx-missing (or put the folder that holds it on PATH; `command -v nope-hcpx-missing` finds it), then run hcpx pack new nope --bin nope-hcpx-missing; a program may go by another name here (Debian's fd is fdfind)"
+            )
+        )
+    );
+    assert!(!env.work().join("nope").exists());
+    for bad in ["./greet", "/usr/bin/rg", "-x", ""] {
+        let (code, envelope) = env.json(&["pack", "new", "bad", "--bin", bad]);
+        assert_eq!(
+            (code, &envelope["error"]["reason"]),
+            (2, &json!("invalid_arguments")),
+            "{bad:?}"
+        );
+    }
+    // A folder there already is refused before the program is asked anything.
+    let (code, envelope) = env.json(&["pack", "new", "terse", "--bin", "terse"]);
+    assert_eq!(
+        (code, &envelope["error"]["reason"]),
+        (2, &json!("invalid_arguments"))
+    );
+}
+
+/// The real ripgrep: `pack new rgx --bin rg` passes `pack check`, and its drafted
+/// command runs once installed.
+#[test]
+fn pack_new_bin_rg_checks_and_runs() {
+    let rg = std::path::Path::new("/usr/bin/rg");
+    if !crate::common::require(rg.exists(), "rg (ripgrep)") || !crate::common::require_kernel_layers() {
+        return;
+    }
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["pack", "new", "rgx", "--bin", "rg"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["drafted"]["command"], json!("help"));
+    assert_eq!(env.json(&["pack", "check", "rgx"]).0, 0);
+    env.install_ok("./rgx", false);
+    let (code, envelope) = env.json(&["exec", "rgx", "help"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(
+        envelope["stdout"].as_str().unwrap().starts_with("ripgrep "),
+        "{envelope}"
+    );
+}

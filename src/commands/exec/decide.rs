@@ -122,7 +122,7 @@ fn plan(
         cwd: &ctx.cwd,
         pack_dir: match &target.pack.origin {
             Origin::Installed { dir } => Some(dir.as_path()),
-            Origin::Builtin { .. } => None,
+            Origin::Builtin { .. } | Origin::Catalog => None,
         },
         program: program.as_deref().ok(),
         path_var: ctx.var(env_vars::PATH),
