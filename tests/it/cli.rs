@@ -80,7 +80,7 @@ fn help_json_is_the_command_tree() {
             "name": "pack", "summary": "Tools for pack authors",
             "commands": [
                 { "name": "pack check", "summary": "Validate a pack folder: manifest, SKILL.md and CLI file. Lists every problem" },
-                { "name": "pack new", "summary": "Write a valid starting pack into ./ID/" }
+                { "name": "pack new", "summary": "Write a valid starting pack into ./ID/: a CLI script of its own, or with --bin a pack around a program already on PATH" }
             ]
         })
     );

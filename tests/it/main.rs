@@ -17,6 +17,7 @@ mod builtins;
 mod catalog;
 mod cli;
 mod confine;
+mod docs_wrap;
 mod exec;
 mod grants;
 mod http;

@@ -70,9 +70,10 @@ pub(super) fn validate<'c>(
 ) -> Result<Target<'c>, Failure> {
     let pack = super::super::find_pack(catalog, &request.args.pack).map_err(|failure| {
         // A misspelt pack: the same call with the closest one, every other word kept.
+        // A catalog pack that is not installed keeps its `hcpx install ID`.
         let id = request.args.pack.as_str();
         match (catalog.broken(id), catalog.closest(id).first()) {
-            (None, Some(best)) => {
+            (None, Some(best)) if best != id => {
                 let mut words = request.corrected(
                     &request.args.command,
                     &request.args.params,

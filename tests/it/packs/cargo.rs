@@ -45,7 +45,11 @@ fn diagnostics(data: &Value) -> Vec<(String, String, String, u64)> {
     data.as_array()
         .unwrap_or_else(|| panic!("data is not a list: {data}"))
         .iter()
-        .filter(|message| message["reason"] == json!("compiler-message"))
+        // Newer cargo adds a "failure-note" (`rustc --explain`): not a diagnostic.
+        .filter(|message| {
+            message["reason"] == json!("compiler-message")
+                && message["message"]["level"] != json!("failure-note")
+        })
         .map(|message| {
             let message = &message["message"];
             let span = &message["spans"][0];
