@@ -123,8 +123,9 @@ pub(crate) fn view(text: &str, limit: usize, output_id: &str) -> Option<(String,
     let left_out = tail_start - head_end;
     let shown = text.len() - left_out;
     let marker = format!(
-        "\n[hcpx: {left_out} bytes left out here; all {} bytes: `output {output_id} --offset N`, or hcp://output/{output_id}]\n",
-        text.len()
+        "\n[hcpx: {} left out here; all {}: `output {output_id} --offset N`, or hcp://output/{output_id}]\n",
+        crate::render::count(left_out, "byte"),
+        crate::render::count(text.len(), "byte")
     );
     Some((
         format!("{}{marker}{}", &text[..head_end], &text[tail_start..]),

@@ -30,7 +30,7 @@ pub enum HcpxCommand {
     /// Find packs by what they do, ranked by relevance.
     #[command(
         after_help = "Examples:\n  hcpx search journey\n  hcpx search git history --limit 3\n  \
-                            hcpx search          (every pack)\n  \
+                            hcpx search --all    (every pack, installed or in the catalog)\n\n\
                             hcpx search weather --registry   (also packs published on npm)\n\n\
                             Matches far weaker than the best one are hidden (and counted); --all shows them. \
                             With --json each result has its `score`. With --registry, --limit applies to the \
@@ -40,10 +40,11 @@ pub enum HcpxCommand {
     Search {
         /// Words to look for in ids, keywords, descriptions, commands and skills.
         query: Vec<String>,
-        /// Show at most this many packs.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        limit: u32,
-        /// Also show weak matches (a word only in a pack's skill text, far below the best match).
+        /// Show at most this many packs [default: 10; with --all, every one].
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: Option<u32>,
+        /// Also show weak matches (a word only in a pack's skill text, far below the best match),
+        /// and without --limit every match: `search --all` lists every pack, installed or not.
         #[arg(long)]
         all: bool,
         /// Also search the npm registry npm is configured with for packs (packages with the
@@ -74,14 +75,15 @@ pub enum HcpxCommand {
                             `hcpx skill PACK` lists them."
     )]
     Exec(ExecArgs),
-    /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in id.
+    /// Install a pack: npm:NAME[@VERSION], a local folder, or a built-in or catalog id.
     #[command(
         after_help = "Examples:\n  hcpx install ./my-pack\n  hcpx install npm:hcp-weather@1.2.0\n  \
-                            hcpx install transit\n\nOnly hcp.json, SKILL.md and the pack's CLI file are taken; nothing \
+                            hcpx install rg        (a catalog pack, written from hcpx itself: no network)\n  \
+                            hcpx install transit\n\n`hcpx search --all` lists the catalog. Only hcp.json, SKILL.md and the pack's CLI file are taken; nothing \
                             from the package runs. The same version again changes nothing."
     )]
     Install {
-        /// npm:NAME[@VERSION], a folder, or a built-in id.
+        /// npm:NAME[@VERSION], a folder, or the id of a built-in or catalog pack.
         source: String,
         /// Confirm (the default policy asks before installing).
         #[arg(long)]
@@ -350,11 +352,19 @@ pub enum PackCommand {
         /// The pack folder.
         dir: PathBuf,
     },
-    /// Write a valid starting pack into ./ID/.
-    #[command(after_help = "Example:\n  hcpx pack new weather && hcpx pack check weather")]
+    /// Write a valid starting pack into ./ID/: a CLI script of its own, or with --bin a pack
+    /// around a program already on PATH.
+    #[command(
+        after_help = "Examples:\n  hcpx pack new weather && hcpx pack check weather\n  \
+                            hcpx pack new rgx --bin rg   (asks `rg --version` and `rg --help` once, in the sandbox)"
+    )]
     New {
         /// The new pack's id.
         id: String,
+        /// Wrap this program of PATH instead (no script): its --version gives `program.versionArgs`,
+        /// its --help the description and a first `help` command.
+        #[arg(long, value_name = "PROGRAM")]
+        bin: Option<String>,
     },
 }
 

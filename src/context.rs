@@ -73,7 +73,14 @@ pub struct Session {
     pub captures: crate::captures::CaptureStore,
     /// The sandbox probe, cached Landlock layers and seccomp programs.
     pub sandbox: crate::sandbox::Cache,
+    /// This machine's system, read once when first needed ([`Context::os`]).
+    pub os: MachineOs,
 }
+
+/// This machine's system, for how to get a missing program: read from
+/// `/etc/os-release` at most once per process, by the first call that needs it.
+#[derive(Debug, Default)]
+pub struct MachineOs(std::sync::OnceLock<crate::program::Os>);
 
 impl Session {
     /// A long-lived server's: the catalog is cached between calls.
@@ -129,6 +136,9 @@ pub struct Context {
     /// decides by the same ones instead of reading them again. `None`: read when
     /// needed.
     pub(crate) policies: Option<Arc<Policies>>,
+    /// The system programs are installed on, for how to get a missing one; `None`:
+    /// this machine's ([`Context::os`]). Set by tests of other systems.
+    pub(crate) os: Option<crate::program::Os>,
 }
 
 impl fmt::Debug for Context {
@@ -202,6 +212,7 @@ impl Context {
             session: Arc::new(Session::default()),
             progress: None,
             policies: None,
+            os: None,
         })
     }
 
@@ -232,6 +243,14 @@ impl Context {
         self.human = None;
         self.secret_input = None;
         self
+    }
+
+    /// The system a missing program would be installed on: the one set, else this
+    /// machine's, from `/etc/os-release` (read once per process, and only by a call
+    /// that says how to get a program).
+    pub(crate) fn os(&self) -> crate::program::Os {
+        self.os
+            .unwrap_or_else(|| *self.session.os.0.get_or_init(this_machines_os))
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {
@@ -265,6 +284,18 @@ impl Context {
                 ),
             })
     }
+}
+
+/// This machine's system: macOS, or what `/etc/os-release` says.
+fn this_machines_os() -> crate::program::Os {
+    if cfg!(target_os = "macos") {
+        return crate::program::Os::Macos;
+    }
+    std::fs::read_to_string("/etc/os-release")
+        .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
+        .map_or(crate::program::Os::Other, |text| {
+            crate::program::Os::from_os_release(&text)
+        })
 }
 
 fn absolute(cwd: &Path, path: &Path) -> PathBuf {

@@ -99,20 +99,25 @@ pub(crate) async fn dispatch(
             all,
             registry,
         } => {
+            // Ten by default; `--all` alone lists everything.
+            let limit = limit.map_or(if all { usize::MAX } else { 10 }, |limit| limit as usize);
             let found = match registry {
-                true => Some(crate::registry::search(ctx, &query, limit as usize).await),
+                true => Some(crate::registry::search(ctx, &query, limit).await),
                 false => None,
             };
-            commands::search::run(ctx, &query, limit as usize, all, found)
+            commands::search::run(ctx, &query, limit, all, found)
         }
         HcpxCommand::Skill { pack, .. } => commands::skill::run(ctx, &pack),
-        HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack),
+        HcpxCommand::Availability { pack, .. } => commands::availability::run(ctx, &pack).await,
         HcpxCommand::Policy(PolicyCommand::Show) => commands::policy::show(ctx),
         HcpxCommand::Policy(PolicyCommand::Check { pack, command, .. }) => {
             commands::policy::check(ctx, &pack, &command)
         }
         HcpxCommand::Pack(PackCommand::Check { dir, .. }) => commands::pack::check(ctx, &dir),
-        HcpxCommand::Pack(PackCommand::New { id, .. }) => commands::pack::new(ctx, &id),
+        HcpxCommand::Pack(PackCommand::New { id, bin: None }) => commands::pack::new(ctx, &id),
+        HcpxCommand::Pack(PackCommand::New { id, bin: Some(bin) }) => {
+            commands::pack::new_around(ctx, &id, &bin).await
+        }
         HcpxCommand::Doctor => commands::doctor::run(ctx),
         HcpxCommand::Completions { shell } => Ok(commands::completions::completions(shell)),
         HcpxCommand::Man { command } => commands::completions::man(&command),

@@ -207,19 +207,59 @@ impl From<crate::catalog::CatalogError> for Failure {
         struct Closest<'a> {
             suggestions: &'a [String],
         }
-        let crate::catalog::CatalogError::Unknown { suggestions, .. } = error;
+        let (id, suggestions) = match error {
+            crate::catalog::CatalogError::Unknown { id, suggestions } => (id, suggestions),
+            crate::catalog::CatalogError::NotInstalled { id } => return not_installed(&id),
+        };
         let next = match suggestions.first() {
             Some(best) => Next::hcpx(["skill", best.as_str()]),
             None => Next::hcpx(["search"]),
         };
+        // The id is the caller's word, not a value: named, made inert and short.
+        let named = shown_id(&id);
         let message = match suggestions.as_slice() {
-            [] => "no pack by that name".to_owned(),
-            ids => format!("no pack by that name; closest: {}", ids.join(", ")),
+            [] => format!("no pack is named `{named}`"),
+            ids => format!("no pack is named `{named}`; closest: {}", ids.join(", ")),
         };
         Self::new(Reason::UnknownPack, message).next(next).data(Closest {
             suggestions: &suggestions,
         })
     }
+}
+
+/// The most characters of a caller's pack id a message shows (a valid id has 64).
+const MAX_ID_SHOWN: usize = 64;
+
+/// A pack id the caller gave, as a message names it: control characters and
+/// reordering marks escaped, at most [`MAX_ID_SHOWN`] characters.
+pub(crate) fn shown_id(id: &str) -> String {
+    let cut: String = id.chars().take(MAX_ID_SHOWN).collect();
+    let mut shown = crate::render::inert_line(&cut).into_owned();
+    if id.chars().count() > MAX_ID_SHOWN {
+        shown.push('…');
+    }
+    shown
+}
+
+/// A catalog pack that is not installed: it runs once it is (`hcpx install rg`, which
+/// the policy may ask to confirm).
+fn not_installed(id: &str) -> Failure {
+    #[derive(Serialize)]
+    struct NotInstalled<'a> {
+        id: &'a str,
+        installed: bool,
+        source: &'a str,
+    }
+    Failure::new(
+        Reason::UnknownPack,
+        "that pack is in the catalog of this hcpx but not installed; nothing ran",
+    )
+    .next(Next::hcpx(["install", id]))
+    .data(NotInstalled {
+        id,
+        installed: false,
+        source: "catalog",
+    })
 }
 
 /// A host's file (or adopt's record of it) that cannot be read, followed or edited

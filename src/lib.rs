@@ -186,12 +186,6 @@ pub struct Executed {
     pub effects: Effects,
 }
 
-/// `hcpx --help` (or any command's) as data.
-#[derive(serde::Serialize)]
-struct Help<'a> {
-    help: &'a str,
-}
-
 /// `hcpx --version` as data.
 #[derive(serde::Serialize)]
 struct Version {
@@ -203,13 +197,19 @@ struct Version {
 /// the human rendering. Prints nothing.
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     let started = Instant::now();
-    let result = match parse(&argv) {
-        Ok(cli) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
+    // What the completion scripts ask is outside the clap tree (`commands::complete`).
+    let completing = commands::complete::request(&argv);
+    let parsed = match completing {
+        Some(_) => Ok(None),
+        None => parse(&commands::help::parseable(&argv)).map(Some),
+    };
+    let result = match parsed {
+        Ok(None) => commands::complete::complete(ctx, completing.unwrap_or(&[])),
+        Ok(Some(cli)) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                let text = error.render().to_string();
-                Ok(Reply::new(&Help { help: &text }, text.clone()))
+                Ok(commands::help::help(&argv, &error.render().to_string()))
             }
             // The version as a field of its own: `hcpx --version --json` is read by
             // scripts, which should not have to cut `hcpx ` off a help text.
@@ -232,6 +232,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
             errors.push_str(&render::warnings_text(&reply.warnings));
             let mut envelope = Envelope::ok(argv, reply.data);
             envelope.warnings = reply.warnings;
+            envelope.next = reply.next;
             let envelope = match reply.run {
                 Some(run) => envelope.with_run(run),
                 None => envelope,

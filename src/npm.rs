@@ -38,6 +38,7 @@ pub(crate) async fn run(
         cwd: dir.to_path_buf(),
         confinement: None,
         control: None,
+        stdin: None,
     };
     runtime::run_child(
         spawn,

@@ -33,12 +33,25 @@ pub(crate) use doctor::{Doctor, doctor_text};
 pub(crate) use exec::{PlanText, Question, confirm_prompt, exec_question, exit_note, plan_text};
 pub(crate) use inert::{inert, inert_line, printable};
 pub(crate) use install::{Installed, install_question, install_text, uninstall_text};
-pub(crate) use pack::{pack_check_text, pack_new_text};
+pub(crate) use pack::{Drafted, pack_check_text, pack_new_bin_text, pack_new_text};
 pub(crate) use policy::{
     LayerLine, layer_text, meaning, policy_check_text, policy_set_text, policy_show_text, policy_unset_text,
 };
 pub(crate) use search::{SearchResult, search_text};
 pub(crate) use skill::{skill_reference, skill_text};
+
+/// `n` and the noun, singular for one (`1 problem`, `2 problems`, `0 matches`): every
+/// count in a message or report is written with it.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    let plural = if n == 1 {
+        ""
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        "es"
+    } else {
+        "s"
+    };
+    format!("{n} {noun}{plural}")
+}
 
 /// Renders a failure for a person: `error:` line, details, a `next:` hint, each one
 /// line whatever pack text it quotes.
@@ -114,7 +127,8 @@ impl std::fmt::Display for Warning {
             Self::NotJson(why) => write!(f, "the pack's output is not JSON ({why}), so data is null"),
             Self::BrokenPack { id, problems, dir } => write!(
                 f,
-                "installed pack `{id}` is broken and was skipped ({problems} problems); run `hcpx pack check {}`",
+                "installed pack `{id}` is broken and was skipped ({}); run `hcpx pack check {}`",
+                count(*problems, "problem"),
                 dir.display()
             ),
             Self::LeftForeign { path, key: Some(key) } => write!(
@@ -156,6 +170,17 @@ mod tests {
     use crate::next::Next;
 
     #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(count(1, "problem"), "1 problem");
+        assert_eq!(count(0, "problem"), "0 problems");
+        assert_eq!(count(8, "problem"), "8 problems");
+        assert_eq!(count(1, "weak match"), "1 weak match");
+        assert_eq!(count(2, "weak match"), "2 weak matches");
+        assert_eq!(count(1, "byte"), "1 byte");
+        assert_eq!(count(3, "box"), "3 boxes");
+    }
+
+    #[test]
     fn failure_text_has_hint() {
         let failure = Failure::new(Reason::InvalidArguments, "bad")
             .details(vec!["line".into()])
@@ -184,6 +209,9 @@ mod tests {
             install: None,
             commands: vec!["run".into()],
             score: 1.0,
+            program: None,
+            variant: None,
+            update: None,
             installed: true,
             runnable: true,
             bound: true,

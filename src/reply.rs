@@ -24,6 +24,8 @@ pub(crate) struct Reply {
     pub effects: Effects,
     /// What the pack's CLI did, when one ran.
     pub run: Option<RunInfo>,
+    /// The envelope's `next`, when a command that succeeded has one to suggest.
+    pub next: Option<crate::next::Next>,
 }
 
 impl Reply {

@@ -1,11 +1,13 @@
 //! Ranked search over the catalog. An inverted index maps each word to the packs and
 //! fields it occurs in; a query term scores a pack by the fields it hits (id and
 //! keywords weigh most, then description and command summaries, then the skill
-//! text), a whole-word hit counting double a prefix hit. Ties keep id order.
+//! text), a whole-word hit counting double a prefix hit. Of two packs that score the
+//! same, one that runs (built in or installed) comes before a catalog pack that is not
+//! installed; then ties keep id order.
 
 use std::collections::HashMap;
 
-use crate::catalog::Pack;
+use crate::catalog::{Origin, Pack};
 
 /// Where a word occurs, and what a hit there is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,6 +76,9 @@ pub struct SearchIndex {
     /// packs it occurs in and the fields, as bits, one entry per pack.
     words: Vec<(Box<str>, Postings)>,
     ids: Vec<String>,
+    /// By position: the pack is a catalog pack that is not installed, ranked after
+    /// one that runs and scores the same.
+    off: Vec<bool>,
 }
 
 /// Lowercase words of letters and digits.
@@ -150,11 +155,26 @@ impl SearchIndex {
         Self {
             words,
             ids: packs.iter().map(|pack| pack.manifest.id.clone()).collect(),
+            off: packs
+                .iter()
+                .map(|pack| matches!(pack.origin, Origin::Catalog))
+                .collect(),
         }
     }
 
+    /// The order of two hits: the higher score first; then one that runs before a
+    /// catalog pack that is not installed; then id order.
+    fn order(&self, a: &Hit, b: &Hit) -> std::cmp::Ordering {
+        let off = |hit: &Hit| self.off.get(hit.index).copied().unwrap_or(false);
+        b.score
+            .total_cmp(&a.score)
+            .then(off(a).cmp(&off(b)))
+            .then(a.index.cmp(&b.index))
+    }
+
     /// Packs matching `query`, best first, at most `limit`, every match however
-    /// weak. An empty query lists every pack in id order.
+    /// weak. An empty query lists every pack: those that run, then the catalog's that
+    /// are not installed, each in id order.
     pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
         let mut hits = self.scored(query);
         hits.truncate(limit);
@@ -195,9 +215,11 @@ impl SearchIndex {
         terms.sort();
         terms.dedup();
         if terms.is_empty() {
-            return (0..self.ids.len())
+            let mut all: Vec<Hit> = (0..self.ids.len())
                 .map(|index| Hit { index, score: 0.0 })
                 .collect();
+            all.sort_by(|a, b| self.order(a, b));
+            return all;
         }
         let mut scores = vec![0.0_f64; self.ids.len()];
         // Per term, the best factor each field reached for each pack, so a word
@@ -248,7 +270,7 @@ impl SearchIndex {
             .filter(|(_, score)| **score > 0.0)
             .map(|(index, score)| Hit { index, score: *score })
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        hits.sort_by(|a, b| self.order(a, b));
         hits
     }
 }
@@ -273,6 +295,7 @@ pub(crate) fn score_entry(query: &str, id: &str, keywords: &[String], descriptio
     let index = SearchIndex {
         words,
         ids: vec![id.to_owned()],
+        off: vec![true],
     };
     index.scored(query).first().map_or(0.0, |hit| hit.score)
 }
@@ -285,8 +308,8 @@ impl SearchIndex {
         (&self.words, &self.ids)
     }
 
-    pub(crate) fn from_parts(words: Vec<(Box<str>, Postings)>, ids: Vec<String>) -> Self {
-        Self { words, ids }
+    pub(crate) fn from_parts(words: Vec<(Box<str>, Postings)>, ids: Vec<String>, off: Vec<bool>) -> Self {
+        Self { words, ids, off }
     }
 }
 
@@ -429,6 +452,26 @@ mod tests {
             assert_eq!(entry, local, "{query}");
         }
         assert_eq!(score_entry("weather", "hcpx-pack-weather", &[], ""), 10.0);
+    }
+
+    /// Of two packs that match equally, the one that runs comes first; a catalog
+    /// pack that is not installed still ranks by its score above weaker ones.
+    #[test]
+    fn an_installed_pack_ranks_above_an_uninstalled_one_that_matches_equally() {
+        let off = |mut pack: Pack| {
+            pack.origin = Origin::Catalog;
+            pack
+        };
+        let packs = vec![
+            off(pack("aaa", &["finder"], "x", "x", "x")),
+            pack("bbb", &["finder"], "x", "x", "x"),
+            off(pack("ccc", &["finder", "files"], "x", "x", "x")),
+            pack("ddd", &["files"], "x", "x", "x"),
+        ];
+        assert_eq!(ranked(&packs, "finder"), ["bbb", "aaa", "ccc"]);
+        assert_eq!(ranked(&packs, "finder files"), ["ccc", "bbb", "ddd", "aaa"]);
+        // Every pack: those that run, then the others, each in id order.
+        assert_eq!(ranked(&packs, ""), ["bbb", "ddd", "aaa", "ccc"]);
     }
 
     #[test]

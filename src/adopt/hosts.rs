@@ -70,6 +70,24 @@ pub fn hosts() -> BTreeMap<String, Host> {
         .collect()
 }
 
+/// Up to three known host ids closest to `id`, best first: those `id` begins (`claude`
+/// for `claude-code` and `claude-desktop`), else the nearest spellings.
+pub fn closest<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let known: Vec<&str> = known.into_iter().collect();
+    let wanted = id.to_lowercase();
+    let prefixed: Vec<&str> = known
+        .iter()
+        .copied()
+        .filter(|host| !wanted.is_empty() && host.starts_with(&wanted))
+        .take(3)
+        .collect();
+    if prefixed.is_empty() {
+        crate::suggest::closest(id, known)
+    } else {
+        prefixed
+    }
+}
+
 /// This build's OS, as host files name it.
 pub fn current_os() -> &'static str {
     if cfg!(target_os = "macos") {
@@ -193,6 +211,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_closest_hosts_count_a_prefix() {
+        let hosts = hosts();
+        let known = || hosts.keys().map(String::as_str);
+        assert_eq!(closest("claude", known()), ["claude-code", "claude-desktop"]);
+        assert_eq!(closest("Claude", known()), ["claude-code", "claude-desktop"]);
+        assert_eq!(closest("vs", known()), ["vscode"]);
+        assert_eq!(closest("cursr", known()), ["cursor"]);
+        assert_eq!(closest("claude-cod", known()), ["claude-code"]);
+        assert!(closest("zzzzzz", known()).is_empty());
+        assert!(closest("", known()).is_empty());
+    }
 
     #[test]
     fn every_host_file_parses_and_names_its_file() {

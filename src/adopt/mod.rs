@@ -28,7 +28,8 @@ pub use self::block::{BLOCK_BEGIN, BLOCK_END, edit_block};
 pub use self::diff::diff;
 pub use self::file::{read_only, resolve};
 pub use self::hosts::{
-    AgentEnv, Format, Host, Native, current_os, entry, expand, hosts, scope_path, url_entry, url_problem,
+    AgentEnv, Format, Host, Native, closest as closest_hosts, current_os, entry, expand, hosts, scope_path,
+    url_entry, url_problem,
 };
 pub use self::plan::{KeyEdit, Rewrite, plan, plan_file};
 

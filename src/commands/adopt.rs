@@ -71,20 +71,42 @@ impl Request<'_> {
     }
 }
 
-fn find_host(id: &str) -> Result<Host, Failure> {
+/// The host by id, or a refusal naming the closest ones (and, as `next`, this call
+/// with the best of them).
+fn find_host(request: &Request<'_>) -> Result<Host, Failure> {
     let mut hosts = adopt::hosts();
     let known: Vec<String> = hosts.keys().cloned().collect();
-    hosts.remove(id).ok_or_else(|| {
+    hosts.remove(request.host).ok_or_else(|| {
         #[derive(Serialize)]
         struct Hosts<'a> {
             hosts: &'a [String],
+            suggestions: &'a [&'a str],
         }
-        Failure::new(
-            Reason::InvalidArguments,
-            format!("unknown host; hcpx knows: {}", known.join(", ")),
-        )
-        .next(Next::hcpx(["adopt", "mcp"]))
-        .data(Hosts { hosts: &known })
+        let closest = adopt::closest_hosts(request.host, known.iter().map(String::as_str));
+        let (message, next) = match closest.first() {
+            Some(best) => (
+                format!(
+                    "unknown host; closest: {}; hcpx knows: {}",
+                    closest.join(", "),
+                    known.join(", ")
+                ),
+                Request {
+                    host: best,
+                    ..*request
+                }
+                .command_line(request.write, request.yes),
+            ),
+            None => (
+                format!("unknown host; hcpx knows: {}", known.join(", ")),
+                Next::hcpx(["adopt", "mcp"]),
+            ),
+        };
+        Failure::new(Reason::InvalidArguments, message)
+            .next(next)
+            .data(Hosts {
+                hosts: &known,
+                suggestions: &closest,
+            })
     })
 }
 
@@ -469,7 +491,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     if request.write || request.remove || request.native {
         super::refuse_agents(ctx)?;
     }
-    let host = find_host(request.host)?;
+    let host = find_host(request)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
     let mut planned = plan(ctx, &host, scope, request)?;
     if !request.write {

@@ -152,7 +152,21 @@ pub(crate) fn bind(
                     ),
                 );
             }
-            Stored::Value(Secret::new(value))
+            let value = Secret::new(value);
+            if value.len() > Secret::MAX_LEN {
+                return Err(Failure::new(
+                    Reason::InvalidArguments,
+                    format!(
+                        "the value is {} bytes; a binding holds at most {} (64 KiB); nothing was bound",
+                        value.len(),
+                        Secret::MAX_LEN
+                    ),
+                )
+                .next(Next::advice(format!(
+                    "printf %s \"$VALUE\" | hcpx bind {pack_id} {key}   (a value of at most 64 KiB)"
+                ))));
+            }
+            Stored::Value(value)
         }
     };
     update(ctx, |store| {
@@ -279,6 +293,7 @@ fn binding_row(pack: &str, key: &str, stored: Option<&Binding>) -> BindingRow {
             Stored::Value(_) => "value",
             Stored::FromEnv(_) => "env",
         }),
+        delivery: None,
         variable: match stored.map(|binding| &binding.bound) {
             Some(Stored::FromEnv(var)) => Some(var.clone()),
             _ => None,
@@ -298,6 +313,7 @@ pub(crate) fn list(ctx: &Context) -> Result<Reply, Failure> {
             let mut row = binding_row(id, key, store.get(id, key));
             row.declared = true;
             row.required = spec.required;
+            row.delivery = Some(spec.delivery.as_str());
             row.set = false;
             if let Some(current) = &current {
                 match store.resolve(id, key, &ctx.env, current) {

@@ -1,6 +1,7 @@
 //! `hcpx completions SHELL` and `hcpx man [COMMAND...]`: the shell completion script
 //! and man pages, generated from the same clap tree that parses, so neither can
-//! drift from what hcpx accepts.
+//! drift from what hcpx accepts. The bash, zsh and fish scripts also ask
+//! `hcpx __complete` (`commands::complete`) for pack ids, command names and keys.
 
 use clap::CommandFactory as _;
 use serde::Serialize;
@@ -36,7 +37,7 @@ pub(crate) fn completions(shell: CompletionShell) -> Reply {
         CompletionShell::Powershell => clap_complete::Shell::PowerShell,
     };
     clap_complete::generate(generator, &mut command, "hcpx", &mut script);
-    let script = String::from_utf8_lossy(&script).into_owned();
+    let script = dynamic(shell, String::from_utf8_lossy(&script).into_owned());
     Reply::new(
         &Script {
             shell: shell.name(),
@@ -44,6 +45,96 @@ pub(crate) fn completions(shell: CompletionShell) -> Reply {
         },
         script.clone(),
     )
+}
+
+/// For bash: the words hcpx alone knows (pack ids, command names, parameter keys,
+/// binding names) come from `hcpx __complete`; where it refuses, clap's `_hcpx`.
+/// The words are read from the line up to the cursor, since bash splits its own
+/// words at `=` and `:`.
+const BASH: &str = r#"
+# Pack ids, command names, parameter keys and binding names come from hcpx itself
+# (`hcpx __complete WORDS...`); everything else from `_hcpx` above.
+_hcpx_dynamic() {
+    local line="${COMP_LINE:0:COMP_POINT}" found
+    local -a words
+    read -ra words <<< "$line"
+    if [[ -z $line || $line == *[[:space:]] ]]; then
+        words+=("")
+    fi
+    if found=$("${words[0]}" __complete -- "${words[@]:1}" 2>/dev/null); then
+        COMPREPLY=()
+        if [[ -n $found ]]; then
+            mapfile -t COMPREPLY <<< "$found"
+        fi
+        if [[ ${COMPREPLY[0]} == *= ]]; then
+            compopt -o nospace 2>/dev/null
+        fi
+        return 0
+    fi
+    _hcpx "$@"
+}
+
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _hcpx_dynamic -o nosort -o bashdefault -o default hcpx
+else
+    complete -F _hcpx_dynamic -o bashdefault -o default hcpx
+fi
+"#;
+
+/// The same for zsh, called and registered instead of clap's `_hcpx` (also when
+/// the file is autoloaded as `_hcpx`: the first call registers `_hcpx_dynamic`).
+const ZSH: &str = r#"
+# Pack ids, command names, parameter keys and binding names come from hcpx itself
+# (`hcpx __complete WORDS...`); everything else from `_hcpx` above.
+_hcpx_dynamic() {
+    local found
+    if found=$(${words[1]} __complete -- "${(@)words[2,CURRENT-1]}" "$PREFIX" 2>/dev/null); then
+        local -a candidates
+        candidates=(${(f)found})
+        if [[ ${candidates[1]} == *= ]]; then
+            compadd -S '' -a candidates
+        else
+            compadd -a candidates
+        fi
+        return 0
+    fi
+    _hcpx "$@"
+}
+"#;
+
+/// The same for fish, beside clap's completions.
+const FISH: &str = r#"
+# Pack ids, command names, parameter keys and binding names come from hcpx itself.
+function __fish_hcpx_dynamic
+    set -l words (commandline -opc)
+    $words[1] __complete -- $words[2..-1] (commandline -ct) 2>/dev/null
+end
+complete -c hcpx -n '__fish_hcpx_dynamic >/dev/null' -f -a '(__fish_hcpx_dynamic)'
+"#;
+
+/// clap's static script with hcpx's dynamic words added (bash, zsh, fish; elvish
+/// and PowerShell get the static script alone).
+fn dynamic(shell: CompletionShell, script: String) -> String {
+    match shell {
+        CompletionShell::Bash => {
+            // clap's own registration goes: `_hcpx_dynamic` registers instead.
+            let cut = script
+                .rfind("\nif [[ \"${BASH_VERSINFO[0]}\"")
+                .unwrap_or(script.len());
+            format!("{}\n{BASH}", &script[..cut])
+        }
+        CompletionShell::Zsh => {
+            let cut = script
+                .rfind("\nif [ \"$funcstack[1]\" = \"_hcpx\" ]; then")
+                .unwrap_or(script.len());
+            format!(
+                "{}\n{ZSH}\nif [ \"$funcstack[1]\" = \"_hcpx\" ]; then\n    compdef _hcpx_dynamic hcpx\n    _hcpx_dynamic \"$@\"\nelse\n    compdef _hcpx_dynamic hcpx\nfi\n",
+                &script[..cut]
+            )
+        }
+        CompletionShell::Fish => format!("{script}{FISH}"),
+        CompletionShell::Elvish | CompletionShell::Powershell => script,
+    }
 }
 
 /// The man page (roff) of hcpx, or of one of its commands (`hcpx man policy set`

@@ -1,6 +1,7 @@
 //! `hcpx install SOURCE [--yes]` and `hcpx uninstall PACK [--yes]`: write commands of
 //! the pseudo-pack `hcp` (see README.md), through the same policy and confirmation as
-//! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or a built-in id.
+//! exec. SOURCE is `npm:NAME[@VERSION]`, a local folder, or the id of a built-in
+//! or catalog pack (materialised from the binary, no network).
 
 use std::time::Duration;
 
@@ -47,8 +48,8 @@ impl From<InstallError> for Failure {
                 return Failure::new(
                     Reason::InvalidPack,
                     format!(
-                        "the pack is invalid ({} problems); nothing was installed",
-                        problems.len()
+                        "the pack is invalid ({}); nothing was installed",
+                        crate::render::count(problems.len(), "problem")
                     ),
                 )
                 .details(problems.iter().map(ToString::to_string).collect())
@@ -314,18 +315,14 @@ pub(crate) async fn install(
         let dir = ctx.cwd.join(source);
         let absolute = dir.canonicalize().unwrap_or(dir);
         (install::read_folder(&absolute)?, absolute.display().to_string())
-    } else if let Some(files) = builtin_files(source) {
-        let files: Files = files
-            .into_iter()
-            .map(|(name, bytes)| (name, bytes.to_vec()))
-            .collect();
-        (files, format!("builtin:{source}"))
+    } else if let Some((files, recorded)) = install::embedded(source) {
+        (files, recorded)
     } else {
         return Err(Failure::new(
             Reason::InvalidArguments,
-            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id",
+            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or the id of a built-in or catalog pack",
         )
-        .next(Next::hcpx(["install", "./my-pack"])));
+        .next(Next::hcpx(["search", "--all"]).note("every pack there is, installed or not")));
     };
     let manifest = install::validate(&files)?;
     if let Err(refusal) = may_replace(ctx, &manifest.id, &recorded, source) {
@@ -401,27 +398,35 @@ pub(crate) async fn install(
             packs_changed: changed,
         },
         run: None,
+        next: None,
     })
 }
 
-/// Replacing a built-in pack with a pack from another source (a folder or an npm
-/// package whose id is `git`) is a person's act, as binding is: it decides what the
-/// person's own `hcpx exec git` runs next. An agent is refused whatever the policy
-/// says; installing the built-in id itself stays an ordinary install.
+/// Replacing a built-in or catalog pack with a pack from another source (a folder
+/// or an npm package whose id is `git` or `rg`) is a person's act, as binding is: it
+/// decides what the person's own `hcpx exec git` runs next. An agent is refused
+/// whatever the policy says; installing the built-in or catalog id itself stays an
+/// ordinary install.
 fn may_replace(ctx: &Context, id: &str, recorded: &str, source: &str) -> Result<(), Failure> {
-    let replaces = builtin_files(id).is_some() && recorded != format!("builtin:{id}");
-    if !replaces || crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow {
+    let shelved = install::Shelved::of(id);
+    let (what, data) = match shelved {
+        install::Shelved::Builtin => ("a built-in pack", json!({ "id": id, "builtin": true })),
+        install::Shelved::Catalog => ("a catalog pack", json!({ "id": id, "catalog": true })),
+        install::Shelved::Nothing => return Ok(()),
+    };
+    let person = crate::policy::access(ctx.principal).decision == crate::policy::Decision::Allow;
+    if shelved.source(id).as_deref() == Some(recorded) || person {
         return Ok(());
     }
     Err(Failure::new(
         Reason::AccessRefused,
-        "an agent cannot replace a built-in pack with a pack from another source; nothing was installed",
+        format!("an agent cannot replace {what} with a pack from another source; nothing was installed"),
     )
     .next(Next::advice(format!(
         "a person runs, at a terminal and without HCP_AGENT=1: hcpx install {}",
         shell_words::quote(source)
     )))
-    .data(json!({ "id": id, "builtin": true })))
+    .data(data))
 }
 
 /// After an install: a person's update from the same place (the same npm package,
@@ -477,12 +482,18 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
         return Err(Failure::new(Reason::InvalidArguments, not_a_pack_id(id)));
     }
     if !ctx.packs_dir().join(id).is_dir() {
-        let message = if builtin_files(id).is_some() {
-            "that pack is built in, not installed; built-in packs stay"
-        } else {
-            "no installed pack by that name"
+        let (message, next) = match install::Shelved::of(id) {
+            install::Shelved::Builtin => (
+                "that pack is built in, not installed; built-in packs stay",
+                Next::hcpx(["search"]),
+            ),
+            install::Shelved::Catalog => (
+                "that pack is in the catalog and not installed; nothing to remove",
+                Next::hcpx(["search", "--all"]),
+            ),
+            install::Shelved::Nothing => ("no installed pack by that name", Next::hcpx(["search"])),
         };
-        return Err(Failure::new(Reason::UnknownPack, message).next(Next::hcpx(["search"])));
+        return Err(Failure::new(Reason::UnknownPack, message).next(next));
     }
     permitted(ctx, "uninstall", id, yes, argv).await?;
     // Named from the lock entry, which the removal takes away.
@@ -510,7 +521,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
     );
     Ok(Reply {
         note: None,
-        text: render::uninstall_text(id, removed, builtin_files(id).is_some(), cache_removed),
+        text: render::uninstall_text(id, removed, install::Shelved::of(id), cache_removed),
         data: Some(to_json(&UninstalledData {
             id,
             removed,
@@ -521,6 +532,7 @@ pub(crate) async fn uninstall(ctx: &Context, id: &str, yes: bool, argv: &[String
             packs_changed: removed,
         },
         run: None,
+        next: None,
     })
 }
 

@@ -8,9 +8,11 @@
 pub(crate) mod adopt;
 pub(crate) mod availability;
 pub(crate) mod bind;
+pub(crate) mod complete;
 pub(crate) mod completions;
 pub(crate) mod doctor;
 pub(crate) mod exec;
+pub(crate) mod help;
 pub(crate) mod install;
 pub(crate) mod output;
 pub(crate) mod pack;
@@ -123,6 +125,19 @@ pub(crate) fn load_policies(ctx: &Context) -> std::sync::Arc<Policies> {
     })
 }
 
+/// Each installed pack's recorded source, by id (empty when the lock cannot be read:
+/// it only decides whether a catalog update is offered).
+pub(crate) fn lock_sources(ctx: &Context) -> std::collections::BTreeMap<String, String> {
+    crate::install::LockFile::load(&crate::layout::lock_file(&ctx.home))
+        .map(|lock| {
+            lock.packs
+                .into_iter()
+                .map(|(id, entry)| (id, entry.source))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The binding store, or why it cannot be read (which makes `bound` false).
 pub(crate) fn load_bindings(ctx: &Context) -> Result<Store, String> {
     Store::load(&ctx.bindings_path()).map_err(|error| error.to_string())
@@ -147,6 +162,7 @@ pub(crate) fn flags(
             machine,
             mode: ctx.sandbox_mode,
             exposed,
+            os: &|| ctx.os(),
         },
     )
 }
@@ -218,7 +234,7 @@ pub(crate) struct Asked {
 /// A `deny`: by the policy (whose rules `policy show` lists), or by a read-only
 /// server, which no policy change opens.
 pub(crate) fn denied(evaluation: &crate::policy::Evaluation, plan: &impl serde::Serialize) -> Failure {
-    let failure = Failure::new(Reason::DeniedByPolicy, format!("denied by {}", evaluation.rule));
+    let failure = Failure::new(Reason::DeniedByPolicy, evaluation.denial());
     let failure = if evaluation.rule.kind == crate::policy::RuleKind::ReadOnly {
         failure.next(Next::advice("this server is read-only (hcpx mcp --read-only): only commands that read run here; ask the user to run this one themselves"))
     } else {

@@ -119,7 +119,11 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
                 .next(Next::hcpx(["policy", "check", "hcp", "install"]))
             })?
     } else {
-        let pack = find_pack(catalog, pack_id)?;
+        // A catalog pack that is not installed yet has its decisions too.
+        let pack = match catalog.available(pack_id) {
+            Some(pack) => pack,
+            None => find_pack(catalog, pack_id)?,
+        };
         match pack.manifest.command(command_name) {
             Some(command) => command.effect,
             None => {
@@ -168,7 +172,8 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
     let commands: Vec<&str> = if pack_id == PSEUDO_PACK {
         PSEUDO_COMMANDS.iter().map(|(name, _)| *name).collect()
     } else {
-        match catalog.get(pack_id) {
+        // A rule may name a catalog pack before it is installed.
+        match catalog.get_any(pack_id) {
             Ok(pack) => pack.manifest.commands.iter().map(|c| c.name.as_str()).collect(),
             Err(_) => {
                 let ids: Vec<&str> = crate::suggest::closest(
@@ -179,9 +184,10 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                     Some(command) => format!("{id}.{command}"),
                     None => format!("{id}.*"),
                 };
+                let named = crate::error::shown_id(pack_id);
                 let (message, next) = match ids.first() {
                     Some(best) => (
-                        format!("no pack by that name; did you mean {}?", with(best)),
+                        format!("no pack is named `{named}`; did you mean {}?", with(best)),
                         Next::hcpx([
                             "policy".to_owned(),
                             "set".to_owned(),
@@ -189,7 +195,7 @@ fn unknown_target(ctx: &Context, matcher: &Matcher, decision: Decision) -> Optio
                             decision.as_str().to_owned(),
                         ]),
                     ),
-                    None => ("no pack by that name".to_owned(), Next::hcpx(["search"])),
+                    None => (format!("no pack is named `{named}`"), Next::hcpx(["search"])),
                 };
                 #[derive(Serialize)]
                 struct Closest<'a> {
@@ -307,7 +313,7 @@ fn edit_user_policy<T>(
     let mut file = match policy::load_layer(Some(path.clone())) {
         Layer::Absent => PolicyFile::default(),
         Layer::Parsed { file, .. } => file,
-        Layer::Unparsable { error, .. } => return Err(EditError::Unparsable(error).into()),
+        Layer::Unparsable { path, error } => return Err(EditError::Unparsable { path, error }.into()),
     };
     let changed = change(&mut file)?;
     let mut bytes = serde_json::to_vec_pretty(&file.to_json()).unwrap_or_default();
@@ -326,8 +332,12 @@ enum EditError {
     Lock(StateError),
     /// The file is there and cannot be parsed: a person fixes it, hcpx never
     /// overwrites it.
-    #[error("the user policy cannot be parsed ({0}); fix it by hand first, it is never overwritten")]
-    Unparsable(String),
+    #[error(
+        "the user policy {} cannot be parsed ({error}); fix it by hand first (docs/policy.md describes \
+         the format), it is never overwritten",
+        path.display()
+    )]
+    Unparsable { path: PathBuf, error: String },
     #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: StateError },
 }
@@ -337,7 +347,7 @@ impl From<EditError> for Failure {
     fn from(error: EditError) -> Self {
         let next = match &error {
             EditError::Lock(_) => Some(Next::hcpx(["doctor"])),
-            EditError::Unparsable(_) => Some(Next::hcpx(["policy", "show"])),
+            EditError::Unparsable { .. } => Some(Next::hcpx(["policy", "show"])),
             EditError::Write { .. } => None,
         };
         let failure = Failure::new(Reason::Io, error.to_string());

@@ -1,4 +1,6 @@
-//! `hcpx search [QUERY...] [--limit N]`
+//! `hcpx search [QUERY...] [--limit N] [--all]`: built-in, installed and catalog
+//! packs, each with its availability flags (`"installed": false` for a catalog pack
+//! that is not installed) and the program of the machine it needs.
 
 use serde::Serialize;
 
@@ -36,6 +38,7 @@ pub(crate) fn run(
     let bindings = load_bindings(ctx);
     let machine = ctx.session.sandbox.machine();
     let exposed = crate::sandbox::home::exposure(&ctx.home);
+    let sources = super::lock_sources(ctx);
     let mut results: Vec<SearchResult> = found
         .hits
         .iter()
@@ -54,6 +57,15 @@ pub(crate) fn run(
                     .map(|command| command.name.clone())
                     .collect(),
                 score: (score * 100.0).round() / 100.0,
+                program: pack.program_name().map(str::to_owned),
+                variant: pack
+                    .manifest
+                    .program
+                    .as_ref()
+                    .and_then(|program| program.variant.clone()),
+                update: pack
+                    .catalog_update(sources.get(pack.id()).map(String::as_str))
+                    .map(|version| version.to_string()),
                 installed: report.installed,
                 runnable: report.runnable,
                 bound: report.bound,

@@ -15,7 +15,8 @@ use super::key::{Key, PackStamp, Stamp};
 
 const MAGIC: &[u8; 8] = b"HCPXIDX\n";
 /// Bumped whenever the layout below changes: an index of another format is rebuilt.
-const FORMAT: u32 = 1;
+/// 2: an entry's kind is one of three (a catalog pack that is not installed).
+const FORMAT: u32 = 2;
 
 /// The fixed start of the file: magic, format, the head's length and checksum.
 pub(super) const HEADER: usize = 28;
@@ -30,12 +31,22 @@ pub(super) fn get_pack_stamp(input: &mut Reader<'_>) -> Option<PackStamp> {
     Some([Stamp::get(input)?, Stamp::get(input)?, Stamp::get(input)?])
 }
 
-/// One pack of the catalog, in id order, at the position the search index uses.
+/// One pack, in id order, at the position the search index uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Entry {
     pub(super) id: String,
-    /// `false` for a built-in pack.
-    pub(super) installed: bool,
+    pub(super) kind: Kind,
+}
+
+/// Where an entry's pack is read from when it is a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// The binary's built-in pack.
+    Builtin = 0,
+    /// Its folder under `packs/`.
+    Installed = 1,
+    /// The binary's catalog: not installed.
+    Catalog = 2,
 }
 
 /// Which words of the stored search index a call decodes: a query looks only at
@@ -98,7 +109,7 @@ pub(super) fn encode(contents: &Contents<'_>, key: &Key) -> Vec<u8> {
     head.len(contents.entries.len());
     for entry in contents.entries {
         head.str(&entry.id);
-        head.u8(u8::from(entry.installed));
+        head.u8(entry.kind as u8);
     }
     head.len(contents.broken.len());
     for (broken, stamp) in contents.broken.iter().zip(contents.broken_stamps) {
@@ -192,9 +203,10 @@ pub(super) fn decode(file: std::fs::File, key: &Key, wanted: Wanted<'_>) -> Resu
     let mut entries: Vec<Entry> = Vec::new();
     for _ in 0..input.len().ok_or(malformed)? {
         let id = input.str().ok_or(malformed)?;
-        let installed = match input.u8().ok_or(malformed)? {
-            0 => false,
-            1 => true,
+        let kind = match input.u8().ok_or(malformed)? {
+            0 => Kind::Builtin,
+            1 => Kind::Installed,
+            2 => Kind::Catalog,
             _ => return Err(malformed),
         };
         let in_order = entries.last().is_none_or(|last| *last.id < *id);
@@ -203,7 +215,7 @@ pub(super) fn decode(file: std::fs::File, key: &Key, wanted: Wanted<'_>) -> Resu
         }
         entries.push(Entry {
             id: id.to_owned(),
-            installed,
+            kind,
         });
     }
     let mut broken = Vec::new();
@@ -296,11 +308,12 @@ pub(super) fn decode(file: std::fs::File, key: &Key, wanted: Wanted<'_>) -> Resu
         run = end;
     }
     let ids = entries.iter().map(|entry| entry.id.clone()).collect();
+    let off = entries.iter().map(|entry| entry.kind == Kind::Catalog).collect();
     Ok(Decoded {
         entries,
         broken,
         broken_stamps,
-        search: SearchIndex::from_parts(words, ids),
+        search: SearchIndex::from_parts(words, ids, off),
         file,
         stamps_at,
     })

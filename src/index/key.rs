@@ -1,5 +1,5 @@
 //! The freshness key of the packs index: what identifies the packs as they are (the
-//! running binary, the built-in packs, the generation token, and the identity and
+//! running binary, the packs compiled into it (built in and catalog), the generation token, and the identity and
 //! times of `packs/` and the lock file) and the stamps of one pack's files, with
 //! the rule for when a key read now is too recent to write down ([`RACY`]).
 
@@ -116,6 +116,7 @@ pub(crate) fn pack_stamp(dir: &Path) -> PackStamp {
 pub(crate) struct Key {
     /// The running binary (another build may parse packs differently).
     program: Stamp,
+    /// The digest of the packs compiled in: the built-in ones and the catalog.
     builtins: u64,
     /// The generation token ([`layout::bump_generation`]), empty when there is none.
     generation: Vec<u8>,
@@ -130,7 +131,7 @@ impl Key {
     pub(crate) fn read(home: &Path, program: Option<&Path>) -> Self {
         Self {
             program: program.map(Stamp::of).unwrap_or_default(),
-            builtins: crate::catalog::builtins_digest(),
+            builtins: crate::catalog::embedded_digest(),
             generation: layout::generation(home),
             packs: Stamp::of(&layout::packs(home)),
             lock: Stamp::of(&layout::lock_file(home)),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::format::{self, Entry, Wanted};
+use super::format::{self, Entry, Kind, Wanted};
 use super::key::{Key, PackStamp, pack_stamp};
 use crate::catalog::{BrokenPack, Catalog, Origin, Pack};
 use crate::layout;
@@ -73,7 +73,7 @@ impl Snapshot {
     pub(super) fn load_at(home: &Path, program: Option<&Path>, now: SystemTime, wanted: Wanted<'_>) -> Self {
         let key = Key::read(home, program);
         if !key.has_packs() {
-            // Built-in packs only: nothing to index.
+            // Only the packs compiled in (built in and catalog): nothing to index.
             let packs_dir = layout::packs(home);
             return Self::from_catalog(Catalog::load(&packs_dir), &packs_dir, &HashMap::new());
         }
@@ -126,24 +126,36 @@ impl Snapshot {
     }
 
     fn from_catalog(catalog: Catalog, packs_dir: &Path, stamps: &HashMap<String, PackStamp>) -> Self {
-        let entries = catalog
-            .packs
+        // The packs that run and the catalog's that are not installed, in one id
+        // order: the search index ranks them together.
+        let Catalog {
+            packs,
+            available,
+            broken,
+            ..
+        } = catalog;
+        let mut listed = packs;
+        listed.extend(available);
+        listed.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
+        let entries = listed
             .iter()
             .map(|pack| Entry {
                 id: pack.id().to_owned(),
-                installed: matches!(pack.origin, Origin::Installed { .. }),
+                kind: match pack.origin {
+                    Origin::Builtin { .. } => Kind::Builtin,
+                    Origin::Installed { .. } => Kind::Installed,
+                    Origin::Catalog => Kind::Catalog,
+                },
             })
             .collect();
-        let held = catalog
-            .packs
+        let held = listed
             .iter()
             .map(|pack| match pack.origin {
-                Origin::Builtin { .. } => None,
+                Origin::Builtin { .. } | Origin::Catalog => None,
                 Origin::Installed { .. } => Some(stamps.get(pack.id()).copied().unwrap_or_default()),
             })
             .collect();
-        let broken_stamps = catalog
-            .broken
+        let broken_stamps = broken
             .iter()
             .map(|broken| {
                 // Installed ones only: a built-in's `dir` is a path inside the binary.
@@ -153,11 +165,11 @@ impl Snapshot {
             .collect();
         Self {
             entries,
-            search: SearchIndex::build(&catalog.packs),
-            broken: catalog.broken,
+            search: SearchIndex::build(&listed),
+            broken,
             broken_stamps,
             stamps: Stamps::Held(held),
-            packs: Some(catalog.packs),
+            packs: Some(listed),
             recheck: false,
         }
     }
@@ -208,8 +220,10 @@ impl Snapshot {
             return Ok(pack.clone());
         }
         let entry = self.entries.get(index).ok_or(Stale)?;
-        if !entry.installed {
-            return crate::catalog::builtin(&entry.id).ok_or(Stale);
+        match entry.kind {
+            Kind::Builtin => return crate::catalog::builtin(&entry.id).ok_or(Stale),
+            Kind::Catalog => return crate::catalog::in_catalog(&entry.id).ok_or(Stale),
+            Kind::Installed => {}
         }
         let recorded = self.stamp(index)?;
         let dir = layout::packs(home).join(&entry.id);

@@ -303,7 +303,8 @@ fn a_whole_index_that_does_not_hold_together_is_refused() {
     let (words, ids) = snapshot.search.parts();
     let mut words = words.to_vec();
     words[0].1.push((99, 1));
-    snapshot.search = SearchIndex::from_parts(words, ids.to_vec());
+    let off = vec![false; ids.len()];
+    snapshot.search = SearchIndex::from_parts(words, ids.to_vec(), off);
     assert_eq!(decode(&snapshot.encode(&key), &key).err(), Some("malformed"));
     let mut snapshot = Snapshot::build(home.path(), key.clone(), later());
     snapshot.entries[0].id = "../x".to_owned();
@@ -403,12 +404,9 @@ fn concurrent_installs_and_searches_end_with_every_pack() {
         )),
         expected
     );
+    let embedded = crate::catalog::Catalog::load(Path::new("/nonexistent"));
     assert_eq!(
         known(home.path(), None).others.len(),
-        expected.len()
-            + 1
-            + crate::catalog::Catalog::load(Path::new("/nonexistent"))
-                .packs
-                .len()
+        expected.len() + 1 + embedded.packs.len() + embedded.available.len()
     );
 }

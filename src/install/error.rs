@@ -88,7 +88,7 @@ pub enum InstallError {
     /// `id` is not a pack id.
     #[error("{id:?} is not a pack id")]
     NotAPackId { id: String },
-    #[error("the pack is invalid: {} problems", .0.len())]
+    #[error("the pack is invalid: {}", crate::render::count(.0.len(), "problem"))]
     Invalid(Vec<Problem>),
     #[error("{}", bound_message(*.bound, *.limit))]
     Bound { bound: Limit, limit: u64 },

@@ -17,18 +17,36 @@ use crate::catalog::MANIFEST_FILE;
 /// without following a link (`O_NOFOLLOW`); the opened descriptor must be a regular
 /// file with no other hard link, and must not change size while it is read.
 pub fn read_folder(dir: &Path) -> Result<Files, InstallError> {
+    let (files, unread) = read_each(dir)?;
+    match unread.into_iter().next() {
+        Some((_, error)) => Err(error),
+        None => Ok(files),
+    }
+}
+
+/// Every file of the pack that reads as [`read_folder`] takes it, and why each other
+/// one does not (in the order read). `Err` when the folder or its manifest cannot be
+/// read, which leaves nothing to judge. What install refuses and `pack check`
+/// reports both come from here.
+pub(super) fn read_each(dir: &Path) -> Result<(Files, Vec<(String, InstallError)>), InstallError> {
     let folder = PackFolder::open(dir)?;
     let manifest = folder.read(MANIFEST_FILE)?;
     let mut files = Files::new();
+    let mut unread = Vec::new();
     for name in wanted(&manifest) {
-        let bytes = if name == MANIFEST_FILE {
-            manifest.clone()
+        let read = if name == MANIFEST_FILE {
+            Ok(manifest.clone())
         } else {
-            folder.read(&name)?
+            folder.read(&name)
         };
-        files.insert(name, bytes);
+        match read {
+            Ok(bytes) => {
+                files.insert(name, bytes);
+            }
+            Err(error) => unread.push((name, error)),
+        }
     }
-    Ok(files)
+    Ok((files, unread))
 }
 
 struct PackFolder {

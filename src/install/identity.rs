@@ -29,6 +29,14 @@ pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>)
             },
             None,
         ),
+        // Not installed: nothing of it is on disk, and nothing it could be bound to.
+        Origin::Catalog => (
+            Identity {
+                source: format!("catalog:{}", pack.id()),
+                integrity: None,
+            },
+            None,
+        ),
         Origin::Installed { dir } => {
             let source = source(home, pack);
             let files = read_folder(dir).ok();
@@ -49,6 +57,7 @@ pub fn identity_and_files(home: &Path, pack: &Pack) -> (Identity, Option<Files>)
 pub fn source(home: &Path, pack: &Pack) -> String {
     match &pack.origin {
         Origin::Builtin { .. } => format!("builtin:{}", pack.id()),
+        Origin::Catalog => format!("catalog:{}", pack.id()),
         Origin::Installed { dir } => installed_source(home, pack.id(), dir),
     }
 }

@@ -1,4 +1,5 @@
-//! Installing packs (see README.md): from a local folder, a built-in id, or an npm
+//! Installing packs (see README.md): from a local folder, a built-in or catalog id
+//! ([`embedded`]), or an npm
 //! tarball fetched by the machine's own `npm pack` (run by the install command,
 //! `commands/install.rs`; this module reads what it fetched). Only the pack's three
 //! files are taken; a path that escapes, a link, a device file or a file over 16 MiB
@@ -13,6 +14,7 @@
 //! calls run ([`copies`]).
 
 mod copies;
+mod embedded;
 mod error;
 mod files;
 mod folder;
@@ -24,8 +26,9 @@ mod tarball;
 
 pub use crate::layout::LOCK_FILE;
 pub use copies::pinned_copy;
+pub use embedded::{Shelved, embedded};
 pub use error::{InstallError, Limit, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED};
-pub use files::{Files, integrity, validate};
+pub use files::{Checked, Files, check_folder, integrity, validate};
 pub use folder::read_folder;
 pub use identity::{
     identity, identity_and_files, installed_source, locked_identity, same_place, source, source_place,

@@ -8,6 +8,7 @@ use super::place::{CRASH_AT, TWO_RENAMES};
 use super::*;
 use crate::catalog::{MANIFEST_FILE, SKILL_FILE};
 use crate::layout;
+use crate::manifest::Problem;
 
 fn files(version: &str) -> Files {
     let manifest = format!(
@@ -491,4 +492,77 @@ fn state_and_id_refusals_are_typed_and_read_as_before() {
     let error = validate(&[(MANIFEST_FILE.to_owned(), vec![0xff, 0xfe])].into()).unwrap_err();
     assert!(matches!(error, InstallError::ManifestNotUtf8), "{error:?}");
     assert_eq!(error.to_string(), "hcp.json is not UTF-8 text");
+}
+
+/// The check `pack check` and install share, on one folder changed step by step:
+/// a CLI file that is not executable passes with a note (install copies it
+/// executable); a link, a hard link or a missing file is the problem install would
+/// refuse, named by the file, every problem listed; and install's own reading gives
+/// the same verdict each time.
+#[cfg(unix)]
+#[test]
+fn check_folder_judges_as_install_does() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("pack");
+    std::fs::create_dir(&dir).unwrap();
+    for (name, bytes) in files("1.0.0") {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    let mode =
+        |mode| std::fs::set_permissions(dir.join("demo"), std::fs::Permissions::from_mode(mode)).unwrap();
+    let verdicts = || {
+        let checked = check_folder(&dir);
+        let installs = read_folder(&dir).and_then(|files| validate(&files));
+        assert_eq!(
+            checked.is_ok(),
+            installs.is_ok(),
+            "{checked:?} against {installs:?}"
+        );
+        checked.map(|checked| checked.notes)
+    };
+    mode(0o755);
+    assert_eq!(verdicts(), Ok(Vec::new()));
+    mode(0o644);
+    assert_eq!(
+        verdicts(),
+        Ok(vec![
+            "./demo is not executable in this folder; install copies it executable (chmod +x demo to run it \
+             from here)"
+                .to_owned()
+        ])
+    );
+    let problem = |path: &str, message: &str| Problem {
+        path: path.to_owned(),
+        message: message.to_owned(),
+    };
+    std::fs::hard_link(dir.join("demo"), root.path().join("elsewhere")).unwrap();
+    assert_eq!(
+        verdicts(),
+        Err(vec![problem(
+            "bin[0]",
+            "./demo has other hard links; packs carry files of their own"
+        )])
+    );
+    std::fs::remove_file(root.path().join("elsewhere")).unwrap();
+    std::fs::remove_file(dir.join("demo")).unwrap();
+    std::fs::rename(dir.join(SKILL_FILE), root.path().join("skill")).unwrap();
+    std::os::unix::fs::symlink(root.path().join("skill"), dir.join(SKILL_FILE)).unwrap();
+    assert_eq!(
+        verdicts(),
+        Err(vec![
+            problem("SKILL.md", "is a link; packs carry regular files only"),
+            problem("bin[0]", "./demo is not in the pack"),
+        ])
+    );
+    std::fs::remove_file(dir.join(SKILL_FILE)).unwrap();
+    assert_eq!(
+        verdicts(),
+        Err(vec![
+            problem("SKILL.md", "is missing; every pack has a SKILL.md for agents"),
+            problem("bin[0]", "./demo is not in the pack"),
+        ])
+    );
+    std::fs::remove_file(dir.join(MANIFEST_FILE)).unwrap();
+    assert_eq!(verdicts(), Err(vec![problem("hcp.json", "is missing")]));
 }

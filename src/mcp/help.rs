@@ -92,7 +92,7 @@ pub(super) fn markdown(read_only: bool) -> String {
     }
     walk(&Cli::command(), "", &mut out);
     out.push_str(
-        "\n## Resources\n\n- `hcp://catalog`: every pack with its availability flags (JSON).\n\
+        "\n## Resources\n\n- `hcp://catalog`: every pack with its availability flags, catalog packs not installed yet included (`\"installed\": false`; `install ID` turns one on) (JSON).\n\
          - `hcp://skill/{pack_id}`: a pack's SKILL.md and command reference.\n\
          - `hcp://output/{id}`: the full output of a truncated result.\n",
     );

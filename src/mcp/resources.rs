@@ -57,7 +57,8 @@ impl Server {
         }
     }
 
-    /// The resources as (URI, name, MIME type): catalog, help and one skill per pack.
+    /// The resources as (URI, name, MIME type): catalog, help and one skill per pack
+    /// that runs (built in or installed).
     pub async fn resources(&self) -> Vec<(String, String, &'static str)> {
         let mut list = vec![
             (
@@ -78,7 +79,9 @@ impl Server {
             .as_ref()
             .and_then(|data| data["results"].as_array())
         {
-            for pack in results {
+            // A catalog pack that is not installed is in `hcp://catalog`, with
+            // `"installed": false`; its skill is read once it is installed.
+            for pack in results.iter().filter(|pack| pack["installed"] != json!(false)) {
                 if let Some(id) = pack["id"].as_str() {
                     list.push((
                         format!("hcp://skill/{id}"),

@@ -200,8 +200,11 @@ fn forward_progress(
         while let Some(progress) = receiver.recv().await {
             let seconds = progress.elapsed.as_secs_f64();
             let param = ProgressNotificationParam::new(token.clone(), seconds).with_message(format!(
-                "running, {} bytes of output so far",
-                progress.output_bytes
+                "running, {} of output so far",
+                crate::render::count(
+                    usize::try_from(progress.output_bytes).unwrap_or(usize::MAX),
+                    "byte"
+                )
             ));
             let _ = peer.notify_progress(param).await;
         }

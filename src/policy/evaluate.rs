@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::error::RECOVERY;
 use super::load::{Layer, Policies};
 use super::rules::{Decision, Matcher, PolicyFile, Principal, Scope, Subject, builtin_default, effect_slot};
 use crate::manifest::Effect;
@@ -111,6 +112,17 @@ impl fmt::Display for RuleRef {
 pub(crate) struct Evaluation {
     pub decision: Decision,
     pub rule: RuleRef,
+}
+
+impl Evaluation {
+    /// What a `deny` says: the rule behind it, and for a file that cannot be used,
+    /// which field is wrong and how to get out of it (it denies everything).
+    pub(crate) fn denial(&self) -> String {
+        match self.rule.kind {
+            RuleKind::Unparsable { .. } => format!("denied by {}; {RECOVERY}", self.rule),
+            _ => format!("denied by {}", self.rule),
+        }
+    }
 }
 
 /// The decision of one layer: the most specific matching rule (the strictest among

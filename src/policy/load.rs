@@ -65,7 +65,10 @@ pub(crate) fn load_layer(path: Option<PathBuf>) -> Layer {
         Err(error) => Layer::Unparsable { path, error },
         Ok(Some(text)) => match PolicyFile::parse(&text) {
             Ok(file) => Layer::Parsed { path, file },
-            Err(error) => Layer::Unparsable { path, error },
+            Err(error) => Layer::Unparsable {
+                path,
+                error: error.to_string(),
+            },
         },
     }
 }

@@ -1,12 +1,14 @@
-//! The policy engine (see README.md): a pure function from who is calling, which command,
-//! its effect, the user's policy and the project's policy to a [`Decision`] and the
-//! rule that made it. The most specific match wins within a file; across the two
+//! The policy engine (the file format: docs/policy.md): a pure function from who is
+//! calling, which command, its effect, the user's policy and the project's policy to
+//! a [`Decision`] and the rule that made it. The most specific match wins within a file; across the two
 //! files the stricter decision wins; a file that cannot be parsed denies everything.
 //! Reading the files is [`load()`]'s job; [`evaluate()`] does no I/O.
 //!
-//! The parts: what a policy says (`rules`), reading the files (`load`), the
-//! decision (`evaluate`) and what `policy show` lists (`show`).
+//! The parts: what a policy says (`rules`), why a file cannot be used (`error`),
+//! reading the files (`load`), the decision (`evaluate`) and what `policy show`
+//! lists (`show`).
 
+mod error;
 mod evaluate;
 mod load;
 mod rules;

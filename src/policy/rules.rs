@@ -8,6 +8,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::{PolicyError, key_path};
 use crate::manifest::Effect;
 use crate::template::{is_name, is_pack_id};
 
@@ -59,7 +60,7 @@ impl Decision {
     }
 }
 
-/// The built-in defaults (see README.md).
+/// The built-in defaults (see docs/policy.md).
 pub(crate) fn builtin_default(effect: Effect) -> Decision {
     match effect {
         Effect::Read => Decision::Allow,
@@ -159,44 +160,68 @@ pub(super) fn effect_slot(effect: Effect) -> usize {
 
 pub(super) const EFFECTS: [Effect; 3] = [Effect::Read, Effect::Write, Effect::Destructive];
 
+/// What the format takes at each place, as a refusal names it.
+const DECISIONS: &str = "one of allow, confirm, confirm-human, deny";
+const MATCH: &str = "a string pack.command, pack.* or *.effect (effect: read, write or destructive)";
+const EFFECT_MATCH: &str = "*.read, *.write or *.destructive";
+const RULE: &str = r#"an object such as {"match": "git.push", "decision": "deny"}"#;
+
 impl PolicyFile {
     /// Parses a policy file strictly: any unknown field or value is an error, since a
-    /// rule that is silently ignored could leave something open.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(text).map_err(|error| format!("not valid JSON: {error}"))?;
+    /// rule that is silently ignored could leave something open. The error names the
+    /// first bad field by its JSON path, what it holds and what is taken there.
+    pub(crate) fn parse(text: &str) -> Result<Self, PolicyError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|error| PolicyError::Syntax(error.to_string()))?;
         let Value::Object(root) = value else {
-            return Err("must be a JSON object".to_owned());
+            return Err(PolicyError::wrong(
+                "",
+                &value,
+                "an object with `defaults`, `rules` or both",
+            ));
         };
         let mut file = Self::default();
         for (key, value) in &root {
             match key.as_str() {
                 "defaults" => {
                     let Value::Object(defaults) = value else {
-                        return Err("defaults must be an object".to_owned());
+                        return Err(PolicyError::wrong(
+                            "defaults",
+                            value,
+                            r#"an object such as {"write": "confirm"}"#,
+                        ));
                     };
                     for (effect, decision) in defaults {
-                        let effect = Effect::parse(effect).ok_or_else(|| {
-                            format!("defaults.{effect}: not an effect (read, write, destructive)")
-                        })?;
-                        file.defaults[effect_slot(effect)] = Some(parse_decision(decision, "defaults")?);
+                        let at = key_path("defaults", effect);
+                        let effect = Effect::parse(effect)
+                            .ok_or_else(|| PolicyError::unknown(&at, "only read, write and destructive"))?;
+                        file.defaults[effect_slot(effect)] = Some(parse_decision(decision, &at)?);
                     }
                 }
                 "rules" => {
                     let Value::Array(rules) = value else {
-                        return Err("rules must be an array".to_owned());
+                        return Err(PolicyError::wrong(
+                            "rules",
+                            value,
+                            r#"an array of rules such as {"match": "git.push", "decision": "deny"}"#,
+                        ));
                     };
                     for (index, rule) in rules.iter().enumerate() {
-                        file.rules
-                            .push(parse_rule(rule).map_err(|error| format!("rules[{index}]: {error}"))?);
+                        file.rules.push(parse_rule(rule, &format!("rules[{index}]"))?);
                     }
                 }
-                other => return Err(format!("unknown field \"{other}\" (known: defaults, rules)")),
+                other => {
+                    return Err(PolicyError::unknown(
+                        key_path("", other),
+                        "only defaults and rules",
+                    ));
+                }
             }
         }
         Ok(file)
     }
 
-    /// Serializes back to the format (see README.md).
+    /// Serializes back to the format (see docs/policy.md).
     pub(crate) fn to_json(&self) -> Value {
         let mut defaults = serde_json::Map::new();
         for effect in EFFECTS {
@@ -216,29 +241,38 @@ impl PolicyFile {
     }
 }
 
-fn parse_decision(value: &Value, context: &str) -> Result<Decision, String> {
+fn parse_decision(value: &Value, at: &str) -> Result<Decision, PolicyError> {
     value
         .as_str()
         .and_then(Decision::parse)
-        .ok_or_else(|| format!("{context}: decision must be allow, confirm, confirm-human or deny"))
+        .ok_or_else(|| PolicyError::wrong(at, value, DECISIONS))
 }
 
-fn parse_rule(value: &Value) -> Result<Rule, String> {
+/// `rules[N]`, whose JSON path is `at`.
+fn parse_rule(value: &Value, at: &str) -> Result<Rule, PolicyError> {
     let Value::Object(rule) = value else {
-        return Err("must be an object with match and decision".to_owned());
+        return Err(PolicyError::wrong(at, value, RULE));
     };
     if let Some(key) = rule.keys().find(|key| *key != "match" && *key != "decision") {
-        return Err(format!("unknown field \"{key}\" (known: match, decision)"));
+        return Err(PolicyError::unknown(key_path(at, key), "only match and decision"));
     }
-    let matcher = rule
-        .get("match")
-        .and_then(Value::as_str)
-        .ok_or("match is required")?;
-    let decision = rule.get("decision").ok_or("decision is required")?;
-    Ok(Rule {
-        matcher: Matcher::parse(matcher)?,
-        decision: parse_decision(decision, "decision")?,
-    })
+    let matcher = match rule.get("match") {
+        None => return Err(PolicyError::field(format!("{at}.match"), "missing", MATCH)),
+        Some(Value::String(text)) => Matcher::parse(text).map_err(|_| {
+            let expected = if text.starts_with("*.") {
+                EFFECT_MATCH
+            } else {
+                MATCH
+            };
+            PolicyError::wrong(format!("{at}.match"), &Value::String(text.clone()), expected)
+        })?,
+        Some(other) => return Err(PolicyError::wrong(format!("{at}.match"), other, MATCH)),
+    };
+    let decision = match rule.get("decision") {
+        None => return Err(PolicyError::field(format!("{at}.decision"), "missing", DECISIONS)),
+        Some(decision) => parse_decision(decision, &format!("{at}.decision"))?,
+    };
+    Ok(Rule { matcher, decision })
 }
 
 /// Which file a layer came from.

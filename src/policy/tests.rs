@@ -228,41 +228,140 @@ fn unparsable_files_deny_everything() {
     assert_eq!(evaluation.rule.scope, Scope::Project);
 }
 
+/// Every way a file can be wrong names the field by its JSON path, what it holds and
+/// what the format takes there: the whole message.
 #[test]
-fn parse_is_strict() {
+fn parse_errors_name_the_field_what_it_holds_and_what_is_taken() {
     for (text, error) in [
-        ("[]", "must be a JSON object"),
+        (
+            "[]",
+            "the top level is an array, where the format takes an object with `defaults`, `rules` or both",
+        ),
         (
             r#"{"rule":[]}"#,
-            "unknown field \"rule\" (known: defaults, rules)",
+            "rule is a field hcpx does not know, where the format takes only defaults and rules",
+        ),
+        (
+            r#"{"defaults":"allow"}"#,
+            r#"defaults is "allow", where the format takes an object such as {"write": "confirm"}"#,
         ),
         (
             r#"{"defaults":{"read":"yes"}}"#,
-            "defaults: decision must be allow, confirm, confirm-human or deny",
+            r#"defaults.read is "yes", where the format takes one of allow, confirm, confirm-human, deny"#,
         ),
         (
             r#"{"defaults":{"exec":"allow"}}"#,
-            "defaults.exec: not an effect (read, write, destructive)",
+            "defaults.exec is a field hcpx does not know, where the format takes only read, write and destructive",
+        ),
+        (
+            r#"{"rules":{}}"#,
+            r#"rules is an object, where the format takes an array of rules such as {"match": "git.push", "decision": "deny"}"#,
+        ),
+        (
+            r#"{"rules":[{"match":"git.*","decision":"deny"},"git.push"]}"#,
+            r#"rules[1] is "git.push", where the format takes an object such as {"match": "git.push", "decision": "deny"}"#,
         ),
         (
             r#"{"rules":[{"match":"git","decision":"deny"}]}"#,
-            "rules[0]: match \"git\" must be pack.command, pack.* or *.effect",
+            r#"rules[0].match is "git", where the format takes a string pack.command, pack.* or *.effect (effect: read, write or destructive)"#,
+        ),
+        (
+            r#"{"rules":[{"match":7,"decision":"deny"}]}"#,
+            "rules[0].match is 7, where the format takes a string pack.command, pack.* or *.effect (effect: read, write or destructive)",
         ),
         (
             r#"{"rules":[{"match":"*.push","decision":"deny"}]}"#,
-            "rules[0]: match \"*.push\": after `*.` comes read, write or destructive",
+            r#"rules[0].match is "*.push", where the format takes *.read, *.write or *.destructive"#,
         ),
         (
             r#"{"rules":[{"match":"git.*","decision":"deny","why":1}]}"#,
-            "rules[0]: unknown field \"why\" (known: match, decision)",
+            "rules[0].why is a field hcpx does not know, where the format takes only match and decision",
         ),
         (
             r#"{"rules":[{"decision":"deny"}]}"#,
-            "rules[0]: match is required",
+            "rules[0].match is missing, where the format takes a string pack.command, pack.* or *.effect (effect: read, write or destructive)",
+        ),
+        (
+            r#"{"rules":[{"match":"git.*"},{"match":"git.log","decision":"allow"}]}"#,
+            "rules[0].decision is missing, where the format takes one of allow, confirm, confirm-human, deny",
+        ),
+        (
+            r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.log","decision":"allow"},{"match":"git.push","decision":"nope"}]}"#,
+            r#"rules[2].decision is "nope", where the format takes one of allow, confirm, confirm-human, deny"#,
+        ),
+        (
+            r#"{"rules":[{"match":"git.*","decision":true}]}"#,
+            "rules[0].decision is true, where the format takes one of allow, confirm, confirm-human, deny",
+        ),
+        (
+            "{ \"rules\": [ ",
+            "not valid JSON: EOF while parsing a list at line 1 column 13",
         ),
     ] {
-        assert_eq!(PolicyFile::parse(text), Err(error.to_owned()), "{text}");
+        assert_eq!(
+            PolicyFile::parse(text).map_err(|error| error.to_string()),
+            Err(error.to_owned()),
+            "{text}"
+        );
     }
+}
+
+/// What the file holds is shown short and escaped: a key or value from the file
+/// never reaches a terminal raw, nor at any length.
+#[test]
+fn parse_errors_show_the_file_s_text_escaped_and_short() {
+    let long = "x".repeat(100);
+    let text = format!(r#"{{"rules":[{{"match":"git.*","decision":"{long}"}}]}}"#);
+    assert_eq!(
+        PolicyFile::parse(&text).unwrap_err().to_string(),
+        format!(
+            r#"rules[0].decision is "{}"…, where the format takes one of allow, confirm, confirm-human, deny"#,
+            "x".repeat(40)
+        )
+    );
+    assert_eq!(
+        PolicyFile::parse("{\"rules\":[{\"match\":\"git.*\",\"decision\":\"deny\",\"\\u001b[2J\":1}]}")
+            .unwrap_err()
+            .to_string(),
+        r#"rules[0]["\u001b[2J"] is a field hcpx does not know, where the format takes only match and decision"#
+    );
+    assert_eq!(
+        PolicyFile::parse("{\"defaults\":{\"write\":\"\\u001b[31mallow\"}}")
+            .unwrap_err()
+            .to_string(),
+        r#"defaults.write is "\u001b[31mallow", where the format takes one of allow, confirm, confirm-human, deny"#
+    );
+}
+
+/// The denial an unusable file causes, as exec and install give it: the file, the
+/// field, and how to get out of it.
+#[test]
+fn a_denial_by_an_unusable_file_says_how_to_recover() {
+    let text = r#"{"rules":[{"match":"git.*","decision":"deny"},{"match":"git.log","decision":"allow"},{"match":"git.push","decision":"nope"}]}"#;
+    let broken = Layer::Unparsable {
+        path: "/h/policy.json".into(),
+        error: PolicyFile::parse(text).unwrap_err().to_string(),
+    };
+    let evaluation = decide("git", "log", Effect::Read, broken, Layer::Absent);
+    assert_eq!(evaluation.decision, Decision::Deny);
+    assert_eq!(
+        decide(
+            "git",
+            "log",
+            Effect::Read,
+            user(r#"{"rules":[{"match":"git.log","decision":"deny"}]}"#),
+            Layer::Absent
+        )
+        .denial(),
+        "denied by rule `git.log` (rules[0]) in /h/policy.json"
+    );
+    assert_eq!(
+        evaluation.denial(),
+        "denied by unparsable policy file /h/policy.json (rules[2].decision is \"nope\", where the format \
+         takes one of allow, confirm, confirm-human, deny); every exec and install is denied until the file \
+         is fixed: correct that field (docs/policy.md describes the format) or move the file away, then \
+         `hcpx policy show` shows the policy in force"
+    );
 }
 
 #[test]

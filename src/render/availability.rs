@@ -1,12 +1,20 @@
-//! `hcpx availability`'s text: the four flags, and what fixes each that is false.
-//! Part of [`crate::render`], which re-exports it.
+//! `hcpx availability`'s text: the four flags, the pack's program of the machine,
+//! and what fixes each flag that is false. Part of [`crate::render`], which
+//! re-exports it.
 
 use std::fmt::Write as _;
 
-use crate::availability::Availability;
+use super::inert_line;
+use crate::availability::{Availability, ProgramReport};
 use crate::commands::availability::Granted;
+use crate::next::Next;
 
-pub(crate) fn availability_text(id: &str, availability: &Availability, grants: Option<&Granted>) -> String {
+pub(crate) fn availability_text(
+    id: &str,
+    availability: &Availability,
+    grants: Option<&Granted>,
+    next: Option<&Next>,
+) -> String {
     let mut text = String::new();
     let mark = |flag: bool| if flag { "yes" } else { "NO " };
     let _ = writeln!(
@@ -41,12 +49,51 @@ pub(crate) fn availability_text(id: &str, availability: &Availability, grants: O
             );
         }
     }
+    if let Some(program) = &availability.program {
+        let _ = writeln!(text, "  {:<10} {}", "program", inert_line(&program_line(program)));
+    }
+    if let Some(version) = &availability.update {
+        let _ = writeln!(
+            text,
+            "  {:<10} {version} is in this hcpx's catalog: {}",
+            "update",
+            Next::hcpx(["install", id])
+        );
+    }
     for problem in &availability.problems {
         let flag = serde_json::to_value(problem.flag)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
             .unwrap_or_default();
-        let _ = writeln!(text, "  {flag}: {}\n    fix: {}", problem.reason, problem.fix);
+        let _ = writeln!(
+            text,
+            "  {flag}: {}\n    fix: {}",
+            inert_line(&problem.reason),
+            inert_line(&problem.fix)
+        );
+    }
+    if let Some(next) = next {
+        let _ = writeln!(text, "next: {next}");
     }
     text
+}
+
+/// `/usr/bin/rg (ripgrep 13.0.0); supports BurntSushi's ripgrep`, or
+/// `rg: not found (supports …)`.
+fn program_line(program: &ProgramReport) -> String {
+    let mut line = match (&program.path, &program.version) {
+        (Some(path), Some(version)) => format!("{} ({version})", path.display()),
+        (Some(path), None) => path.display().to_string(),
+        (None, _) => format!("{}: not found", program.name),
+    };
+    match (&program.variant, &program.path) {
+        (Some(variant), Some(_)) => {
+            let _ = write!(line, "; supports {variant}");
+        }
+        (Some(variant), None) => {
+            let _ = write!(line, " (supports {variant})");
+        }
+        (None, _) => {}
+    }
+    line
 }

@@ -52,6 +52,10 @@ pub(crate) struct BindingRow {
     pub set: bool,
     /// `value`, `env` or null; never the value itself.
     pub source: Option<&'static str>,
+    /// How the pack's CLI receives it (`env`, `file` or `stdin`, the manifest's
+    /// `as`); null when the pack no longer declares it.
+    #[serde(rename = "as")]
+    pub delivery: Option<&'static str>,
     pub variable: Option<String>,
     /// Why the binding is held back from the pack installed now (it was given to
     /// another pack with this id), or null.
@@ -81,7 +85,8 @@ pub(crate) fn bindings_text(rows: &[BindingRow]) -> String {
         } else {
             "  (no longer declared by the pack)"
         };
-        text.push_str(&format!("{} {}: {state}{note}\n", row.pack, row.key));
+        let delivery = row.delivery.map(|how| format!(" (as {how})")).unwrap_or_default();
+        text.push_str(&format!("{} {}{delivery}: {state}{note}\n", row.pack, row.key));
     }
     text
 }

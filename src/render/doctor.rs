@@ -64,9 +64,9 @@ pub(crate) fn doctor_text(doctor: &Doctor<'_>) -> String {
     for broken in doctor.broken {
         let _ = writeln!(
             text,
-            "  broken: {} ({} problems): hcpx pack check {}",
+            "  broken: {} ({}): hcpx pack check {}",
             broken.id,
-            broken.problems.len(),
+            super::count(broken.problems.len(), "problem"),
             broken.dir.display()
         );
     }

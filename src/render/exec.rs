@@ -16,6 +16,8 @@ pub(crate) struct PlanText<'a> {
     pub child: &'a [String],
     pub cwd: &'a Path,
     pub env: &'a [String],
+    /// The binding written to its standard input, if any.
+    pub stdin: Option<&'a str>,
     /// What it reads beyond the system folders.
     pub reads: &'a [std::path::PathBuf],
     /// The pack's cache folder, when it keeps one.
@@ -43,6 +45,9 @@ pub(crate) fn plan_text(plan: &PlanText<'_>) -> String {
     );
     if let Some(cache) = plan.cache {
         let _ = writeln!(text, "cache:    {}", cache.display());
+    }
+    if let Some(name) = plan.stdin {
+        let _ = writeln!(text, "stdin:    the bound value of {name}, nothing added");
     }
     text.push_str("sandbox:\n");
     for layer in plan.layers {

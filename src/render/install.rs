@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::error::Failure;
-use crate::install::Placed;
+use crate::install::{Placed, Shelved};
 use crate::next::Next;
 
 /// What `hcpx install` did.
@@ -60,16 +60,19 @@ pub(crate) fn install_question(command: &str, target: &str) -> String {
     format!("{command} {target}?")
 }
 
-/// `hcpx uninstall ID`: `builtin` when a built-in pack has that id.
+/// `hcpx uninstall ID`: what is in use once it is gone, and the cache folder removed.
 pub(crate) fn uninstall_text(
     id: &str,
     removed: bool,
-    builtin: bool,
+    shelved: Shelved,
     cache: Option<&std::path::Path>,
 ) -> String {
-    let mut text = match (removed, builtin) {
-        (true, true) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
-        (true, false) => format!("uninstalled {id}\n"),
+    let mut text = match (removed, shelved) {
+        (true, Shelved::Builtin) => format!("uninstalled {id}; the built-in {id} is in use again\n"),
+        (true, Shelved::Catalog) => {
+            format!("uninstalled {id}; it stays in the catalog: hcpx install {id} installs it again\n")
+        }
+        (true, Shelved::Nothing) => format!("uninstalled {id}\n"),
         (false, _) => format!("{id} was not installed\n"),
     };
     if let Some(cache) = cache {

@@ -29,7 +29,8 @@ pub(crate) fn layer_text(layer: &Layer, line: &LayerLine<'_>) -> String {
             path.display()
         ),
         (Layer::Unparsable { path, error }, LayerLine::Source { .. }) => format!(
-            "{} is UNPARSABLE ({error}): every exec and install is denied until it is fixed",
+            "{} is UNPARSABLE ({error}): every exec and install is denied until it is fixed \
+             (docs/policy.md describes the format)",
             path.display()
         ),
     }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::catalog::Pack;
+use crate::manifest::Delivery;
 
 /// A Markdown cell: pipes escaped, newlines folded.
 fn cell(text: &str) -> String {
@@ -45,10 +46,12 @@ pub(crate) fn skill_reference(pack: &Pack) -> String {
     for (key, binding) in &manifest.bindings {
         let _ = writeln!(
             text,
-            "Binding `{key}` ({}, {}): {}. A person binds it with `hcpx bind {id} {key}`.\n",
+            "Binding `{key}` ({}, {}, as {}): {}. {} A person binds it with `hcpx bind {id} {key}`.\n",
             if binding.secret { "secret" } else { "not secret" },
             if binding.required { "required" } else { "optional" },
-            binding.description.as_deref().unwrap_or("no description")
+            binding.delivery.as_str(),
+            binding.description.as_deref().unwrap_or("no description"),
+            delivery(manifest, key, &binding.delivery)
         );
     }
     for command in &manifest.commands {
@@ -101,6 +104,35 @@ pub(crate) fn skill_reference(pack: &Pack) -> String {
         let _ = writeln!(text, "Example: `hcpx exec {id} {}{tail}`\n", command.name);
     }
     text
+}
+
+/// How a binding reaches the CLI, in a sentence (see docs/bindings.md).
+fn delivery(manifest: &crate::manifest::Manifest, key: &str, delivery: &Delivery) -> String {
+    match delivery {
+        Delivery::Env => format!("The CLI gets the value in the variable `{key}`."),
+        Delivery::File { format } => {
+            let content = match format {
+                Some(format) => format!(", holding `{}` with the value in it", format.replace('`', "'")),
+                None => String::new(),
+            };
+            format!(
+                "The CLI gets a file (mode 0600, in the call's temporary folder, removed with the call){content}; \
+                 the variable `{key}` holds its path."
+            )
+        }
+        Delivery::Stdin => {
+            let commands: Vec<&str> = manifest
+                .commands
+                .iter()
+                .filter(|command| command.stdin.as_deref() == Some(key))
+                .map(|command| command.name.as_str())
+                .collect();
+            format!(
+                "The CLI reads the value, and nothing more, on its standard input in: {}.",
+                commands.join(", ")
+            )
+        }
+    }
 }
 
 /// A parameter's `pattern` and what it `refuse`s, for the reference table.

@@ -795,3 +795,33 @@ fn a_skill_file_adopt_did_not_write_is_refused_kept_and_restored() {
         )])
     );
 }
+
+/// A host named by its first words gets the hosts it begins, and as `next` the same
+/// call with the first of them, every flag kept; the message never repeats the
+/// caller's word.
+#[test]
+fn an_unknown_host_names_the_closest_ones() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["adopt", "claude", "--scope", "user", "--write", "--yes"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({
+            "code": 2,
+            "reason": "invalid_arguments",
+            "message": "unknown host; closest: claude-code, claude-desktop; hcpx knows: claude-code, claude-desktop, \
+                        codex, copilot-cli, cursor, gemini, mcp, opencode, vscode, windsurf, zed"
+        })
+    );
+    assert_eq!(
+        envelope["data"]["suggestions"],
+        json!(["claude-code", "claude-desktop"])
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx adopt claude-code --scope user --write --yes")
+    );
+    let (_, envelope) = env.json(&["adopt", "qqqqqq"]);
+    assert_eq!(envelope["next"], json!("hcpx adopt mcp"));
+    assert_eq!(envelope["data"]["suggestions"], json!([]));
+}

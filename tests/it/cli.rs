@@ -31,6 +31,83 @@ fn help_subcommand_shows_a_commands_help() {
     );
 }
 
+/// `hcpx help --json` is the command tree as data: every command with its summary,
+/// the nested ones under theirs; `hcpx help exec --json` one command with its usage
+/// and arguments. The text is clap's, as `--help` prints it.
+#[test]
+fn help_json_is_the_command_tree() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["help"]);
+    assert_eq!(code, 0, "{envelope}");
+    let output = env.command(&["help", "--json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let direct: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(direct["data"], envelope["data"]);
+    let data = &envelope["data"];
+    assert_eq!(data["help"], json!(env.run(&["--help"]).stdout));
+    assert_eq!(data["command"], json!(""));
+    let names: Vec<&str> = data["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| node["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "search",
+            "skill",
+            "availability",
+            "exec",
+            "install",
+            "uninstall",
+            "bind",
+            "unbind",
+            "bindings",
+            "output",
+            "adopt",
+            "mcp",
+            "policy",
+            "pack",
+            "doctor",
+            "completions",
+            "man"
+        ]
+    );
+    assert_eq!(
+        data["commands"][13],
+        json!({
+            "name": "pack", "summary": "Tools for pack authors",
+            "commands": [
+                { "name": "pack check", "summary": "Validate a pack folder: manifest, SKILL.md and CLI file. Lists every problem" },
+                { "name": "pack new", "summary": "Write a valid starting pack into ./ID/: a CLI script of its own, or with --bin a pack around a program already on PATH" }
+            ]
+        })
+    );
+    let (code, mut envelope) = env.json(&["help", "exec", "--json"]);
+    assert_eq!(code, 0, "{envelope}");
+    let text = envelope["data"].as_object_mut().unwrap().remove("help").unwrap();
+    assert_eq!(text, json!(env.run(&["exec", "--help"]).stdout));
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "command": "exec",
+            "summary": "Run a pack command through policy, binding and the sandbox",
+            "usage": "hcpx exec [OPTIONS] <PACK> <COMMAND> [KEY=VALUE]...",
+            "arguments": [
+                { "name": "PACK", "help": "The pack id", "required": true },
+                { "name": "COMMAND", "help": "The command name", "required": true },
+                { "name": "--dry-run", "help": "Show the plan (decision, child argv, env names, sandbox) without running it", "required": false },
+                { "name": "--yes", "help": "Confirm a command whose policy is `confirm` (not enough for `confirm-human`)", "required": false },
+                { "name": "--timeout-ms N", "help": "Stop the command after this many milliseconds (at most 600000)", "required": false },
+                { "name": "KEY=VALUE", "help": "KEY=VALUE parameters (after `--` when a word starts with `-`)", "required": false }
+            ],
+            "commands": []
+        })
+    );
+    assert_eq!(envelope["argv"], json!(["--json", "help", "exec", "--json"]));
+}
+
 /// The version is a field of its own, not a help text to cut apart.
 #[test]
 fn version_json_has_a_version_field() {
@@ -63,7 +140,7 @@ fn policy_set_refuses_unknown_targets_unless_forced() {
     assert_eq!(output.code, 2, "{output}");
     assert_eq!(
         output.stderr,
-        "error: no pack by that name; did you mean git.*?\n  a rule for a pack not installed yet: add --force\n\
+        "error: no pack is named `gti`; did you mean git.*?\n  a rule for a pack not installed yet: add --force\n\
          next: hcpx policy set 'git.*' confirm\n"
     );
     // Known targets and effects are taken; --force takes an unknown one as written.
@@ -268,6 +345,64 @@ fn completions_for_each_shell() {
     assert_eq!(envelope["data"]["shell"], json!("fish"));
     let output = env.run(&["completions", "tcsh"]);
     assert_eq!(output.code, 2, "{output}");
+}
+
+/// The bash script, sourced in a real bash, completes what only hcpx knows the way
+/// bash asks at a TAB (`COMP_LINE` up to the cursor): pack ids, a pack's commands, a
+/// command's keys (without the ones given), binding
+/// names, installed packs for `uninstall`; and leaves flags and subcommands to
+/// clap's words.
+#[test]
+fn bash_completes_packs_commands_and_keys() {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let script = env.write("work/hcpx.bash", &env.run(&["completions", "bash"]).stdout);
+    let bash = std::path::Path::new("/bin/bash");
+    if !crate::common::require(bash.exists(), "bash") {
+        return;
+    }
+    let bin = std::path::Path::new(crate::common::BIN).parent().unwrap();
+    let tab = |line: &str| -> String {
+        let output = env
+            .command_of(bash, &["--norc", "-c"])
+            .arg(format!(
+                "source {}; COMP_LINE=\"$1\"; COMP_POINT=${{#1}}; read -ra COMP_WORDS <<< \"$1\"; \
+                 [[ $1 == *' ' ]] && COMP_WORDS+=(''); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 _hcpx_dynamic hcpx \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 printf '%s|' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .arg("bash")
+            .arg(line)
+            .env("PATH", format!("{}:{}", bin.display(), env.path))
+            .output()
+            .unwrap();
+        assert!(output.stderr.is_empty(), "{line}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    for (line, expected) in [
+        ("hcpx exec ", "git|jq|probe|sqlite|transit|"),
+        ("hcpx exec tr", "transit|"),
+        ("hcpx --json exec --dry-run g", "git|"),
+        (
+            "hcpx exec git ",
+            "status|log|diff|show|branches|add|commit|reset-hard|",
+        ),
+        ("hcpx exec git l", "log|"),
+        ("hcpx exec git log -- ", "n=|rev=|path=|"),
+        ("hcpx exec git log -- n=3 ", "rev=|path=|"),
+        ("hcpx exec git log r", "rev=|"),
+        ("hcpx skill ", "git|jq|probe|sqlite|transit|"),
+        ("hcpx availability s", "sqlite|"),
+        ("hcpx uninstall ", "probe|"),
+        ("hcpx bind probe ", "PROBE_TOKEN|"),
+        ("hcpx policy check h", "hcp|"),
+        // clap's words: subcommands and flags.
+        ("hcpx pol", "policy|"),
+        ("hcpx exec git log --dry", "--dry-run|"),
+    ] {
+        assert_eq!(tab(line), expected, "{line}");
+    }
 }
 
 /// `hcpx man` is a roff page of the whole CLI; `hcpx man policy set` one command's.

@@ -205,6 +205,42 @@ fn parameter_refusals_name_what_is_known() {
     assert_eq!(envelope["error"]["reason"], json!("unknown_pack"));
 }
 
+/// A misspelt pack gets, as `next`, the same exec with the closest pack and every
+/// other word the caller gave; the message is fixed text naming only the pack, never
+/// a value.
+#[test]
+fn a_misspelt_pack_suggests_the_corrected_exec() {
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&[
+        "exec",
+        "transt",
+        "plan",
+        "--dry-run",
+        "--timeout-ms",
+        "5000",
+        "--",
+        "from=Westgate",
+        "to=North Park",
+    ]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        envelope["error"],
+        json!({ "code": 2, "reason": "unknown_pack", "message": "no pack is named `transt`; closest: transit" })
+    );
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx exec transit plan --dry-run --timeout-ms 5000 -- 'from=Westgate' 'to=North Park'")
+    );
+    let output = env.run(&["exec", "transt", "plan"]);
+    assert_eq!(
+        output.stderr,
+        "error: no pack is named `transt`; closest: transit\nnext: hcpx exec transit plan\n"
+    );
+    // Nothing close: where to look.
+    let (_, envelope) = env.json(&["exec", "zzzzzz", "plan"]);
+    assert_eq!(envelope["next"], json!("hcpx search"));
+}
+
 #[test]
 fn timeout_kills_child_and_grandchild_within_the_bound() {
     let env = probe_env();

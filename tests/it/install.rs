@@ -303,8 +303,182 @@ fn unknown_sources_say_what_is_accepted() {
     assert_eq!(code, 2);
     assert_eq!(
         envelope["error"]["message"],
-        json!("SOURCE is npm:NAME[@VERSION], a folder that exists here, or a built-in pack id")
+        json!(
+            "SOURCE is npm:NAME[@VERSION], a folder that exists here, or the id of a built-in or catalog pack"
+        )
     );
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx search --all   (every pack there is, installed or not)")
+    );
+}
+
+/// The files of a folder, by name.
+fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                std::fs::read(entry.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// `install rg` materialises the catalog's pack from the binary (no network): the
+/// files as the repository has them, the lock's source `catalog:rg` and integrity;
+/// the same version again changes nothing; `uninstall rg` takes it away, and the
+/// catalog's pack is there to install again.
+#[test]
+fn a_catalog_pack_installs_by_id_and_uninstalls() {
+    let env = TestEnv::new();
+    let version = {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog/rg/hcp.json"))
+                .unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["version"].clone()
+    };
+    // No npm, no network: a PATH with nothing on it.
+    let mut env = env;
+    env.path = "/nonexistent".to_owned();
+    let installed = env.install_ok("rg", false);
+    let integrity = installed["data"]["integrity"].clone();
+    assert!(integrity.as_str().unwrap().starts_with("sha512-"), "{installed}");
+    assert_eq!(
+        installed["data"],
+        json!({
+            "id": "rg", "version": version, "source": "catalog:rg", "changed": true, "replaced": null,
+            "integrity": integrity, "bindings": { "kept": [], "heldBack": [] }
+        })
+    );
+    assert_eq!(
+        files_in(&env.home().join("packs/rg")),
+        files_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("packs/catalog/rg"))
+    );
+    let entry = lock(&env)["packs"]["rg"].clone();
+    assert_eq!(
+        (&entry["source"], &entry["version"], &entry["integrity"]),
+        (&json!("catalog:rg"), &version, &integrity)
+    );
+    // Again: nothing changes, the lock entry included.
+    let again = env.install_ok("rg", false);
+    assert_eq!(again["data"]["changed"], json!(false));
+    assert_eq!(lock(&env)["packs"]["rg"], entry);
+    let output = env.run(&["install", "rg", "--yes"]);
+    assert_eq!(
+        output.stdout,
+        format!(
+            "rg {} is already installed; nothing changed\nnext: hcpx skill rg\n",
+            version.as_str().unwrap()
+        )
+    );
+    let output = env.run(&["uninstall", "rg", "--yes"]);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (
+            0,
+            "uninstalled rg; it stays in the catalog: hcpx install rg installs it again\n"
+        )
+    );
+    assert!(!env.home().join("packs/rg").exists());
+    assert!(lock(&env)["packs"].as_object().unwrap().is_empty());
+    let (code, envelope) = env.json(&["uninstall", "rg", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        (&envelope["error"]["message"], &envelope["next"]),
+        (
+            &json!("that pack is in the catalog and not installed; nothing to remove"),
+            &json!("hcpx search --all")
+        )
+    );
+    let (_, envelope) = env.json(&["exec", "rg", "files"]);
+    assert_eq!(
+        envelope["next"],
+        json!("hcpx install rg"),
+        "off again: {envelope}"
+    );
+}
+
+/// An agent's install of a catalog pack is an ordinary install, held by the same
+/// policy and confirmation as any other: without `confirm` it needs confirmation and
+/// nothing is written; with `--yes` it installs; a `deny` for `hcp.install` denies it.
+#[test]
+fn an_agents_install_of_a_catalog_pack_is_held_by_the_policy() {
+    let env = TestEnv::new().env("HCP_AGENT", "1");
+    let (code, envelope) = env.json(&["install", "rg"]);
+    assert_eq!(code, 2, "{envelope}");
+    assert_eq!(
+        (&envelope["error"]["reason"], &envelope["next"]),
+        (&json!("needs_confirmation"), &json!("hcpx install rg --yes"))
+    );
+    assert_eq!(
+        (
+            &envelope["data"]["command"],
+            &envelope["data"]["target"],
+            &envelope["data"]["decision"]
+        ),
+        (&json!("install"), &json!("rg"), &json!("confirm"))
+    );
+    assert!(!env.home().join("packs/rg").exists());
+    let installed = env.install_ok("rg", true);
+    assert_eq!(installed["data"]["source"], json!("catalog:rg"));
+    env.run(&["uninstall", "rg", "--yes"]);
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[{"match":"hcp.install","decision":"deny"}]}"#,
+    );
+    let (_, envelope) = env.json(&["install", "rg", "--yes"]);
+    assert_eq!(envelope["error"]["reason"], json!("denied_by_policy"));
+    assert!(!env.home().join("packs/rg").exists());
+    assert_eq!(
+        crate::common::audit_decisions(&env),
+        ["needs_confirmation", "installed", "uninstalled", "denied"]
+    );
+}
+
+/// The attack: an agent installs a folder whose pack id is a catalog pack's, `rg`,
+/// and the person's next `hcpx exec rg ...` (or their `hcpx install rg` afterwards,
+/// which now finds it installed) runs the agent's pack. As for a built-in, that
+/// replacement is a person's act: the agent is refused and nothing is written.
+#[test]
+fn an_agent_cannot_replace_a_catalog_pack_and_a_person_can() {
+    let env = TestEnv::new();
+    let dir = source(&env, "myrg", "9.9.9");
+    for file in ["hcp.json", "SKILL.md"] {
+        let text = std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .replacen("\"id\": \"probe\"", "\"id\": \"rg\"", 1)
+            .replacen("name: probe", "name: rg", 1);
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let output = env
+        .command(&["--json", "install", "myrg", "--yes"])
+        .env("HCP_AGENT", "1")
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{envelope}");
+    assert_eq!(
+        (&envelope["error"], &envelope["data"]),
+        (
+            &json!({
+                "code": 2, "reason": "access_refused",
+                "message": "an agent cannot replace a catalog pack with a pack from another source; nothing was installed",
+            }),
+            &json!({ "id": "rg", "catalog": true })
+        )
+    );
+    assert!(!env.home().join("packs/rg").exists());
+    // A person may.
+    let installed = env.install_ok("myrg", false);
+    assert_eq!(installed["data"]["version"], json!("9.9.9"));
+    // And the catalog's own, installed by an agent over it, is an ordinary install.
+    let installed = env.install_ok("rg", true);
+    assert_eq!(installed["data"]["source"], json!("catalog:rg"));
 }
 
 /// An id that is not a pack id is refused the same way whatever folders exist, before

@@ -578,8 +578,17 @@ async fn resources_catalog_help_skills_and_template() {
         assert!(!text.is_empty(), "{uri}");
         if uri == "hcp://catalog" {
             let catalog: Value = serde_json::from_str(text).unwrap();
-            assert_eq!(catalog["packs"].as_array().unwrap().len(), 4);
+            let packs = catalog["packs"].as_array().unwrap();
+            // The four built-ins, then the catalog's packs, not installed (and so
+            // without a skill resource above).
+            assert_eq!(packs.len(), 4 + crate::catalog::catalog_ids().len());
             assert_eq!(catalog["packs"][3]["ready"], json!(true));
+            assert!(
+                packs[4..]
+                    .iter()
+                    .all(|pack| pack["installed"] == json!(false) && pack["source"] == json!("catalog")),
+                "{catalog}"
+            );
         }
         if uri == "hcp://skill/transit" {
             assert!(text.contains("## Command reference"), "{text}");

@@ -498,7 +498,7 @@ fn search_registry_lists_marked_packs_and_what_it_prints_installs() {
     let found = json!({
         "id": "hcpx-pack-zanzibar", "version": "1.1.0", "description": "Zanzibar tides, a probe",
         "source": "npm:hcpx-pack-zanzibar@1.1.0", "install": "hcpx install npm:hcpx-pack-zanzibar@1.1.0",
-        "commands": [], "score": 14.0,
+        "commands": [], "score": 14.0, "program": null, "variant": null, "update": null,
         "installed": false, "runnable": false, "bound": false, "permitted": false, "ready": false
     });
     let (code, envelope) = env.json(&["search", "--registry", "zanzibar"]);

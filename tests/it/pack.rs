@@ -45,26 +45,96 @@ fn broken_pack_lists_every_problem() {
     );
 }
 
+/// A CLI file that is not executable passes `pack check` with a note, since install
+/// copies it executable; a missing SKILL.md is a problem.
 #[test]
-fn check_refuses_a_non_executable_cli_and_a_missing_skill() {
+fn check_takes_a_non_executable_cli_with_a_note_and_refuses_a_missing_skill() {
+    use std::os::unix::fs::PermissionsExt as _;
     let env = TestEnv::new();
     let dir = env.root.path().join("work/p");
     crate::common::copy_dir(&fixture("locked"), &dir);
+    std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = env.run(&["pack", "check", "p"]);
+    insta::assert_snapshot!(output.to_string(), @r"
+    exit_code: 0
+    ----- stdout -----
+    ok: locked 1.0.0 is a valid pack (1 command: open)
+    note: ./locked is not executable in this folder; install copies it executable (chmod +x locked to run it from here)
+    ----- stderr -----
+    [EOF]
+    ");
     std::fs::remove_file(dir.join("SKILL.md")).unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    }
     let (code, envelope) = env.json(&["pack", "check", "p"]);
     assert_eq!(code, 2);
     assert_eq!(
         envelope["data"]["problems"],
-        json!([
-            { "path": "SKILL.md", "message": "is missing; every pack has a SKILL.md for agents" },
-            { "path": "bin[0]", "message": "./locked is not executable (chmod +x locked)" }
-        ])
+        json!([{ "path": "SKILL.md", "message": "is missing; every pack has a SKILL.md for agents" }])
     );
+}
+
+/// `pack check` and `install` give the same verdict on the same folder, whatever is
+/// wrong with it: what passes the check installs, and what install refuses the check
+/// refuses. A CLI file that is not executable passes both and runs once installed.
+#[test]
+fn pack_check_and_install_agree() {
+    use std::os::unix::fs::PermissionsExt as _;
+    type Change = fn(&std::path::Path, &std::path::Path);
+    let cases: [(&str, Change, i32); 6] = [
+        ("valid", |_, _| {}, 0),
+        (
+            "a CLI file that is not executable",
+            |dir, _| {
+                std::fs::set_permissions(dir.join("locked"), std::fs::Permissions::from_mode(0o644)).unwrap();
+            },
+            0,
+        ),
+        (
+            "a SKILL.md that is a link",
+            |dir, root| {
+                std::fs::rename(dir.join("SKILL.md"), root.join("SKILL.md")).unwrap();
+                std::os::unix::fs::symlink(root.join("SKILL.md"), dir.join("SKILL.md")).unwrap();
+            },
+            2,
+        ),
+        (
+            "a CLI file with another hard link",
+            |dir, root| {
+                std::fs::hard_link(dir.join("locked"), root.join("locked-too")).unwrap();
+            },
+            2,
+        ),
+        (
+            "no SKILL.md",
+            |dir, _| std::fs::remove_file(dir.join("SKILL.md")).unwrap(),
+            2,
+        ),
+        (
+            "a manifest problem",
+            |dir, _| {
+                let text = std::fs::read_to_string(dir.join("hcp.json")).unwrap();
+                std::fs::write(dir.join("hcp.json"), text.replace("\"1.0.0\"", "\"one\"")).unwrap();
+            },
+            2,
+        ),
+    ];
+    for (what, change, verdict) in cases {
+        let env = TestEnv::new();
+        let dir = env.work().join("p");
+        crate::common::copy_dir(&fixture("locked"), &dir);
+        change(&dir, env.root.path());
+        let check = env.run(&["pack", "check", "p"]);
+        let install = env.run(&["install", "./p", "--yes"]);
+        assert_eq!(
+            (check.code, install.code),
+            (verdict, verdict),
+            "{what}:\n{check}\n{install}"
+        );
+        if verdict == 0 {
+            let installed = env.home().join("packs/locked/locked");
+            let mode = std::fs::metadata(&installed).unwrap().permissions().mode();
+            assert_eq!(mode & 0o111, 0o111, "{what}: {mode:o}");
+        }
+    }
 }
 
 #[test]
@@ -256,6 +326,71 @@ fn doc_section_blocks(heading: &str) -> Vec<(String, String)> {
     blocks
 }
 
+/// The "second example" of docs/packs.md (`lines`, grep over files) runs as the page
+/// shows it: the manifest and SKILL.md from the page, every console line run and its
+/// output compared (the dry run's first two lines), and what the page says of
+/// `--json` without `json`: grep's lines in `stdout`, `data` null.
+#[test]
+fn the_second_example_in_docs_packs_md_runs_as_written() {
+    let grep = ["/usr/bin/grep", "/bin/grep"]
+        .into_iter()
+        .find(|path| std::path::Path::new(path).exists());
+    if !crate::common::require(grep.is_some(), "grep") {
+        return;
+    }
+    let env = TestEnv::new();
+    let blocks = doc_section_blocks("## A second example: wrapping a program on `PATH`");
+    let [(_, manifest), (_, skill), (_, steps)] = blocks
+        .try_into()
+        .unwrap_or_else(|blocks: Vec<_>| panic!("expected json, markdown, console: {blocks:?}"));
+    env.write("work/lines/hcp.json", &manifest);
+    env.write("work/lines/SKILL.md", &skill);
+    env.write("work/notes.txt", "a TODO\nb\n-x TODO\n");
+    env.write("work/-odd.txt", "TODO 2\n");
+    let mut lines = steps.lines().peekable();
+    while let Some(line) = lines.next() {
+        let line = line
+            .strip_prefix("$ ")
+            .unwrap_or_else(|| panic!("not a command: {line}"));
+        let mut expected = String::new();
+        while let Some(out) = lines.next_if(|next| !next.starts_with("$ ")) {
+            expected.push_str(out);
+            expected.push('\n');
+        }
+        let mut shown = String::new();
+        for command in line.split(" && ") {
+            let words = shell_words::split(command).unwrap();
+            assert_eq!(words[0], "hcpx", "{line}");
+            let words: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+            let output = env.run(&words);
+            assert!(!expected.is_empty() || output.code == 0, "{command}: {output}");
+            shown.push_str(&output.stdout);
+            shown.push_str(&output.stderr);
+        }
+        // The page shows the first lines of a dry run, then `...`, and not the
+        // output of the install.
+        let shown = match expected.strip_suffix("...\n") {
+            Some(head) => shown
+                .lines()
+                .take(head.lines().count())
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            None if expected.is_empty() => String::new(),
+            None => shown,
+        };
+        let shown = shown.replace(grep.unwrap(), "/usr/bin/grep");
+        assert_eq!(
+            shown,
+            expected.trim_end_matches("...\n"),
+            "`{line}` does not print what docs/packs.md shows"
+        );
+    }
+    let (code, envelope) = env.json(&["exec", "lines", "find", "--", "pattern=TODO", "files=notes.txt"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"], json!(null));
+    assert_eq!(envelope["stdout"], json!("1:a TODO\n3:-x TODO\n"));
+}
+
 /// The "third example" of docs/packs.md, step by step as a person follows it: the
 /// manifest and the CLI are taken from the page, and every console line is run
 /// and its output compared, so the page cannot drift. Then what the page says
@@ -375,4 +510,161 @@ fn the_third_example_in_docs_packs_md_runs_as_written() {
     let audit = std::fs::read_to_string(env.home().join("audit.log")).unwrap();
     assert!(audit.contains("\"pack\":\"tickets\""), "{audit}");
     assert!(!audit.contains(token));
+}
+
+/// `pack new ID --bin PROGRAM` wraps a program on PATH with no script: `bin` is the
+/// program, `program.versionArgs` comes from a `--version` that answers (with a
+/// pattern from its first word), the description from the head of `--help`, and the
+/// one command drafted, `help`, runs out of the box once installed.
+#[test]
+fn pack_new_bin_wraps_a_program_on_path() {
+    let mut env = TestEnv::new();
+    let script = "case $1 in\n  --version) echo 'greet 2.1.0' ;;\n  --help) printf 'Usage: greet [NAME]\\n\\nGreet people by name, politely.\\n  -l  loudly\\n' ;;\n  *) echo \"hello $1\" ;;\nesac";
+    crate::programs::fake_program(&mut env, "greet", script);
+    let (code, envelope) = env.json(&["pack", "new", "greeter", "--bin", "greet"]);
+    assert_eq!(code, 0, "{envelope}");
+    let program = env.root.path().join("bin/greet");
+    assert_eq!(
+        envelope["data"],
+        json!({
+            "id": "greeter", "dir": env.work().join("greeter"), "files": ["hcp.json", "SKILL.md"],
+            "program": program,
+            "drafted": { "command": "help", "descriptionFromHelp": true, "versionArgs": true, "version": "greet 2.1.0" }
+        })
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("greeter/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest,
+        json!({
+            "hcp": 1, "id": "greeter", "version": "0.1.0",
+            "description": "Greet people by name, politely.",
+            "keywords": ["greeter", "greet"],
+            "bin": ["greet"],
+            "program": { "versionArgs": ["--version"], "versionPattern": "^greet" },
+            "sandbox": { "network": false, "read": [], "write": [], "timeoutMs": 30000 },
+            "commands": { "help": { "summary": "Show what greet says about its usage and options", "effect": "read", "argv": ["--help"] } }
+        })
+    );
+    let skill = std::fs::read_to_string(env.work().join("greeter/SKILL.md")).unwrap();
+    assert!(
+        skill.starts_with("---\nname: greeter\ndescription: \"Greet people by name, politely. (Replace this"),
+        "{skill}"
+    );
+    assert!(skill.contains("## What to edit"), "{skill}");
+    let (code, envelope) = env.json(&["pack", "check", "greeter"]);
+    assert_eq!(code, 0, "{envelope}");
+    env.install_ok("./greeter", false);
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let (code, envelope) = env.json(&["exec", "greeter", "help"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(
+        (&envelope["child"], &envelope["stdout"]),
+        (
+            &json!([program, "--help"]),
+            &json!("Usage: greet [NAME]\n\nGreet people by name, politely.\n  -l  loudly\n")
+        )
+    );
+    // The drafted versionPattern holds for this program.
+    let (_, envelope) = env.json(&["availability", "greeter"]);
+    assert_eq!(
+        (
+            &envelope["data"]["ready"],
+            &envelope["data"]["program"]["version"]
+        ),
+        (&json!(true), &json!("greet 2.1.0"))
+    );
+}
+
+/// A program whose `--help` fails gets the `version` command instead, and one
+/// that says nothing a placeholder description; a name not on PATH is refused with
+/// how to fix it, and nothing is written.
+#[test]
+fn pack_new_bin_drafts_what_the_program_allows_and_refuses_a_missing_one() {
+    let mut env = TestEnv::new();
+    crate::programs::fake_program(
+        &mut env,
+        "terse",
+        "[ \"$1\" = --version ] && { echo 'terse-0.3'; exit 0; }\nexit 2",
+    );
+    let (code, envelope) = env.json(&["pack", "new", "terse", "--bin", "terse"]);
+    assert_eq!(code, 0, "{envelope}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("terse/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        (
+            &manifest["description"],
+            &manifest["program"],
+            &manifest["commands"]
+        ),
+        (
+            &json!("Run terse: describe in one line what terse does"),
+            &json!({ "versionArgs": ["--version"], "versionPattern": "^terse" }),
+            &json!({ "version": { "summary": "Show which terse this is and its version", "effect": "read", "argv": ["--version"] } })
+        )
+    );
+    assert_eq!(env.json(&["pack", "check", "terse"]).0, 0);
+    // Nothing answers: no program block, the help command, and the pack still checks.
+    crate::programs::fake_program(&mut env, "mute", "exit 1");
+    let (code, _) = env.json(&["pack", "new", "mute", "--bin", "mute"]);
+    assert_eq!(code, 0);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.work().join("mute/hcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        (&manifest["program"], &manifest["commands"]["help"]["argv"]),
+        (&json!(null), &json!(["--help"]))
+    );
+    assert_eq!(env.json(&["pack", "check", "mute"]).0, 0);
+
+    let (code, envelope) = env.json(&["pack", "new", "nope", "--bin", "nope-hcpx-missing"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        (&envelope["error"], &envelope["next"]),
+        (
+            &json!({ "code": 2, "reason": "not_runnable",
+                     "message": "no program by that name on PATH, so there is nothing to wrap; nothing was written" }),
+            &json!(
+                "install nope-hcpx-missing (or put the folder that holds it on PATH; `command -v nope-hcpx-missing` finds it), then run hcpx pack new nope --bin nope-hcpx-missing; a program may go by another name here (Debian's fd is fdfind)"
+            )
+        )
+    );
+    assert!(!env.work().join("nope").exists());
+    for bad in ["./greet", "/usr/bin/rg", "-x", ""] {
+        let (code, envelope) = env.json(&["pack", "new", "bad", "--bin", bad]);
+        assert_eq!(
+            (code, &envelope["error"]["reason"]),
+            (2, &json!("invalid_arguments")),
+            "{bad:?}"
+        );
+    }
+    // A folder there already is refused before the program is asked anything.
+    let (code, envelope) = env.json(&["pack", "new", "terse", "--bin", "terse"]);
+    assert_eq!(
+        (code, &envelope["error"]["reason"]),
+        (2, &json!("invalid_arguments"))
+    );
+}
+
+/// The real ripgrep: `pack new rgx --bin rg` passes `pack check`, and its drafted
+/// command runs once installed.
+#[test]
+fn pack_new_bin_rg_checks_and_runs() {
+    let rg = std::path::Path::new("/usr/bin/rg");
+    if !crate::common::require(rg.exists(), "rg (ripgrep)") || !crate::common::require_kernel_layers() {
+        return;
+    }
+    let env = TestEnv::new();
+    let (code, envelope) = env.json(&["pack", "new", "rgx", "--bin", "rg"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(envelope["data"]["drafted"]["command"], json!("help"));
+    assert_eq!(env.json(&["pack", "check", "rgx"]).0, 0);
+    env.install_ok("./rgx", false);
+    let (code, envelope) = env.json(&["exec", "rgx", "help"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(
+        envelope["stdout"].as_str().unwrap().starts_with("ripgrep "),
+        "{envelope}"
+    );
 }

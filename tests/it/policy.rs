@@ -77,7 +77,10 @@ fn unparsable_policy_denies_and_says_so() {
         envelope["error"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("the user policy cannot be parsed ("),
+            .starts_with(&format!(
+                "the user policy {} cannot be parsed (not valid JSON",
+                env.home().join("policy.json").display()
+            )),
         "{envelope}"
     );
     assert_eq!(envelope["next"], json!("hcpx policy show"));
@@ -85,7 +88,53 @@ fn unparsable_policy_denies_and_says_so() {
     assert_eq!(envelope["data"]["permitted"], json!(false));
     assert_eq!(
         envelope["data"]["problems"][0]["fix"],
-        json!("fix the policy file, then run `hcpx policy show`")
+        json!(
+            "fix the field named in the policy file (docs/policy.md describes the format), then run `hcpx policy show`"
+        )
+    );
+}
+
+/// A policy file with one bad field: exec is denied, and the denial names the file,
+/// the field by its JSON path, what it holds, what is taken there and how to
+/// recover; `policy show` names the same field.
+#[test]
+fn a_bad_field_denies_exec_and_the_denial_says_how_to_recover() {
+    let env = TestEnv::new();
+    env.write(
+        "home/policy.json",
+        r#"{"rules":[
+            {"match":"git.*","decision":"confirm"},
+            {"match":"git.log","decision":"allow"},
+            {"match":"transit.plan","decision":"always"}
+        ]}"#,
+    );
+    let output = env.run(&["exec", "transit", "lines"]);
+    insta::assert_snapshot!(output.to_string(), @r#"
+    exit_code: 2
+    ----- stdout -----
+    ----- stderr -----
+    error: denied by unparsable policy file [TEMP]/home/policy.json (rules[2].decision is "always", where the format takes one of allow, confirm, confirm-human, deny); every exec and install is denied until the file is fixed: correct that field (docs/policy.md describes the format) or move the file away, then `hcpx policy show` shows the policy in force
+    next: hcpx policy show
+    [EOF]
+    "#);
+    let (code, envelope) = env.json(&["exec", "transit", "lines"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        envelope["data"]["rule"],
+        json!({
+            "scope": "user", "match": "unparsable", "file": env.home().join("policy.json"), "index": null,
+            "error": "rules[2].decision is \"always\", where the format takes one of allow, confirm, confirm-human, deny"
+        })
+    );
+    let output = env.run(&["policy", "show"]);
+    assert!(
+        output.stdout.starts_with(&format!(
+            "user policy:    {} is UNPARSABLE (rules[2].decision is \"always\", where the format takes one of \
+             allow, confirm, confirm-human, deny): every exec and install is denied until it is fixed \
+             (docs/policy.md describes the format)\n",
+            env.home().join("policy.json").display()
+        )),
+        "{output}"
     );
 }
 
@@ -183,7 +232,9 @@ fn unreadable_project_policy_denies() {
         assert_eq!(
             envelope["error"]["message"],
             json!(format!(
-                "denied by unparsable policy file {} ({why})",
+                "denied by unparsable policy file {} ({why}); every exec and install is denied until the \
+                 file is fixed: correct that field (docs/policy.md describes the format) or move the file \
+                 away, then `hcpx policy show` shows the policy in force",
                 path.display()
             )),
             "{kind:?}"
@@ -238,4 +289,65 @@ fn an_unwritable_home_is_an_io_error() {
             .starts_with("the state lock: "),
         "{envelope}"
     );
+}
+
+/// docs/policy.md's worked examples are what hcpx does: its user and project files
+/// written as they stand, every `$ hcpx` line of its console blocks run, and the
+/// output compared whole (`/home/me/.hcp` is `$HCP_HOME`, `/home/me/proj` the project).
+#[test]
+fn the_worked_examples_of_docs_policy_md_hold() {
+    let doc =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
+            .unwrap();
+    let blocks = |fence: &str| -> Vec<String> {
+        doc.split(fence)
+            .skip(1)
+            .map(|rest| rest.split("\n```").next().unwrap().to_owned())
+            .collect()
+    };
+    let json = blocks("```json\n");
+    let console = blocks("```console\n");
+    assert_eq!((json.len(), console.len()), (3, 3), "the doc's blocks changed");
+    let (user, project) = (&json[1], &json[2]);
+    let env = TestEnv::new();
+    let real = |text: &str| {
+        text.replace("/home/me/.hcp", &env.home().display().to_string())
+            .replace("/home/me/proj", &env.work().display().to_string())
+    };
+    let run_block = |block: &str| {
+        for command in block.split("$ hcpx ").skip(1) {
+            let (line, expected) = command.split_once('\n').unwrap();
+            let words = shell_words::split(line).unwrap();
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let output = env.run(&words);
+            assert_eq!(
+                format!("{}{}", output.stdout, output.stderr),
+                real(&format!("{}\n", expected.trim_end())),
+                "hcpx {line}"
+            );
+        }
+    };
+    env.write("home/policy.json", user);
+    env.write("work/.hcp/policy.json", project);
+    run_block(&console[0]);
+    run_block(&console[1]);
+    // The table's decisions.
+    for (pack, command, decision) in [
+        ("git", "log", "allow"),
+        ("git", "commit", "confirm"),
+        ("git", "reset-hard", "deny"),
+        ("sqlite", "exec", "confirm"),
+        ("hcp", "install", "confirm-human"),
+        ("transit", "plan", "allow"),
+    ] {
+        let (_, envelope) = env.json(&["policy", "check", pack, command]);
+        assert_eq!(envelope["data"]["decision"], json!(decision), "{pack}.{command}");
+    }
+    let broken = user.replace(
+        r#""hcp.install", "decision": "confirm-human""#,
+        r#""hcp.install", "decision": "always""#,
+    );
+    assert_ne!(&broken, user);
+    env.write("home/policy.json", &broken);
+    run_block(&console[2]);
 }

@@ -227,3 +227,75 @@ fn same_answers_under_every_awk_and_shell() {
     }
     assert!(combinations >= 1, "at least the default awk under dash or bash");
 }
+
+/// What packs/transit/SKILL.md says of exit codes is what an agent gets: hcpx exits 1
+/// when transit fails, with transit's own code as `exitCode` (1 for no journey, 2
+/// for a stop that matches none or several), and 2 when hcpx refuses before running.
+#[test]
+fn the_exit_codes_the_skill_states_hold() {
+    let skill = std::fs::read_to_string(builtin("transit").join("SKILL.md")).unwrap();
+    let stated = skill
+        .split("## Exit codes\n\n")
+        .nth(1)
+        .unwrap()
+        .replace('\n', " ");
+    assert!(
+        stated.starts_with(
+            "`hcpx exec transit ...` exits 0 when transit answered; 1 when transit itself failed, with \
+             transit's own code in the result's `exitCode` (1: no journey; 2: a stop that matches none or \
+             several); 2 when hcpx refused before running it"
+        ),
+        "{stated}"
+    );
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let env = crate::common::TestEnv::new();
+    for (params, code, exit_code, reason) in [
+        (
+            &["from=Westgate", "to=Central", "at=08:00"][..],
+            0,
+            json!(0),
+            json!(null),
+        ),
+        (
+            &["from=Westgate", "to=Central", "at=23:59"],
+            1,
+            json!(1),
+            json!("failed"),
+        ),
+        (
+            &["from=park", "to=Central", "at=08:00"],
+            1,
+            json!(2),
+            json!("failed"),
+        ),
+        (
+            &["from=Westgate", "to=Nowhere", "at=08:00"],
+            1,
+            json!(2),
+            json!("failed"),
+        ),
+        (
+            &["from=Westgate", "to=Central", "at=25:00"],
+            2,
+            json!(2),
+            json!("invalid_param"),
+        ),
+        (
+            &["from=Westgate", "towards=Central"],
+            2,
+            json!(2),
+            json!("unknown_param"),
+        ),
+    ] {
+        let mut args = vec!["exec", "transit", "plan", "--"];
+        args.extend_from_slice(params);
+        let (got, envelope) = env.json(&args);
+        assert_eq!(
+            (got, &envelope["exitCode"], &envelope["error"]["reason"]),
+            (code, &exit_code, &reason),
+            "{params:?}: {envelope}"
+        );
+    }
+}

@@ -20,13 +20,20 @@ use crate::runtime::{self, Finished};
 use crate::sandbox::reads::ReadsError;
 use crate::sandbox::{self, ChildPlan, FolderError, LayerReport, Mode};
 
-fn program_failure(error: &ProgramError, pack: &Pack) -> Failure {
+fn program_failure(error: &ProgramError, pack: &Pack, os: &dyn Fn() -> crate::program::Os) -> Failure {
     let next = match error {
-        ProgramError::NotOnPath { name } => Next::advice(format!(
-            "install `{name}`, then run hcpx availability {}",
-            pack.manifest.id
-        )),
+        ProgramError::NotOnPath { name } => {
+            // What the pack's `program` says, on this system; else its name alone.
+            let how = pack
+                .manifest
+                .program
+                .as_ref()
+                .and_then(|spec| crate::program::hints::how_to_get(Some(spec), os()))
+                .unwrap_or_else(|| format!("install `{name}`"));
+            Next::advice(format!("{how}, then run hcpx availability {}", pack.manifest.id))
+        }
         ProgramError::MissingBuiltin | ProgramError::Materialize(_) => Next::hcpx(["doctor"]),
+        ProgramError::NotInstalled => Next::hcpx(["install", pack.manifest.id.as_str()]),
     };
     Failure::new(Reason::NotRunnable, error.to_string()).next(next)
 }
@@ -52,13 +59,14 @@ pub(super) fn runnable<'p>(
     let program = plan
         .program
         .as_ref()
-        .map_err(|error| program_failure(error, target.pack))?;
+        .map_err(|error| program_failure(error, target.pack, &|| ctx.os()))?;
     // The same answer availability gives: a CLI whose `#!` interpreter is missing,
     // or whose file is not a runnable regular file, is refused here.
     if let Some((problem, fix)) = crate::availability::cli_problem_of(
         target.pack,
         &ctx.env,
         pinned.map(|pinned| pinned.bytes.as_slice()),
+        &|| ctx.os(),
     ) {
         return Err(Failure::new(Reason::NotRunnable, problem).next(fix));
     }
@@ -74,9 +82,10 @@ pub(super) fn runnable<'p>(
                     shell_words::quote(&dir.display().to_string())
                 ))
             }
-            (ReadsError::Declared { .. } | ReadsError::DeclaredCaches { .. }, Origin::Builtin { .. }) => {
-                Next::hcpx(["doctor"])
-            }
+            (
+                ReadsError::Declared { .. } | ReadsError::DeclaredCaches { .. },
+                Origin::Builtin { .. } | Origin::Catalog,
+            ) => Next::hcpx(["doctor"]),
         };
         return Err(Failure::new(Reason::NotRunnable, error.to_string()).next(next));
     }
@@ -139,7 +148,7 @@ pub(super) fn confine(
         Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
         None => target.pack.materialize(&ctx.home, program),
     }
-    .map_err(|error| program_failure(&error, target.pack))?;
+    .map_err(|error| program_failure(&error, target.pack, &|| ctx.os()))?;
     let tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
         Failure::new(
             Reason::NotRunnable,
@@ -147,11 +156,16 @@ pub(super) fn confine(
         )
         .next(Next::hcpx(["doctor"]))
     })?;
+    // The bindings as the manifest delivers them: files in the folder made above.
+    let delivered = super::bind::deliver(target, tmpdir.path(), bound)?;
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
-        args: plan.args.clone(),
+        args: delivered.args,
         cwd: ctx.cwd.clone(),
-        env: sandbox::with_declared_env(sandbox::child_env(&ctx.env, tmpdir.path(), bound), &plan.grants),
+        env: sandbox::with_declared_env(
+            sandbox::child_env(&ctx.env, tmpdir.path(), &delivered.env),
+            &plan.grants,
+        ),
         tmpdir: tmpdir.path().to_path_buf(),
         writes: plan.grants.writes.clone(),
         made: plan.grants.made.clone(),
@@ -160,6 +174,7 @@ pub(super) fn confine(
         reads: plan.sandbox.reads.clone().unwrap_or_default(),
         network: plan.grants.network,
         sockets: plan.grants.socket_paths(),
+        stdin: delivered.stdin,
     };
     let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())

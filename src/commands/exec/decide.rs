@@ -38,6 +38,9 @@ pub(super) struct Plan {
     /// Why the pack's cache folder cannot be placed, when it keeps one.
     pub(super) cache_error: Option<CacheError>,
     pub(super) env_names: Vec<String>,
+    /// The binding written to the CLI's standard input, when the command names one
+    /// and it is bound.
+    pub(super) stdin: Option<String>,
     /// What a person confirms: the command, its effect, the folder, every parameter.
     pub(super) summary: String,
     pub(super) json: Value,
@@ -69,6 +72,8 @@ struct PlanData<'a> {
     child: Vec<String>,
     cwd: &'a Path,
     env: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stdin: Option<&'a str>,
     summary: &'a str,
     timeout_ms: u64,
     sandbox: SandboxData<'a>,
@@ -117,23 +122,34 @@ fn plan(
         cwd: &ctx.cwd,
         pack_dir: match &target.pack.origin {
             Origin::Installed { dir } => Some(dir.as_path()),
-            Origin::Builtin { .. } => None,
+            Origin::Builtin { .. } | Origin::Catalog => None,
         },
         program: program.as_deref().ok(),
         path_var: ctx.var(env_vars::PATH),
         caches: caches.as_deref(),
     };
     let assessed = sandbox::assess(&grants, &site, ctx.session.sandbox.machine());
-    // Only the bindings this call would pass: an unbound or held-back one is not;
-    // and the pack's `sandbox.env`.
+    // Only the bindings this call would pass: an unbound or held-back one is not,
+    // nor one delivered on stdin, which no variable holds; and the pack's
+    // `sandbox.env`.
+    let on_stdin = |key: &str| {
+        manifest
+            .binding(key)
+            .is_some_and(|spec| spec.delivery == crate::manifest::Delivery::Stdin)
+    };
     let env_names = sandbox::env_names(
         &ctx.env,
         bindings
             .found
             .iter()
             .map(|(key, _)| key.as_str())
+            .filter(|key| !on_stdin(key))
             .chain(grants.env_names()),
     );
+    let stdin = command
+        .stdin
+        .clone()
+        .filter(|name| bindings.found.iter().any(|(key, _)| key == name));
     let summary = summary(ctx, target, &bindings.found);
     let child: Vec<String> = std::iter::once(
         program
@@ -153,6 +169,7 @@ fn plan(
         child,
         cwd: &ctx.cwd,
         env: &env_names,
+        stdin: stdin.as_deref(),
         summary: &summary,
         timeout_ms: u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
         sandbox: SandboxData {
@@ -174,6 +191,7 @@ fn plan(
         sandbox: assessed,
         cache_error,
         env_names,
+        stdin,
         summary,
         json,
     }

@@ -88,7 +88,7 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     let catalog = super::load_one(ctx, &request.args.pack);
     let target = validate::validate(&catalog, ctx, request)?;
     let mut bindings = bind::read_bindings(ctx, target.pack);
-    let plan = decide::decide(ctx, request, &target, &bindings, audit).await?;
+    let mut plan = decide::decide(ctx, request, &target, &bindings, audit).await?;
     let pinned = bindings.pinned.take();
     let every = std::mem::take(&mut bindings.every);
     let bound = bind::bind(target.pack, bindings)?;
@@ -98,6 +98,8 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         return Ok(report::dry_run(ctx, &plan));
     }
     let (child, tmpdir) = confine::confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
+    // What ran: a file binding's real path where the plan showed where it would be.
+    plan.args.clone_from(&child.args);
     let finished = confine::spawn(ctx, request, &target, child).await?;
     drop(tmpdir);
     audit.ran(&finished);

@@ -24,6 +24,7 @@ pub(super) fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
         child: &child,
         cwd: &ctx.cwd,
         env: &plan.env_names,
+        stdin: plan.stdin.as_deref(),
         reads: &plan.sandbox.read,
         cache: plan
             .grants
@@ -139,14 +140,14 @@ pub(super) fn report(
         ),
         Ending::Exited => None,
     };
-    if let Some(failure) = failure {
-        return Err(failure.with_run(run));
-    }
     // The child's exit code says whether the command worked; output that is not
     // JSON only leaves `data` empty (a write that printed nothing succeeded, and
     // must not be retried as if it had failed).
     let mut warnings = Vec::new();
-    let data = if request.json && !target.command.json.is_empty() {
+    // A child that ran to its end keeps its parsed answer also when it failed: a
+    // failing `go test -json` or `cargo check --message-format=json` says what
+    // failed exactly there. A call hcpx stopped has no whole answer to parse.
+    let data = if request.json && !target.command.json.is_empty() && ending == Ending::Exited {
         match parse_json(run.stdout.as_bytes()) {
             Ok(mut value) => {
                 // Decoded strings are where an escaped secret would stand plain.
@@ -161,6 +162,13 @@ pub(super) fn report(
     } else {
         None
     };
+    if let Some(failure) = failure {
+        let failure = match data {
+            Some(data) => failure.data(data),
+            None => failure,
+        };
+        return Err(failure.with_run(run));
+    }
     // A success with another code than 0 says so to a person, who would otherwise
     // take the silence of `rg` finding nothing for an answer of its own.
     let note = (exit_code != 0).then(|| render::exit_note(exit_code));

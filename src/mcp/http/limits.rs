@@ -83,8 +83,9 @@ pub(super) fn descriptor_limit() -> Option<u64> {
 /// The answer to a connection past the cap.
 pub(super) fn busy_message(cap: usize) -> String {
     format!(
-        "Service Unavailable: this hcpx server already holds {cap} connections, its most; try again \
-         in a few seconds\n"
+        "Service Unavailable: this hcpx server already holds {}, its most; try again \
+         in a few seconds\n",
+        crate::render::count(cap, "connection")
     )
 }
 

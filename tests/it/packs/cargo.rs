@@ -33,6 +33,10 @@ fn ready() -> Option<TestEnv> {
         "work/src/main.rs",
         "fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\nfn main() {\n    println!(\"{}\", add(1, 2));\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n\n    #[test]\n    fn breaks() {\n        assert_eq!(super::add(2, 2), 5);\n    }\n}\n",
     );
+    // check/build/clippy may write target and an existing Cargo.lock, not make one
+    // (the SKILL says so): fetch makes it, as a person would first.
+    let (code, envelope) = env.json(&["exec", "cargo", "fetch", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
     Some(env)
 }
 
@@ -41,7 +45,11 @@ fn diagnostics(data: &Value) -> Vec<(String, String, String, u64)> {
     data.as_array()
         .unwrap_or_else(|| panic!("data is not a list: {data}"))
         .iter()
-        .filter(|message| message["reason"] == json!("compiler-message"))
+        // Newer cargo adds a "failure-note" (`rustc --explain`): not a diagnostic.
+        .filter(|message| {
+            message["reason"] == json!("compiler-message")
+                && message["message"]["level"] != json!("failure-note")
+        })
         .map(|message| {
             let message = &message["message"];
             let span = &message["spans"][0];
@@ -80,9 +88,8 @@ fn check_reports_a_type_error_as_json_diagnostics() {
     );
     let last = envelope["data"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last, json!({"reason": "build-finished", "success": false}));
-    // target was made for it, and Cargo.lock written.
+    // target was made for it.
     assert!(env.work().join("target").is_dir());
-    assert!(env.work().join("Cargo.lock").is_file());
 }
 
 #[test]

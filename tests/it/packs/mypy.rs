@@ -103,7 +103,7 @@ fn values_that_would_be_options_or_leave_the_folder_are_refused() {
             "parameter `module` does not match the pattern [A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*",
         ),
         (
-            "python_version=3.11 -c",
+            "python_version=3.1x",
             "parameter `python_version` does not match the pattern 3\\.[0-9]{1,2}",
         ),
     ] {

@@ -109,12 +109,14 @@ struct Prepared<'a> {
     confinement: &'a Confinement,
 }
 
-/// A started call: the keeper, its stack, and the read ends of the child's output.
+/// A started call: the keeper, its stack, the read ends of the child's output, and
+/// the write end of its standard input when it is a pipe.
 #[derive(Debug)]
 pub(super) struct Started {
     pub(super) pidfd: OwnedFd,
     pub(super) stdout: OwnedFd,
     pub(super) stderr: OwnedFd,
+    pub(super) stdin: Option<OwnedFd>,
     pub(super) stack: Stack,
 }
 
@@ -123,8 +125,16 @@ fn c_string(bytes: &[u8]) -> std::io::Result<CString> {
 }
 
 /// Starts the keeper, which starts the child; returns once the child has exec'd,
-/// or with the reason it could not.
-pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) -> std::io::Result<Started> {
+/// or with the reason it could not. The child's stdin is `/dev/null`, or with
+/// `piped` a pipe whose write end comes back (close-on-exec, so the keeper's copy
+/// goes when it closes every descriptor and the child's when it execs: the
+/// parent's is the only writer left).
+pub(super) fn start(
+    spawn: &Spawn,
+    confinement: &Confinement,
+    control: RawFd,
+    piped: bool,
+) -> std::io::Result<Started> {
     use rustix::fs::{Mode, OFlags};
     use rustix::pipe::{PipeFlags, pipe_with};
     let program = c_string(spawn.program.as_os_str().as_bytes())?;
@@ -143,7 +153,13 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
             .chain(std::iter::once(std::ptr::null()))
             .collect()
     };
-    let stdin = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+    let (stdin, stdin_w) = if piped {
+        let (read, write) = pipe_with(PipeFlags::CLOEXEC)?;
+        (read, Some(write))
+    } else {
+        let null = rustix::fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+        (null, None)
+    };
     let (stdout, stdout_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (stderr, stderr_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (report, report_w) = pipe_with(PipeFlags::CLOEXEC)?;
@@ -201,6 +217,7 @@ pub(super) fn start(spawn: &Spawn, confinement: &Confinement, control: RawFd) ->
         pidfd: keeper,
         stdout,
         stderr,
+        stdin: stdin_w,
         stack,
     })
 }

@@ -1,5 +1,6 @@
-//! The one module that starts processes. It runs a [`Spawn`] with stdin closed,
-//! capturing stdout and stderr up to a byte cap, and ends the call (TERM to the
+//! The one module that starts processes. It runs a [`Spawn`] with stdin closed
+//! (or a pipe it writes the spawn's stdin bytes to, then closes), capturing stdout
+//! and stderr up to a byte cap, and ends the call (TERM to the
 //! child's process group, then KILL after a grace period) on timeout, output overflow
 //! or cancellation. With a keeper (see [`crate::sandbox`]) TERM is a byte on the
 //! control pipe and KILL is closing it: the keeper then kills every process of the
@@ -11,9 +12,10 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncReadExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 
+use crate::Secret;
 use crate::confine::{Confinement, SIGNAL_BASE};
 
 #[cfg(target_os = "linux")]
@@ -52,6 +54,10 @@ pub struct Spawn {
     /// How the runtime ends the call when a keeper runs it; `None` when the runtime
     /// signals the child's process group itself.
     pub control: Option<Control>,
+    /// Written to the child's standard input, a pipe closed once it is all written
+    /// (at most [`Secret::MAX_LEN`] bytes, nothing added); `None`: stdin is
+    /// `/dev/null`.
+    pub stdin: Option<Secret>,
 }
 
 /// The runtime's line to the keeper: one byte asks it to TERM the child's process
@@ -113,6 +119,11 @@ pub enum RuntimeError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "the standard input for {program} is {len} bytes, more than the {} a bound value may hold",
+        Secret::MAX_LEN
+    )]
+    StdinTooLarge { program: String, len: usize },
 }
 
 /// Where captured bytes go, with the shared cap.
@@ -232,6 +243,18 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// The read end of one of the child's output pipes.
 type Stream = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+/// The write end of the child's standard input, when the spawn has bytes for it.
+type Sink = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// What [`start`] hands the loop: the process, the parent's ends of its pipes, and
+/// how to stop it.
+struct Running {
+    process: Process,
+    stdout: Option<Stream>,
+    stderr: Option<Stream>,
+    stdin: Option<Sink>,
+    stopper: Stopper,
+}
 
 /// A started call: a child tokio started, or (Linux) a keeper started by `clone`.
 enum Process {
@@ -323,8 +346,9 @@ fn abandon(pidfd: std::os::fd::OwnedFd, stack: clone::Stack) {
 }
 
 /// Starts the call: under its keeper (Linux), else through tokio, with the
-/// confinement applied between fork and exec.
-fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopper), RuntimeError> {
+/// confinement applied between fork and exec. `stdin`: whether the child's
+/// standard input is a pipe (the write end comes back) rather than `/dev/null`.
+fn start(spawn: Spawn, stdin: bool) -> Result<Running, RuntimeError> {
     let failed = |source| RuntimeError::Spawn {
         program: spawn.program.display().to_string(),
         source,
@@ -335,13 +359,17 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
         && spawn.control.is_some()
     {
         use std::os::fd::AsRawFd as _;
-        let started = clone::start(&spawn, confinement, keeper.control.as_raw_fd()).map_err(failed)?;
+        let started = clone::start(&spawn, confinement, keeper.control.as_raw_fd(), stdin).map_err(failed)?;
         let registered = (|| {
-            let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(started.stdout)?;
-            let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(started.stderr)?;
-            Ok::<_, std::io::Error>((stdout, stderr))
+            use tokio::net::unix::pipe;
+            let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
+            let stderr = pipe::Receiver::from_owned_fd(started.stderr)?;
+            // Non-blocking from here (the child's end is another open file, left
+            // blocking): a child that does not read cannot stall the loop.
+            let stdin = started.stdin.map(pipe::Sender::from_owned_fd).transpose()?;
+            Ok::<_, std::io::Error>((stdout, stderr, stdin))
         })();
-        let (stdout, stderr) = match registered {
+        let (stdout, stderr, stdin) = match registered {
             Ok(pipes) => pipes,
             Err(error) => {
                 // The control pipe closes with `spawn`: the keeper ends the call.
@@ -363,15 +391,16 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
         };
         let (stdout, stderr): (Stream, Stream) = (Box::new(stdout), Box::new(stderr));
         let Spawn { control, .. } = spawn;
-        return Ok((
-            Process::Keeper(Keeper {
+        return Ok(Running {
+            process: Process::Keeper(Keeper {
                 pidfd: Some(pidfd),
                 stack: Some(started.stack),
             }),
-            Some(stdout),
-            Some(stderr),
-            Stopper { control, pid: None },
-        ));
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+            stdin: stdin.map(|sink| Box::new(sink) as Sink),
+            stopper: Stopper { control, pid: None },
+        });
     }
     #[expect(
         clippy::disallowed_methods,
@@ -383,7 +412,7 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
         .env_clear()
         .envs(spawn.env.iter().map(|(key, value)| (key, value)))
         .current_dir(&spawn.cwd)
-        .stdin(Stdio::null())
+        .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -413,21 +442,49 @@ fn start(spawn: Spawn) -> Result<(Process, Option<Stream>, Option<Stream>, Stopp
     let mut child = spawned.map_err(failed)?;
     let stdout = child.stdout.take().map(|out| Box::new(out) as Stream);
     let stderr = child.stderr.take().map(|err| Box::new(err) as Stream);
+    let stdin = child.stdin.take().map(|sink| Box::new(sink) as Sink);
     let pid = child.id();
     let Spawn { control, .. } = spawn;
-    Ok((Process::Child(child), stdout, stderr, Stopper { control, pid }))
+    Ok(Running {
+        process: Process::Child(child),
+        stdout,
+        stderr,
+        stdin,
+        stopper: Stopper { control, pid },
+    })
 }
 
 /// Runs a process to its end under the limits.
 pub async fn run_child(
-    spawn: Spawn,
+    mut spawn: Spawn,
     timeout: Duration,
     cap: usize,
     cancel: &CancellationToken,
     progress: Option<&(dyn Fn(Progress) + Send + Sync)>,
 ) -> Result<Finished, RuntimeError> {
     let started = Instant::now();
-    let (mut process, mut stdout, mut stderr, mut stopper) = start(spawn)?;
+    let input = spawn.stdin.take();
+    if let Some(input) = &input
+        && input.len() > Secret::MAX_LEN
+    {
+        return Err(RuntimeError::StdinTooLarge {
+            program: spawn.program.display().to_string(),
+            len: input.len(),
+        });
+    }
+    let Running {
+        mut process,
+        mut stdout,
+        mut stderr,
+        mut stdin,
+        mut stopper,
+    } = start(spawn, input.is_some())?;
+    // What is left to write to the child's stdin; an empty value closes it at once.
+    let input = input.unwrap_or_else(|| Secret::new(String::new()));
+    let mut fed = 0;
+    if input.is_empty() {
+        stdin = None;
+    }
     let mut capture = Capture {
         stdout: Vec::new(),
         stderr: Vec::new(),
@@ -462,6 +519,17 @@ pub async fn run_child(
             read = async { stderr.as_mut()?.read(&mut err_chunk).await.ok() }, if stderr.is_some() => {
                 if !capture.read(false, read, &err_chunk, &mut stderr) && running {
                     kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
+                }
+            }
+            // Never waited for: a child that does not read its stdin only leaves
+            // this write pending until the call ends, which drops the pipe.
+            wrote = async { stdin.as_mut()?.write(&input.expose().as_bytes()[fed..]).await.ok() }, if stdin.is_some() => {
+                match wrote {
+                    Some(n) if n > 0 && fed + n < input.len() => fed += n,
+                    // All written: closing the pipe is the child's end of input. Or
+                    // the child closed its end first (EPIPE), which is its choice,
+                    // not a failure of the call.
+                    _ => stdin = None,
                 }
             }
             waited = process.wait(), if status.is_none() => {

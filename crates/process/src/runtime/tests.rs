@@ -10,6 +10,7 @@ fn sh(script: &str) -> Spawn {
         cwd: std::env::temp_dir(),
         confinement: None,
         control: None,
+        stdin: None,
     }
 }
 
@@ -152,4 +153,79 @@ async fn missing_program_is_an_error() {
     .await
     .unwrap_err();
     assert!(error.to_string().starts_with("cannot start /nonexistent/program"));
+}
+
+async fn fed(script: &str, input: &str, timeout_ms: u64) -> Result<Finished, RuntimeError> {
+    let mut spawn = sh(script);
+    spawn.stdin = Some(Secret::new(input.to_owned()));
+    run_child(
+        spawn,
+        Duration::from_millis(timeout_ms),
+        MAX_OUTPUT,
+        &CancellationToken::new(),
+        None,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn stdin_bytes_reach_the_child_exactly_then_end() {
+    let done = fed("wc -c; echo read", "pass word", 5000).await.unwrap();
+    assert_eq!(done.stdout, b"9\nread\n");
+    let done = fed("cat", "a\nb", 5000).await.unwrap();
+    assert_eq!(
+        (done.ending, done.stdout.as_slice()),
+        (Ending::Exited, &b"a\nb"[..])
+    );
+    // An empty value is an empty stdin, closed at once.
+    let done = fed("wc -c", "", 5000).await.unwrap();
+    assert_eq!(done.stdout, b"0\n");
+}
+
+/// The largest value, read slowly, arrives whole: the parent writes as the pipe
+/// takes it, in the loop that reads the output.
+#[tokio::test]
+async fn the_largest_stdin_arrives_whole_when_read_slowly() {
+    let value = "x".repeat(Secret::MAX_LEN);
+    let done = fed("sleep 0.2; wc -c", &value, 5000).await.unwrap();
+    assert_eq!(done.stdout, format!("{}\n", Secret::MAX_LEN).as_bytes());
+    let error = fed("wc -c", &format!("{value}y"), 5000).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the standard input for /bin/sh is 65537 bytes, more than the 65536 a bound value may hold"
+    );
+}
+
+/// A child that exits (or closes its stdin) without reading it, or never reads and
+/// runs on: the call ends as the child does, or at its timeout; the write that
+/// found no reader (EPIPE) is no failure of the call.
+#[tokio::test]
+async fn a_child_that_never_reads_stdin_does_not_hang_the_call() {
+    let value = "x".repeat(Secret::MAX_LEN);
+    let started = Instant::now();
+    let done = fed("echo gone", &value, 5000).await.unwrap();
+    assert_eq!(
+        (done.ending, done.exit_code, done.stdout.as_slice()),
+        (Ending::Exited, 0, &b"gone\n"[..])
+    );
+    let done = fed("exec 0<&-; sleep 0.2; echo closed", &value, 5000)
+        .await
+        .unwrap();
+    assert_eq!(
+        (done.ending, done.stdout.as_slice()),
+        (Ending::Exited, &b"closed\n"[..])
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let started = Instant::now();
+    let done = fed("sleep 30", &value, 300).await.unwrap();
+    assert_eq!(done.ending, Ending::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -88,7 +88,10 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
                 PASSED_ENV.join(", ")
             ),
         ),
-        always("stdin", "closed (/dev/null)"),
+        always(
+            "stdin",
+            "closed (/dev/null); a command that names a stdin binding gets its value alone, then end of input",
+        ),
         kernel(
             "descriptors",
             &machine.descriptors,

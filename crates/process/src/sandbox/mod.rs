@@ -275,6 +275,9 @@ pub struct ChildPlan {
     pub network: bool,
     /// The unix sockets it may connect to (absolute, as declared).
     pub sockets: Vec<PathBuf>,
+    /// The binding written to its standard input (`stdin` in the manifest's
+    /// command); `None`: stdin is `/dev/null`.
+    pub stdin: Option<Secret>,
 }
 
 /// Why the sandbox could not be set up; nothing of the pack ran.
@@ -414,7 +417,23 @@ pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> 
         cwd: plan.cwd,
         confinement: Some(confinement),
         control,
+        stdin: plan.stdin,
     })
+}
+
+/// The name of a file binding's file in the call's private temporary folder
+/// (see [`binding_file`]).
+pub fn binding_file_name(binding: &str) -> String {
+    temp::binding_file_name(binding)
+}
+
+/// Writes a file binding's content to a new file of mode 0600 in the call's
+/// private temporary folder `call_folder` (which goes, and the file with it, when
+/// the call ends, or with the sweep of the next call after hcpx was killed), and
+/// returns its path. It is made with `O_CREAT | O_EXCL | O_NOFOLLOW`: whatever is
+/// at that path already (a link planted there included) is never written through.
+pub fn binding_file(call_folder: &Path, binding: &str, content: &Secret) -> std::io::Result<PathBuf> {
+    temp::binding_file(call_folder, binding, content)
 }
 
 #[cfg(test)]

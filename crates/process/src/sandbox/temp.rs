@@ -8,10 +8,16 @@
 //! folders and not links, whose process has ended. Where that cannot be done (no
 //! `/proc`, or `hcpx-UID` is not this user's), the process's folder is
 //! `hcpx-XXXXXX` in the temporary folder and nothing is swept.
+//!
+//! A file binding's file is written in the call's folder, `hcpx-binding-NAME`,
+//! mode 0600, so it goes with the folder: when the call ends, however it ends, or
+//! with the sweep when hcpx itself was killed.
 
 use std::path::{Path, PathBuf};
 
 use tempfile::{Builder, TempDir};
+
+use crate::Secret;
 
 /// The folder of this process, made after sweeping those of processes that are gone.
 pub(super) fn process_folder(temp_dir: &Path) -> std::io::Result<TempDir> {
@@ -27,6 +33,39 @@ pub(super) fn process_folder(temp_dir: &Path) -> std::io::Result<TempDir> {
 /// A call's folder in the process's folder.
 pub(super) fn call_folder(process_folder: &Path) -> std::io::Result<TempDir> {
     private(Builder::new().prefix("call-")).tempdir_in(process_folder)
+}
+
+/// The file name of binding `binding`'s file in a call's folder.
+pub(super) fn binding_file_name(binding: &str) -> String {
+    format!("hcpx-binding-{binding}")
+}
+
+/// Writes `content` to a new file named for `binding` in `call_folder`, mode 0600
+/// whatever the umask, and returns its path. Never through what is already there:
+/// `O_EXCL` fails on any entry of that name (a link planted there included, dangling
+/// or not), and `O_NOFOLLOW` refuses a link should the name ever be opened without it.
+pub(super) fn binding_file(call_folder: &Path, binding: &str, content: &Secret) -> std::io::Result<PathBuf> {
+    use std::io::Write as _;
+    let path = call_folder.join(binding_file_name(binding));
+    #[cfg(unix)]
+    let mut file = {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(
+            &path,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        // A umask may have taken bits away; the pack's CLI reads and may rewrite it.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600))?;
+        std::fs::File::from(fd)
+    };
+    #[cfg(not(unix))]
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    file.write_all(content.expose().as_bytes())?;
+    Ok(path)
 }
 
 /// `hcpx-UID` in `temp_dir`, made if it is not there, if it is this user's own: a
@@ -277,6 +316,45 @@ mod tests {
         }
         let name = process.path().file_name().unwrap().to_str().unwrap().to_owned();
         assert_eq!(Owner::of_folder(&name), Some(us));
+    }
+
+    /// A binding file is 0600, holds the content as given, and goes with the
+    /// call's folder.
+    #[cfg(unix)]
+    #[test]
+    fn a_binding_file_is_private_and_goes_with_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let process = process_folder(dir.path()).unwrap();
+        let call = call_folder(process.path()).unwrap();
+        let path = binding_file(call.path(), "API_TOKEN", &Secret::new("Bearer tok\n".into())).unwrap();
+        assert_eq!(path, call.path().join("hcpx-binding-API_TOKEN"));
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"Bearer tok\n");
+        let folder = call.path().to_path_buf();
+        drop(call);
+        assert!(!path.exists() && !folder.exists());
+    }
+
+    /// The attack: a link planted at the binding file's path, to a file elsewhere
+    /// (or to nowhere yet), before hcpx writes the credential. The write fails and
+    /// nothing reaches the link's target.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_a_binding_files_path_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let call = dir.path().join("call");
+        std::fs::create_dir(&call).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        let secret = Secret::new("tok-planted".into());
+        std::os::unix::fs::symlink(&victim, call.join(binding_file_name("A"))).unwrap();
+        let error = binding_file(&call, "A", &secret).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        let nowhere = dir.path().join("nowhere");
+        std::os::unix::fs::symlink(&nowhere, call.join(binding_file_name("B"))).unwrap();
+        assert!(binding_file(&call, "B", &secret).is_err());
+        assert!(!nowhere.exists(), "the write made the link's target");
     }
 
     /// The user's folder, made by hcpx, is 0700; a link of that name is not used.

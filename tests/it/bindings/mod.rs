@@ -1,5 +1,8 @@
 //! Bindings follow the pack they were given to, not its id: an agent that installs
-//! another pack under the same id gets none of a person's credentials.
+//! another pack under the same id gets none of a person's credentials. How each
+//! reaches the pack's CLI is in [`delivery`].
+
+mod delivery;
 
 use std::path::PathBuf;
 
@@ -10,7 +13,7 @@ use crate::common::{TestEnv, copy_dir, fixture};
 const TOKEN: &str = "tok-PERSON-5e4d3c2b1a";
 
 /// The token as hex: past any redaction, as a thief would print it.
-fn hex(text: &str) -> String {
+pub(super) fn hex(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,17 +1,20 @@
-//! The catalog: built-in packs compiled into the binary plus packs installed under
-//! `$HCP_HOME/packs/<id>/`. An installed pack overrides a built-in one with the same
-//! id; a broken installed pack is reported and never hides the others.
+//! The packs there are: the built-in packs compiled into the binary, the packs
+//! installed under `$HCP_HOME/packs/<id>/`, and the catalog, also compiled in, whose
+//! packs are found (by `search`) but off until installed (`hcpx install rg`). An
+//! installed pack overrides a built-in one with the same id; a broken installed pack
+//! is reported and never hides the others. The embedded packs are [`embedded`]'s.
+
+mod embedded;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use include_dir::{Dir, include_dir};
 use serde::Serialize;
 
 use crate::manifest::{self, Manifest, Problem};
 use crate::skill::{self, SkillDoc};
 
-static BUILTIN_DIR: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/packs");
+pub use embedded::{CATALOG_DIR, builtin_files, catalog_files};
+pub(crate) use embedded::{builtin, builtins, catalog_packs, embedded_digest, in_catalog};
 
 pub const MANIFEST_FILE: &str = "hcp.json";
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -23,6 +26,9 @@ pub enum Origin {
     Builtin { bin: Option<&'static [u8]> },
     /// Installed in this folder.
     Installed { dir: PathBuf },
+    /// In the catalog compiled into this binary, and not installed: found by search,
+    /// never run (see [`Catalog::available`]).
+    Catalog,
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +47,8 @@ pub enum ProgramError {
     NotOnPath { name: String },
     #[error("cannot write the built-in CLI to HCP_HOME: {0}")]
     Materialize(String),
+    #[error("the pack is in the catalog but not installed")]
+    NotInstalled,
 }
 
 /// A short FNV-1a digest, to name the folder a built-in CLI is written to.
@@ -58,7 +66,7 @@ impl Pack {
 
     /// Where the pack's CLI runs from: its file in the pack folder, a built-in's
     /// file under `$HCP_HOME/.builtin/` (see [`Pack::materialize`]), or the program
-    /// `bin` names, found on `path_var`.
+    /// `bin` names, found on `path_var` under that name or one of `program.aliases`.
     pub fn program(&self, home: &Path, path_var: Option<&str>) -> Result<PathBuf, ProgramError> {
         let manifest = &self.manifest;
         match (manifest.bin_file(), &self.origin) {
@@ -68,12 +76,12 @@ impl Pack {
                 Ok(crate::layout::builtin_copy(home, &name).join(file))
             }
             (Some(_), Origin::Builtin { bin: None }) => Err(ProgramError::MissingBuiltin),
-            (None, _) => {
-                let name = manifest.bin.first().map(String::as_str).unwrap_or_default();
-                crate::program::resolve_program(name, path_var).ok_or_else(|| ProgramError::NotOnPath {
-                    name: name.to_owned(),
-                })
-            }
+            (Some(_), Origin::Catalog) => Err(ProgramError::NotInstalled),
+            (None, _) => crate::program::resolve_pack_program(manifest, path_var).ok_or_else(|| {
+                ProgramError::NotOnPath {
+                    name: manifest.bin.first().cloned().unwrap_or_default(),
+                }
+            }),
         }
     }
 
@@ -90,6 +98,36 @@ impl Pack {
         match self.origin {
             Origin::Builtin { .. } => "builtin",
             Origin::Installed { .. } => "installed",
+            Origin::Catalog => "catalog",
+        }
+    }
+
+    /// The catalog's newer version of this pack, when it was installed from the
+    /// catalog (`source` is its lock entry's, `catalog:rg`) and this hcpx ships a
+    /// later version than the one installed: `hcpx install rg` updates it.
+    pub fn catalog_update(&self, source: Option<&str>) -> Option<semver::Version> {
+        let id = self.id();
+        if !matches!(self.origin, Origin::Installed { .. })
+            || source != Some(format!("catalog:{id}").as_str())
+        {
+            return None;
+        }
+        let shipped = in_catalog(id)?.manifest.version;
+        (shipped > self.manifest.version).then_some(shipped)
+    }
+
+    /// Whether the pack can run: built in or installed, not a catalog pack waiting
+    /// to be installed.
+    pub fn is_installed(&self) -> bool {
+        !matches!(self.origin, Origin::Catalog)
+    }
+
+    /// The program of the machine the pack wraps (`bin[0]`: `rg`, `git`), or `None`
+    /// when it carries its own CLI file.
+    pub fn program_name(&self) -> Option<&str> {
+        match self.manifest.bin_file() {
+            Some(_) => None,
+            None => self.manifest.bin.first().map(String::as_str),
         }
     }
 }
@@ -119,8 +157,11 @@ pub struct BrokenPack {
 
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    /// Sorted by id, one per id.
+    /// The packs that run: built in or installed. Sorted by id, one per id.
     pub packs: Vec<Pack>,
+    /// The catalog's packs that are not installed ([`Origin::Catalog`]), sorted by
+    /// id: listed by search, refused by exec with the command that installs them.
+    pub available: Vec<Pack>,
     pub broken: Vec<BrokenPack>,
     /// Ids of packs there are but that were not loaded (see [`Catalog::known`]):
     /// only for naming the closest ones to an unknown id.
@@ -131,6 +172,9 @@ pub struct Catalog {
 pub enum CatalogError {
     #[error("no pack named `{id}`")]
     Unknown { id: String, suggestions: Vec<String> },
+    /// The id is a catalog pack's, and it is not installed.
+    #[error("`{id}` is in the catalog but not installed")]
+    NotInstalled { id: String },
 }
 
 /// Parses a pack from its two text files. `bin_present` says whether the `./FILE`
@@ -202,121 +246,32 @@ pub fn load_dir(dir: &Path) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
     })
 }
 
-static BUILTINS: OnceLock<(Vec<Pack>, Vec<BrokenPack>)> = OnceLock::new();
-
-/// Parses one built-in pack folder.
-fn parse_builtin(dir: &'static Dir<'static>) -> Option<Result<Pack, BrokenPack>> {
-    let text = |name: &str| {
-        dir.get_file(dir.path().join(name))
-            .and_then(|file| file.contents_utf8())
-    };
-    let manifest_text = text(MANIFEST_FILE)?;
-    let parsed = parse_pack(manifest_text, text(SKILL_FILE), |file| {
-        dir.get_file(dir.path().join(file))
-            .is_none()
-            .then(|| format!("./{file} is not in the pack"))
-    });
-    Some(match parsed {
-        Ok((manifest, skill)) => {
-            let bin = manifest
-                .bin_file()
-                .and_then(|file| dir.get_file(dir.path().join(file)))
-                .map(include_dir::File::contents);
-            Ok(Pack {
-                manifest,
-                skill,
-                origin: Origin::Builtin { bin },
-            })
-        }
-        Err(problems) => Err(BrokenPack {
-            id: dir.path().to_string_lossy().into_owned(),
-            dir: dir.path().to_path_buf(),
-            problems,
-        }),
-    })
-}
-
-/// The built-in pack with this id, from memory once parsed.
-pub(crate) fn builtin(id: &str) -> Option<Pack> {
-    match BUILTINS.get() {
-        Some((packs, _)) => packs.iter().find(|pack| pack.id() == id).cloned(),
-        None => BUILTIN_DIR
-            .get_dir(id)
-            .and_then(parse_builtin)
-            .and_then(Result::ok),
-    }
-}
-
-/// A digest of every built-in pack's files, computed once per process: an index
-/// made by a binary with other built-ins is not this one's.
-pub(crate) fn builtins_digest() -> u64 {
-    static DIGEST: OnceLock<u64> = OnceLock::new();
-    *DIGEST.get_or_init(|| {
-        let mut files: Vec<&include_dir::File<'_>> = Vec::new();
-        let mut dirs = vec![&BUILTIN_DIR];
-        while let Some(dir) = dirs.pop() {
-            files.extend(dir.files());
-            dirs.extend(dir.dirs());
-        }
-        files.sort_by_key(|file| file.path());
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        for file in files {
-            let name = file.path().to_string_lossy();
-            for bytes in [
-                name.as_bytes(),
-                &[0],
-                &(file.contents().len() as u64).to_le_bytes(),
-                file.contents(),
-            ] {
-                hash = bytes.iter().fold(hash, |hash, b| {
-                    (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-                });
-            }
-        }
-        hash
-    })
-}
-
-/// Every built-in pack, parsed once per process.
-pub(crate) fn builtins() -> &'static (Vec<Pack>, Vec<BrokenPack>) {
-    BUILTINS.get_or_init(|| {
-        let mut packs = Vec::new();
-        let mut broken = Vec::new();
-        for parsed in BUILTIN_DIR.dirs().filter_map(parse_builtin) {
-            match parsed {
-                Ok(pack) => packs.push(pack),
-                Err(problem) => broken.push(problem),
-            }
-        }
-        packs.sort_by(|a, b| a.manifest.id.cmp(&b.manifest.id));
-        (packs, broken)
-    })
-}
-
-/// The files of a built-in pack, for `install <builtin id>` and `pack new`.
-pub fn builtin_files(id: &str) -> Option<Vec<(String, &'static [u8])>> {
-    let dir = BUILTIN_DIR.get_dir(id)?;
-    Some(
-        dir.files()
-            .map(|file| {
-                (
-                    file.path()
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    file.contents(),
-                )
-            })
-            .collect(),
-    )
-}
-
 impl Catalog {
-    /// Built-in packs overlaid with those installed under `packs_dir`.
+    /// Built-in packs overlaid with those installed under `packs_dir`, and the
+    /// catalog's packs that are not installed.
     pub fn load(packs_dir: &Path) -> Self {
+        let mut catalog = Self::load_installed(packs_dir);
+        let (listed, listed_broken) = catalog_packs();
+        catalog.available = listed
+            .iter()
+            .filter(|pack| {
+                catalog
+                    .packs
+                    .binary_search_by(|probe| probe.id().cmp(pack.id()))
+                    .is_err()
+            })
+            .cloned()
+            .collect();
+        catalog.broken.extend(listed_broken.iter().cloned());
+        catalog
+    }
+
+    /// Built-in packs overlaid with those installed under `packs_dir`.
+    fn load_installed(packs_dir: &Path) -> Self {
         let (builtin, builtin_broken) = builtins();
         let mut catalog = Self {
             packs: builtin.clone(),
+            available: Vec::new(),
             broken: builtin_broken.clone(),
             others: Vec::new(),
         };
@@ -369,9 +324,11 @@ impl Catalog {
     }
 
     /// The pack with this id read from its files now (an installed one first, then a
-    /// built-in), as [`Catalog::load`] would find it: an installed folder that does
-    /// not load is listed as broken, beside the built-in of that id if there is one.
-    /// `None` when no pack has this id.
+    /// built-in, then the catalog's, which is not installed), as [`Catalog::load`]
+    /// would find it: an installed folder that does not load is listed as broken,
+    /// beside the built-in or catalog pack of that id if there is one. `None` when no
+    /// pack has this id. The catalog is looked at only when the id is neither
+    /// installed nor built in: exec of those parses nothing else.
     pub fn find_one(packs_dir: &Path, id: &str) -> Option<Self> {
         if !crate::template::is_pack_id(id) {
             return None;
@@ -392,7 +349,10 @@ impl Catalog {
                 }],
                 Err(problems) => problems,
             };
-            let mut catalog = Self::from_packs(builtin(id).into_iter().collect());
+            let mut catalog = match builtin(id) {
+                Some(pack) => Self::from_packs(vec![pack]),
+                None => Self::not_installed(in_catalog(id)),
+            };
             catalog.broken.push(BrokenPack {
                 id: id.to_owned(),
                 dir,
@@ -400,7 +360,18 @@ impl Catalog {
             });
             return Some(catalog);
         }
-        builtin(id).map(|pack| Self::from_packs(vec![pack]))
+        match builtin(id) {
+            Some(pack) => Some(Self::from_packs(vec![pack])),
+            None => in_catalog(id).map(|pack| Self::not_installed(Some(pack))),
+        }
+    }
+
+    /// No pack that runs; this catalog pack, if any, as available.
+    fn not_installed(pack: Option<Pack>) -> Self {
+        Self {
+            available: pack.into_iter().collect(),
+            ..Self::default()
+        }
     }
 
     /// No pack loaded, only the ids there are (for the closest ones to an unknown
@@ -408,6 +379,7 @@ impl Catalog {
     pub fn known(others: Vec<String>, broken: Vec<BrokenPack>) -> Self {
         Self {
             packs: Vec::new(),
+            available: Vec::new(),
             broken,
             others,
         }
@@ -419,6 +391,7 @@ impl Catalog {
         packs.dedup_by(|a, b| a.manifest.id == b.manifest.id);
         Self {
             packs,
+            available: Vec::new(),
             broken: Vec::new(),
             others: Vec::new(),
         }
@@ -440,10 +413,33 @@ impl Catalog {
             .binary_search_by(|probe| probe.manifest.id.as_str().cmp(id))
         {
             Ok(index) => Ok(&self.packs[index]),
+            Err(_) if self.available(id).is_some() => Err(CatalogError::NotInstalled { id: id.to_owned() }),
             Err(_) => Err(CatalogError::Unknown {
                 id: id.to_owned(),
                 suggestions: self.closest(id),
             }),
+        }
+    }
+
+    /// The catalog's pack with this id when it is not installed.
+    pub fn available(&self, id: &str) -> Option<&Pack> {
+        self.available
+            .binary_search_by(|probe| probe.manifest.id.as_str().cmp(id))
+            .ok()
+            .map(|index| &self.available[index])
+    }
+
+    /// The pack with this id, installed or not (what a policy rule may name before
+    /// the pack is installed).
+    pub fn get_any(&self, id: &str) -> Result<&Pack, CatalogError> {
+        match self.get(id) {
+            Err(CatalogError::NotInstalled { .. }) => {
+                self.available(id).ok_or_else(|| CatalogError::Unknown {
+                    id: id.to_owned(),
+                    suggestions: Vec::new(),
+                })
+            }
+            found => found,
         }
     }
 
@@ -452,6 +448,7 @@ impl Catalog {
         let mut scored: Vec<(f64, &str)> = self
             .packs
             .iter()
+            .chain(&self.available)
             .map(Pack::id)
             .chain(self.others.iter().map(String::as_str))
             .map(|other| {
@@ -473,76 +470,4 @@ impl Catalog {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_builtin_pack_is_valid() {
-        let (packs, broken) = builtins();
-        assert!(broken.is_empty(), "{broken:#?}");
-        let ids: Vec<&str> = packs.iter().map(Pack::id).collect();
-        assert_eq!(ids, ["git", "jq", "sqlite", "transit"]);
-    }
-
-    #[test]
-    fn transit_carries_its_cli() {
-        let catalog = Catalog::load(Path::new("/nonexistent"));
-        let transit = catalog.get("transit").unwrap();
-        let Origin::Builtin { bin: Some(bin) } = &transit.origin else {
-            panic!("no embedded CLI")
-        };
-        assert!(bin.starts_with(b"#!/bin/sh"));
-    }
-
-    #[test]
-    fn load_one_prefers_the_installed_pack_and_falls_back_to_all() {
-        let dir = tempfile::tempdir().unwrap();
-        let one = Catalog::load_one(dir.path(), "transit");
-        assert_eq!(one.packs.len(), 1);
-        assert!(matches!(
-            one.get("transit").unwrap().origin,
-            Origin::Builtin { .. }
-        ));
-        let installed = dir.path().join("transit");
-        std::fs::create_dir_all(&installed).unwrap();
-        for (name, bytes) in builtin_files("transit").unwrap() {
-            std::fs::write(installed.join(&name), bytes).unwrap();
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(installed.join("transit"), std::fs::Permissions::from_mode(0o755))
-                .unwrap();
-        }
-        let one = Catalog::load_one(dir.path(), "transit");
-        assert!(matches!(
-            one.get("transit").unwrap().origin,
-            Origin::Installed { .. }
-        ));
-        let all = Catalog::load_one(dir.path(), "transt");
-        assert!(
-            all.packs.len() >= 4,
-            "an unknown id loads everything, for suggestions"
-        );
-    }
-
-    #[test]
-    fn digest_is_fnv1a_64() {
-        // The published FNV-1a 64-bit test vectors: a weaker or truncated hash, which
-        // would let two CLIs share a folder, fails them.
-        assert_eq!(digest(b""), "cbf29ce484222325");
-        assert_eq!(digest(b"a"), "af63dc4c8601ec8c");
-        assert_eq!(digest(b"foobar"), "85944171f73967e8");
-    }
-
-    #[test]
-    fn unknown_ids_get_suggestions() {
-        let catalog = Catalog::load(Path::new("/nonexistent"));
-        let CatalogError::Unknown { suggestions, .. } = catalog.get("transt").unwrap_err();
-        assert_eq!(suggestions[0], "transit");
-        let CatalogError::Unknown { suggestions, .. } = catalog.get("sql").unwrap_err();
-        assert_eq!(suggestions, ["sqlite"]);
-        let CatalogError::Unknown { suggestions, .. } = catalog.get("zzzzzz").unwrap_err();
-        assert!(suggestions.is_empty());
-    }
-}
+mod tests;
