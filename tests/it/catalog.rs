@@ -38,7 +38,7 @@ fn search_ranks_by_field_weight_across_builtins() {
             .map(|r| r["id"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(ids("sql"), ["sqlite"]);
+    assert_eq!(ids("sql"), ["sqlite", "psql"]);
     assert_eq!(ids("commit history")[0], "git");
     assert_eq!(ids("json")[0], "jq");
     assert!(ids("zebra").is_empty());
@@ -147,7 +147,7 @@ fn unknown_pack_suggests_the_closest() {
     exit_code: 2
     ----- stdout -----
     ----- stderr -----
-    error: no pack is named `transt`; closest: transit
+    error: no pack is named `transt`; closest: transit, tar
     next: hcpx skill transit
     [EOF]
     ");
