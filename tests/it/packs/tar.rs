@@ -277,7 +277,8 @@ fn tar_refuses_values_that_leave_or_turn_into_options() {
             .contains("--to-command=sh: Not found in archive"),
         "{envelope}"
     );
-    // A file name with a colon is a local file (--force-local), not host:path.
+    // A file name with a colon is a local file, not host:path: hcpx passes it as
+    // ./host:a.tar (a slash before the colon), and --force-local says so again.
     std::fs::copy(env.work().join("a.tar"), env.work().join("host:a.tar")).unwrap();
     let (code, envelope) = exec(&env, "list", &["archive=host:a.tar"]);
     assert_eq!(
