@@ -204,3 +204,35 @@ fn yq_values_never_become_options_or_paths_outside() {
         COMPOSE
     );
 }
+
+/// mikefarah's Go yq, first on PATH, is reported as the wrong variant: its version
+/// line does not match the pack's versionPattern.
+#[test]
+fn yq_tells_mikefarahs_yq_from_kislyuks() {
+    if !have("yq") {
+        return;
+    }
+    let mut env = yq_env();
+    let fake = env.root.path().join("go-yq");
+    std::fs::create_dir(&fake).unwrap();
+    let script = fake.join("yq");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'yq (https://github.com/mikefarah/yq/) version v4.44.1'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.path = format!("{}:{}", fake.display(), env.path);
+    let (_, envelope) = env.json(&["availability", "yq"]);
+    assert_eq!(
+        (
+            &envelope["data"]["runnable"],
+            &envelope["data"]["program"]["version"]
+        ),
+        (
+            &json!(false),
+            &json!("yq (https://github.com/mikefarah/yq/) version v4.44.1")
+        ),
+        "{envelope}"
+    );
+}
