@@ -193,22 +193,19 @@ fn metadata_is_json() {
 #[test]
 fn values_that_read_as_options_or_leave_are_refused() {
     let Some(env) = ready() else { return };
-    for (command, word) in [
-        ("check", "package=--config=build.rustc-wrapper=/bin/sh"),
-        ("build", "target_dir=../elsewhere"),
-        ("build", "features=a --config x"),
-        ("test", "filter=--ignored"),
-        ("add", "crates=--git=https://example.invalid/x"),
-        ("add", "crates=../local"),
-        ("tree", "invert=serde --offline"),
-    ] {
-        let (code, envelope) = env.json(&["exec", "cargo", command, "--yes", "--", word]);
-        assert_eq!(
-            (code, &envelope["spawned"], &envelope["error"]["reason"]),
-            (2, &json!(false), &json!("invalid_param")),
-            "{word}: {envelope}"
-        );
-    }
+    super::refused(
+        &env,
+        "cargo",
+        &[
+            ("check", "package=--config=build.rustc-wrapper=/bin/sh"),
+            ("build", "target_dir=../elsewhere"),
+            ("build", "features=a --config x"),
+            ("test", "filter=--ignored"),
+            ("add", "crates=--git=https://example.invalid/x"),
+            ("add", "crates=../local"),
+            ("tree", "invert=serde --offline"),
+        ],
+    );
     // Test-binary arguments come after `--`: cargo never reads them as its own.
     let (_, plan) = env.json(&[
         "exec",

@@ -93,3 +93,16 @@ pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
         .join(id);
     env.install_ok(&folder.to_string_lossy(), false)
 }
+
+/// Each `(command, KEY=VALUE)` of `pack` is refused before anything runs, as
+/// `invalid_param` (`--yes`, so no confirmation stands in the way).
+pub(crate) fn refused(env: &TestEnv, pack: &str, cases: &[(&str, &str)]) {
+    for (command, word) in cases {
+        let (code, envelope) = env.json(&["exec", pack, command, "--yes", "--", word]);
+        assert_eq!(
+            (code, &envelope["spawned"], &envelope["error"]["reason"]),
+            (2, &serde_json::json!(false), &serde_json::json!("invalid_param")),
+            "{word}: {envelope}"
+        );
+    }
+}

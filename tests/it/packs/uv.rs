@@ -104,23 +104,20 @@ fn the_cache_is_the_packs_and_uv_never_downloads_a_python() {
 #[test]
 fn names_that_are_urls_paths_or_options_are_refused() {
     let Some(env) = ready() else { return };
-    for (command, word) in [
-        ("add", "packages=git+https://example.invalid/x.git"),
-        ("add", "packages=./vendor/pkg"),
-        ("add", "packages=--editable"),
-        ("remove", "packages=-r"),
-        ("run", "command=--with=evil"),
-        ("run", "command=/bin/sh"),
-        ("run", "with=https://example.invalid/x.whl"),
-        ("tree", "depth=-1"),
-    ] {
-        let (code, envelope) = env.json(&["exec", "uv", command, "--yes", "--", word]);
-        assert_eq!(
-            (code, &envelope["spawned"], &envelope["error"]["reason"]),
-            (2, &json!(false), &json!("invalid_param")),
-            "{word}: {envelope}"
-        );
-    }
+    super::refused(
+        &env,
+        "uv",
+        &[
+            ("add", "packages=git+https://example.invalid/x.git"),
+            ("add", "packages=./vendor/pkg"),
+            ("add", "packages=--editable"),
+            ("remove", "packages=-r"),
+            ("run", "command=--with=evil"),
+            ("run", "command=/bin/sh"),
+            ("run", "with=https://example.invalid/x.whl"),
+            ("tree", "depth=-1"),
+        ],
+    );
     // An argument that looks like an option goes to the command, after `--`.
     let (_, plan) = env.json(&[
         "exec",
