@@ -148,7 +148,7 @@ fn unknown_ids_get_suggestions() {
     let Err(CatalogError::Unknown { suggestions, .. }) = catalog.get("sql") else {
         panic!()
     };
-    assert_eq!(suggestions, ["sqlite"]);
+    assert_eq!(suggestions, ["psql", "sqlite"]);
     let Err(CatalogError::Unknown { suggestions, .. }) = catalog.get("zzzzzz") else {
         panic!()
     };

@@ -225,7 +225,7 @@ fn a_misspelt_pack_suggests_the_corrected_exec() {
     assert_eq!(code, 2, "{envelope}");
     assert_eq!(
         envelope["error"],
-        json!({ "code": 2, "reason": "unknown_pack", "message": "no pack is named `transt`; closest: transit" })
+        json!({ "code": 2, "reason": "unknown_pack", "message": "no pack is named `transt`; closest: transit, tar" })
     );
     assert_eq!(
         envelope["next"],
@@ -234,7 +234,7 @@ fn a_misspelt_pack_suggests_the_corrected_exec() {
     let output = env.run(&["exec", "transt", "plan"]);
     assert_eq!(
         output.stderr,
-        "error: no pack is named `transt`; closest: transit\nnext: hcpx exec transit plan\n"
+        "error: no pack is named `transt`; closest: transit, tar\nnext: hcpx exec transit plan\n"
     );
     // Nothing close: where to look.
     let (_, envelope) = env.json(&["exec", "zzzzzz", "plan"]);

@@ -3,11 +3,9 @@
 //! from bindings, the failures without credentials or a reachable endpoint, the
 //! argv of each command and the refusals.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
-use super::{env, have, install, tools_path};
+use super::{env, have, install, on_tools_path};
 use crate::common::TestEnv;
 
 fn aws_env() -> TestEnv {
@@ -24,16 +22,6 @@ fn with_profile(env: &TestEnv) {
     );
     env.write("user/.aws/config", "[profile dev]\nregion = eu-west-3\n");
     env.bind("aws", "AWS_PROFILE", "dev");
-}
-
-fn aws() -> String {
-    tools_path()
-        .split(':')
-        .map(|dir| Path::new(dir).join("aws"))
-        .find(|path| path.is_file())
-        .unwrap()
-        .display()
-        .to_string()
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
@@ -150,7 +138,7 @@ fn aws_commands_render_their_argv() {
         return;
     }
     let env = aws_env();
-    let aws = aws();
+    let aws = on_tools_path("aws").unwrap().display().to_string();
     let base = [aws.as_str(), "--color", "off", "--cli-connect-timeout", "15"];
     let child = |command: &str, params: &[&str]| plan(&env, command, params)["child"].clone();
     let with = |rest: &[&str]| json!(base.iter().chain(rest).collect::<Vec<_>>());

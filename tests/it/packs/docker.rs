@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, tools_path};
+use super::{env, have, install, on_tools_path};
 use crate::common::{TestEnv, is_root, require};
 
 const SOCKET: &str = "/var/run/docker.sock";
@@ -19,16 +19,6 @@ fn docker_env() -> TestEnv {
     env.write("work/src/app.py", "print(1)\n");
     install(&env, "docker");
     env
-}
-
-fn docker() -> String {
-    tools_path()
-        .split(':')
-        .map(|dir| Path::new(dir).join("docker"))
-        .find(|path| path.is_file())
-        .unwrap()
-        .display()
-        .to_string()
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
@@ -62,7 +52,7 @@ fn docker_commands_render_their_argv() {
         return;
     }
     let env = docker_env();
-    let docker = docker();
+    let docker = on_tools_path("docker").unwrap().display().to_string();
     let child = |command: &str, params: &[&str]| plan(&env, command, params)["child"].clone();
     assert_eq!(
         child("ps", &["all=true", "filter=status=exited"]),
@@ -210,7 +200,14 @@ fn docker_refuses_what_would_reach_the_host() {
     // A container command that looks like an option is the container's.
     assert_eq!(
         plan(&env, "run", &["image=alpine", "args=--privileged"])["child"],
-        json!([docker(), "run", "--rm", "--", "alpine", "--privileged"])
+        json!([
+            on_tools_path("docker").unwrap().display().to_string(),
+            "run",
+            "--rm",
+            "--",
+            "alpine",
+            "--privileged"
+        ])
     );
 }
 

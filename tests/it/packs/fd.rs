@@ -3,17 +3,12 @@
 
 use serde_json::json;
 
-use super::{env, have, install, tools_path};
+use super::{env, have, install, on_tools_path};
 use crate::common::TestEnv;
 
 /// fd under either of its names; in CI a missing one fails the test.
 fn have_fd() -> bool {
-    let on_path = |name: &str| {
-        tools_path()
-            .split(':')
-            .any(|dir| std::path::Path::new(dir).join(name).is_file())
-    };
-    on_path("fd") || have("fdfind")
+    on_tools_path("fd").is_some() || have("fdfind")
 }
 
 fn tree() -> TestEnv {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{env, have, install};
+use super::{env, have, install, on_tools_path};
 use crate::common::TestEnv;
 
 fn bound() -> TestEnv {
@@ -84,13 +84,7 @@ fn gh_commands_render_their_argv_with_json_fields() {
     }
     let env = bound();
     let child = |command: &str, params: &[&str]| plan(&env, command, params)["child"].clone();
-    let gh = crate::packs::tools_path()
-        .split(':')
-        .map(|dir| std::path::Path::new(dir).join("gh"))
-        .find(|path| path.is_file())
-        .unwrap()
-        .display()
-        .to_string();
+    let gh = on_tools_path("gh").unwrap().display().to_string();
     assert_eq!(
         child("pr-list", &["repo=cli/cli", "label=bug", "search=-label:wontfix"]),
         json!([

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, tools_path};
+use super::{env, have, install, on_tools_path};
 use crate::common::TestEnv;
 
 /// A TestEnv whose user has `~/.kube/config` for a cluster on a closed loopback port.
@@ -29,16 +29,6 @@ fn configured() -> (TestEnv, u16) {
     );
     install(&env, "kubectl");
     (env, port)
-}
-
-fn kubectl() -> String {
-    tools_path()
-        .split(':')
-        .map(|dir| std::path::Path::new(dir).join("kubectl"))
-        .find(|path| path.is_file())
-        .unwrap()
-        .display()
-        .to_string()
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
@@ -87,7 +77,7 @@ fn kubectl_commands_render_their_argv() {
         return;
     }
     let (env, _) = configured();
-    let kubectl = kubectl();
+    let kubectl = on_tools_path("kubectl").unwrap().display().to_string();
     let child = |command: &str, params: &[&str]| plan(&env, command, params)["child"].clone();
     assert_eq!(
         child(
