@@ -4,9 +4,6 @@
 //! test whose program is missing fails in CI (`HCP_CI=1`) and is listed as skipped
 //! elsewhere.
 
-// The helpers below serve the pack tests as they land.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 use crate::common::{TestEnv, require};
