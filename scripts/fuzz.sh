@@ -2,7 +2,7 @@
 # Fuzzes hcpx with cargo-fuzz (libFuzzer, nightly): the manifest validator, the MCP
 # `args` splitter, the host config edits of `adopt` and the npm tarball reader.
 # Each target runs for SECONDS (default 60), one after the other, from a corpus
-# seeded with the built-in packs and the small files under fuzz/seeds/. Prints the
+# seeded with the built-in and catalog packs and the small files under fuzz/seeds/. Prints the
 # executions of each target; exits non-zero when any target found a crash (the
 # input is saved under fuzz/artifacts/<target>/).
 #
@@ -68,7 +68,9 @@ for target in $targets; do
     cp fuzz/seeds/"$target"/* "$corpus/$target/"
   fi
 done
-for pack in packs/*/; do
+# The built-in packs and the catalog's (packs/catalog/ is the catalog, not a pack).
+for pack in packs/*/ packs/catalog/*/; do
+  [ -f "$pack/hcp.json" ] || continue
   name=$(basename "$pack")
   cp "$pack/hcp.json" "$corpus/manifest/pack-$name"
   { cat "$pack/hcp.json"; printf '\0'; cat "$pack/SKILL.md"; } >"$corpus/manifest/pack-$name-skill"
