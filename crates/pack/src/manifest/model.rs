@@ -3,6 +3,7 @@
 //! value must pass against its parameter.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::Serialize;
@@ -99,11 +100,11 @@ pub struct Param {
     pub required: bool,
     pub positional: bool,
     pub values: Vec<String>,
-    pub pattern: Option<Regex>,
+    pub pattern: Option<Pattern>,
     pub pattern_source: Option<String>,
     /// `refuse`: a value in which this matches anywhere is refused (what a CLI
     /// would read as something the pack must not do, such as a file outside).
-    pub refuse: Option<Regex>,
+    pub refuse: Option<Pattern>,
     pub refuse_source: Option<String>,
     /// The default, already rendered to argv strings (one per array item).
     pub default: Option<Vec<String>>,
@@ -169,18 +170,52 @@ impl Param {
             check_relative_path(value)?;
         }
         if let Some(pattern) = &self.pattern
-            && !pattern.is_match(value)
+            && !pattern.is_match(value)?
         {
             let source = self.pattern_source.as_deref().unwrap_or_default();
             return Err(format!("does not match the pattern {source}"));
         }
         if let Some(refuse) = &self.refuse
-            && refuse.is_match(value)
+            && refuse.is_match(value)?
         {
             let source = self.refuse_source.as_deref().unwrap_or_default();
             return Err(format!("contains what this parameter refuses ({source})"));
         }
         Ok(())
+    }
+}
+
+/// A parameter's regular expression: its syntax is checked when the manifest is
+/// read, and it is compiled the first time a value is checked against it. Exec reads
+/// the pack's manifest on every call, and compiling every pattern of every command
+/// there (kubectl's bounded repetitions, `(,[a-z][a-z0-9.-]{0,252}){0,15}`) cost
+/// 30 ms a call for one command's few values.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Pattern {
+    /// `None` when `source` is not a regular expression.
+    pub fn new(source: &str) -> Option<Self> {
+        regex_syntax::Parser::new().parse(source).ok()?;
+        Some(Self {
+            source: source.to_owned(),
+            compiled: OnceLock::new(),
+        })
+    }
+
+    /// Whether `text` matches; an error when the expression, valid as it is, is
+    /// too large to compile (nothing then passes it).
+    pub fn is_match(&self, text: &str) -> Result<bool, String> {
+        self.compiled
+            .get_or_init(|| Regex::new(&self.source).ok())
+            .as_ref()
+            .map(|regex| regex.is_match(text))
+            .ok_or_else(|| {
+                "has a pattern too large for this hcpx to compile; the pack must simplify it".to_owned()
+            })
     }
 }
 
@@ -412,5 +447,29 @@ impl Manifest {
     /// The file inside the pack that `bin` names (`./transit` → `transit`), if any.
     pub fn bin_file(&self) -> Option<&str> {
         self.bin.first().and_then(|first| first.strip_prefix("./"))
+    }
+}
+
+#[cfg(test)]
+mod pattern_tests {
+    use super::Pattern;
+
+    #[test]
+    fn a_pattern_is_compiled_at_its_first_check_only() {
+        let pattern = Pattern::new("^(?:[a-z]{0,252}(,[a-z]{0,252}){0,15})$").unwrap();
+        assert!(pattern.compiled.get().is_none());
+        assert_eq!(pattern.is_match("ab,cd"), Ok(true));
+        assert_eq!(pattern.is_match("AB"), Ok(false));
+        assert!(pattern.compiled.get().is_some());
+        assert!(Pattern::new("a)|(b").is_none());
+    }
+
+    #[test]
+    fn a_pattern_too_large_to_compile_passes_nothing() {
+        let pattern = Pattern::new("[a-z]{1000}{1000}").unwrap();
+        assert_eq!(
+            pattern.is_match("a"),
+            Err("has a pattern too large for this hcpx to compile; the pack must simplify it".to_owned())
+        );
     }
 }

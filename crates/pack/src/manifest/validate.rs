@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 
-use regex::Regex;
 use serde_json::Value;
 
 use super::bindings::bindings;
@@ -423,17 +422,20 @@ fn param(walk: &mut Walk, path: &str, name: &str, value: &Value) -> Option<Param
         // Full match, as docs/packs.md says, whatever anchors the author wrote. The source
         // must be a regular expression by itself: `a)|(b` only parses once wrapped,
         // and then `^(?:a)|(b)$` matches any text that starts with `a`.
-        Regex::new(source)
-            .and_then(|_| Regex::new(&format!("^(?:{source})$")))
-            .map_err(|_| walk.problem(&join(path, "pattern"), "is not a valid regular expression"))
-            .ok()
+        Pattern::new(source)
+            .and_then(|_| Pattern::new(&format!("^(?:{source})$")))
+            .or_else(|| {
+                walk.problem(&join(path, "pattern"), "is not a valid regular expression");
+                None
+            })
     });
     let refuse_source = walk.string(&join(path, "refuse"), object.get("refuse"), false);
     let refuse = refuse_source.as_ref().and_then(|source| {
         // Matched anywhere in the value, unanchored.
-        Regex::new(source)
-            .map_err(|_| walk.problem(&join(path, "refuse"), "is not a valid regular expression"))
-            .ok()
+        Pattern::new(source).or_else(|| {
+            walk.problem(&join(path, "refuse"), "is not a valid regular expression");
+            None
+        })
     });
     let mut param = Param {
         name: name.to_owned(),
