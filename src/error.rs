@@ -234,7 +234,7 @@ const MAX_ID_SHOWN: usize = 64;
 /// reordering marks escaped, at most [`MAX_ID_SHOWN`] characters.
 pub(crate) fn shown_id(id: &str) -> String {
     let cut: String = id.chars().take(MAX_ID_SHOWN).collect();
-    let mut shown = crate::render::inert_line(&cut).into_owned();
+    let mut shown = crate::render::inert::inert_line(&cut).into_owned();
     if id.chars().count() > MAX_ID_SHOWN {
         shown.push('…');
     }

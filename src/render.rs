@@ -19,7 +19,7 @@ mod availability;
 mod bind;
 mod doctor;
 mod exec;
-mod inert;
+pub(crate) mod inert;
 mod install;
 mod pack;
 mod policy;

@@ -13,6 +13,7 @@
 //! pack is for its bindings ([`identity`]); and the copies of its CLI that bound
 //! calls run ([`copies`]).
 
+mod check;
 mod copies;
 mod embedded;
 mod error;
@@ -25,10 +26,11 @@ mod place;
 mod tarball;
 
 pub use crate::layout::LOCK_FILE;
+pub use check::{Checked, check_folder};
 pub use copies::pinned_copy;
 pub use embedded::{Shelved, embedded};
 pub use error::{InstallError, Limit, LinkKind, MAX_ENTRIES, MAX_FILE, MAX_UNPACKED};
-pub use files::{Checked, Files, check_folder, integrity, validate};
+pub use files::{Files, integrity, validate};
 pub use folder::read_folder;
 pub use identity::{
     identity, identity_and_files, installed_source, locked_identity, same_place, source, source_place,
