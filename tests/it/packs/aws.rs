@@ -25,11 +25,7 @@ fn with_profile(env: &TestEnv) {
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
-    let mut args = vec!["exec", "aws", command, "--dry-run", "--"];
-    args.extend_from_slice(params);
-    let (code, envelope) = env.json(&args);
-    assert_eq!(code, 0, "{envelope}");
-    envelope["data"].clone()
+    super::plan(env, "aws", command, params)
 }
 
 #[test]

@@ -22,11 +22,7 @@ fn docker_env() -> TestEnv {
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
-    let mut args = vec!["exec", "docker", command, "--dry-run", "--"];
-    args.extend_from_slice(params);
-    let (code, envelope) = env.json(&args);
-    assert_eq!(code, 0, "{envelope}");
-    envelope["data"].clone()
+    super::plan(env, "docker", command, params)
 }
 
 #[test]

@@ -15,11 +15,7 @@ fn bound() -> TestEnv {
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
-    let mut args = vec!["exec", "gh", command, "--dry-run", "--json", "--"];
-    args.extend_from_slice(params);
-    let (code, envelope) = env.json(&args);
-    assert_eq!(code, 0, "{envelope}");
-    envelope["data"].clone()
+    super::plan(env, "gh", command, params)
 }
 
 #[test]

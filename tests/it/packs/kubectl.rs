@@ -32,11 +32,7 @@ fn configured() -> (TestEnv, u16) {
 }
 
 fn plan(env: &TestEnv, command: &str, params: &[&str]) -> Value {
-    let mut args = vec!["exec", "kubectl", command, "--dry-run", "--"];
-    args.extend_from_slice(params);
-    let (code, envelope) = env.json(&args);
-    assert_eq!(code, 0, "{envelope}");
-    envelope["data"].clone()
+    super::plan(env, "kubectl", command, params)
 }
 
 /// The kubeconfig under `~` is read without KUBECONFIG, and `contexts` and

@@ -103,3 +103,13 @@ pub(crate) fn refused(env: &TestEnv, pack: &str, cases: &[(&str, &str)]) {
         );
     }
 }
+
+/// The `--dry-run` plan (`data`) of `hcpx exec PACK COMMAND -- PARAMS...`, which must
+/// not be refused.
+pub(crate) fn plan(env: &TestEnv, pack: &str, command: &str, params: &[&str]) -> serde_json::Value {
+    let mut args = vec!["exec", pack, command, "--dry-run", "--"];
+    args.extend_from_slice(params);
+    let (code, envelope) = env.json(&args);
+    assert_eq!(code, 0, "{envelope}");
+    envelope["data"].clone()
+}
