@@ -149,6 +149,16 @@ mod tests {
     }
 
     #[test]
+    fn one_byte_left_out_is_said_in_the_singular() {
+        let (shown, bytes) = view("abc", 2, "out-2").unwrap();
+        assert_eq!(bytes, 2);
+        assert_eq!(
+            shown,
+            "a\n[hcpx: 1 byte left out here; all 3 bytes: `output out-2 --offset N`, or hcp://output/out-2]\nc"
+        );
+    }
+
+    #[test]
     fn view_never_splits_a_code_point() {
         let text = "é".repeat(1000);
         for limit in [1, 2, 3, 99, 100, 101] {
@@ -182,7 +192,11 @@ mod tests {
             proptest::prop_assert_eq!(head.len() + tail.len(), bytes);
             let left_out = text.len() - bytes;
             proptest::prop_assert!(
-                rest.starts_with(&format!("[hcpx: {left_out} bytes left out here; all {} bytes", text.len())),
+                rest.starts_with(&format!(
+                    "[hcpx: {} left out here; all {}",
+                    crate::render::count(left_out, "byte"),
+                    crate::render::count(text.len(), "byte")
+                )),
                 "{}", rest
             );
         }
