@@ -5,12 +5,13 @@
 use serde_json::{Map, Value};
 
 use super::model::{BindingSpec, Delivery, Effect, Param, ScalarType, Slot, WriteItem};
+use super::network::Network;
 use super::walk::{Walk, join};
 use crate::template::{Element, Piece};
 
 pub(super) struct CommandSandbox {
     pub(super) write: Option<Vec<WriteItem>>,
-    pub(super) network: Option<bool>,
+    pub(super) network: Option<Network>,
     pub(super) ok_exit_codes: Vec<i32>,
     pub(super) stdin: Option<String>,
 }
@@ -41,7 +42,7 @@ pub(super) fn command_sandbox(
     });
     let network = object
         .get("network")
-        .map(|value| walk.bool(&join(path, "network"), Some(value), false));
+        .map(|value| super::network::network(walk, &join(path, "network"), Some(value)));
     let ok_exit_codes = match object.get("okExitCodes") {
         None => vec![0],
         Some(value) => exit_codes(walk, &join(path, "okExitCodes"), value),

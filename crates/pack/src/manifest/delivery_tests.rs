@@ -155,7 +155,7 @@ fn delivery_fields_are_checked() {
     assert_eq!(
         problems(|m| m["bindings"]["PASSWORD"]["as"] = json!("pipe")),
         [
-            "bindings.PASSWORD.as: must be env, file or stdin",
+            "bindings.PASSWORD.as: must be env, file, stdin or header",
             "commands.save.stdin: \"PASSWORD\" is not delivered on stdin; declare \"as\": \"stdin\" on the binding",
         ]
     );
@@ -168,9 +168,90 @@ fn delivery_fields_are_checked() {
             .unwrap()),
         ["bindings.PASSWORD.as: is stdin, but no command names this binding in its \"stdin\""]
     );
+}
+
+#[test]
+fn header_bindings_need_an_allowlist_that_names_their_hosts() {
+    let header = |m: &mut Value| {
+        m["bindings"]["GH"] = json!({
+            "as": "header", "header": "Authorization", "format": "Bearer {value}",
+            "hosts": ["api.github.com", "uploads.github.com", "127.0.0.1"]
+        });
+    };
     assert_eq!(
-        problems(|m| m["bindings"]["PASSWORD"]["as"] = json!("header")).len(),
-        2
+        problems(header),
+        [
+            "bindings.GH.as: is header, which hcpx's proxy adds on the way out: declare sandbox.network {\"allow\": [\"host:port\"]} (or a command's network) naming its hosts"
+        ]
+    );
+    assert_eq!(
+        problems(|m| {
+            header(m);
+            m["sandbox"]["network"] = json!({"allow": ["*.github.com:443", "127.0.0.1:8443"]});
+            // A placeholder for a CLI that wants a token of its own.
+            m["sandbox"]["env"]["GH"] = json!("placeholder");
+        }),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        problems(|m| {
+            header(m);
+            m["commands"]["get"]["network"] = json!({"allow": ["api.github.com:443"]});
+        }),
+        [
+            "bindings.GH.hosts[1]: `uploads.github.com` is in no network.allow entry; the header goes only where the pack may connect",
+            "bindings.GH.hosts[2]: `127.0.0.1` is in no network.allow entry; the header goes only where the pack may connect",
+        ]
+    );
+    let manifest = parse(
+        &{
+            let mut m = good();
+            header(&mut m);
+            m["sandbox"]["network"] = json!({"allow": ["*.github.com:443", "127.0.0.1:8443"]});
+            m
+        }
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&manifest.binding("GH").unwrap().delivery).unwrap(),
+        json!({"kind": "header", "header": "Authorization", "format": "Bearer {value}",
+               "hosts": ["api.github.com", "uploads.github.com", "127.0.0.1"]})
+    );
+    assert_eq!(
+        problems(|m| {
+            m["sandbox"]["network"] = json!({"allow": ["a.test:443"]});
+            m["bindings"]["GH"] = json!({"as": "header", "header": "Proxy-Authorization", "format": "x\ny{value}", "hosts": []});
+            m["bindings"]["KEY"] = json!({"as": "header", "header": "X Key", "format": "Key"});
+        }),
+        [
+            "bindings.GH.header: is a header of the connection, not of the request; name the one the API reads",
+            "bindings.GH.format: must not hold control characters (a header value is one line)",
+            "bindings.GH.hosts: is empty: name the hosts whose requests get the header",
+            "bindings.KEY.header: must be an HTTP header name, such as Authorization or X-Api-Key",
+            "bindings.KEY.format: must contain {value}, which is replaced by the bound value (nothing else is replaced)",
+            "bindings.KEY.hosts: is required: the hosts whose requests get the header",
+        ]
+    );
+}
+
+#[test]
+fn network_allowlists_are_checked() {
+    assert_eq!(
+        problems(|m| {
+            m["sandbox"]["network"] = json!({"allow": ["a.test", "a.test:443", "a.test:443", "A.test:1", "[::1]:99999"], "deny": []});
+            m["commands"]["get"]["network"] = json!({"allow": []});
+            m["commands"]["save"]["network"] = json!({});
+        }),
+        [
+            "sandbox.network.deny: unknown field (known: allow)",
+            "sandbox.network.allow[0]: must be host:port (a port is required)",
+            "sandbox.network.allow[2]: is listed twice",
+            "sandbox.network.allow[3]: `A.test` is not a host name hcpx takes: lower case letters, digits, - and dots, no final dot (or `*.` and a name, or an IP address)",
+            "sandbox.network.allow[4]: the port `99999` must be a number from 1 to 65535",
+            "commands.get.network.allow: is empty: a pack that reaches nothing takes \"network\": false",
+            "commands.save.network.allow: is required: the host:port pairs the pack may reach",
+        ]
     );
 }
 

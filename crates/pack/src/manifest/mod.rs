@@ -10,6 +10,7 @@ mod bindings;
 mod command_sandbox;
 mod environment;
 mod model;
+mod network;
 mod placement;
 mod program;
 mod validate;
@@ -17,6 +18,7 @@ mod walk;
 
 pub use environment::CACHE;
 pub use model::*;
+pub use network::{Endpoint, Host, MAX_ALLOW, Network};
 pub use validate::parse;
 
 /// The longest unix socket path the kernel takes (`sun_path` holds 108 bytes, the

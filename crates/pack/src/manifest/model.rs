@@ -271,7 +271,7 @@ pub struct Command {
     /// pack's). A `read` command has none.
     pub write: Option<Vec<WriteItem>>,
     /// `network`: replaces the pack's `sandbox.network` for this command.
-    pub network: Option<bool>,
+    pub network: Option<super::network::Network>,
     /// `okExitCodes`: the exit codes that mean success (default `[0]`).
     pub ok_exit_codes: Vec<i32>,
     /// `stdin`: the `as: "stdin"` binding written to this command's standard input.
@@ -322,6 +322,14 @@ pub enum Delivery {
     /// Written, with nothing added, to the standard input of the commands that name
     /// it in their `stdin`.
     Stdin,
+    /// Never given to the CLI: hcpx's proxy sets the header `header` to `format`
+    /// with `{value}` replaced, on HTTPS requests to `hosts` (which the allowlist
+    /// names), replacing whatever the CLI sent in it.
+    Header {
+        header: String,
+        format: String,
+        hosts: Vec<super::network::Host>,
+    },
 }
 
 impl Delivery {
@@ -330,6 +338,7 @@ impl Delivery {
             Self::Env => "env",
             Self::File { .. } => "file",
             Self::Stdin => "stdin",
+            Self::Header { .. } => "header",
         }
     }
 }
@@ -384,7 +393,7 @@ pub const INSTALLERS: [(&str, &str); 9] = [
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxSpec {
-    pub network: bool,
+    pub network: super::network::Network,
     pub write: Vec<String>,
     /// Files and folders beyond the working directory and the system folders that
     /// every command of the pack may read: absolute, or `~/…` in the caller's home.
@@ -400,7 +409,7 @@ pub struct SandboxSpec {
 impl Default for SandboxSpec {
     fn default() -> Self {
         Self {
-            network: false,
+            network: super::network::Network::Off,
             write: Vec::new(),
             read: Vec::new(),
             sockets: Vec::new(),

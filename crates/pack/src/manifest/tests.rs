@@ -177,7 +177,7 @@ fn sandbox_bounds() {
     );
     assert_eq!(
         problems(|v| v["sandbox"]["network"] = json!("no")),
-        ["sandbox.network: must be true or false"]
+        ["sandbox.network: must be true, false or {\"allow\": [\"host:port\", ...]}"]
     );
     assert_eq!(
         problems(|v| v["sandbox"]["read"] = json!(["~/.gitconfig", "/etc/x", "rel", "~/../x", "/a/./b"])),

@@ -93,8 +93,13 @@ fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
     let bin = bin(walk, root.get("bin"));
     let bindings = bindings(walk, root.get("bindings"));
     let sandbox = sandbox(walk, root.get("sandbox"));
+    // A header binding sets no variable: its name may hold a placeholder for a CLI
+    // that wants a token of its own.
     for (name, _) in &sandbox.env {
-        if bindings.iter().any(|(key, _)| key == name) {
+        if bindings
+            .iter()
+            .any(|(key, spec)| key == name && !matches!(spec.delivery, Delivery::Header { .. }))
+        {
             walk.problem(
                 &format!("sandbox.env.{name}"),
                 "is also a binding; the binding sets it, so drop one",
@@ -114,6 +119,7 @@ fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
             );
         }
     }
+    header_hosts(walk, &bindings, &sandbox, &commands);
     let program = program(walk, root.get("program"), &bin);
     Some(Manifest {
         id: id?,
@@ -126,6 +132,45 @@ fn manifest(walk: &mut Walk, value: &Value) -> Option<Manifest> {
         commands,
         program,
     })
+}
+
+/// A header binding goes only through the proxy: some allowlist must name each of
+/// its hosts.
+fn header_hosts(
+    walk: &mut Walk,
+    bindings: &[(String, BindingSpec)],
+    sandbox: &SandboxSpec,
+    commands: &[Command],
+) {
+    let allowed: Vec<&super::network::Endpoint> = std::iter::once(&sandbox.network)
+        .chain(commands.iter().filter_map(|command| command.network.as_ref()))
+        .filter_map(super::network::Network::allowlist)
+        .flatten()
+        .collect();
+    for (name, spec) in bindings {
+        let Delivery::Header { hosts, .. } = &spec.delivery else {
+            continue;
+        };
+        if allowed.is_empty() {
+            walk.problem(
+                &format!("bindings.{name}.as"),
+                "is header, which hcpx's proxy adds on the way out: declare sandbox.network {\"allow\": [\"host:port\"]} (or a command's network) naming its hosts",
+            );
+            continue;
+        }
+        for (index, host) in hosts.iter().enumerate() {
+            let named = allowed.iter().any(|endpoint| {
+                endpoint.host == *host
+                    || matches!(host, super::network::Host::Name(name) if endpoint.host.matches(name))
+            });
+            if !named {
+                walk.problem(
+                    &format!("bindings.{name}.hosts[{index}]"),
+                    format!("`{host}` is in no network.allow entry; the header goes only where the pack may connect"),
+                );
+            }
+        }
+    }
 }
 
 fn bin(walk: &mut Walk, value: Option<&Value>) -> Vec<String> {
@@ -191,7 +236,7 @@ fn sandbox(walk: &mut Walk, value: Option<&Value>) -> SandboxSpec {
         &["network", "write", "read", "sockets", "env", "timeoutMs"],
     );
     sandbox.env = env(walk, object.get("env"));
-    sandbox.network = walk.bool("sandbox.network", object.get("network"), false);
+    sandbox.network = super::network::network(walk, "sandbox.network", object.get("network"));
     sandbox.write = walk.strings("sandbox.write", object.get("write"));
     for (index, path) in sandbox.write.iter().enumerate() {
         if let Err(message) = check_relative_path(path) {
