@@ -48,6 +48,9 @@ pub struct Confinement {
     /// The mount namespace with a `/proc` of its own, entered by the child.
     #[cfg(target_os = "linux")]
     pub(crate) proc: Option<Arc<ProcNamespace>>,
+    /// The call's network namespace (`network.allow`), entered by the child first.
+    #[cfg(target_os = "linux")]
+    pub(crate) net: Option<Arc<NetJoin>>,
     pub(crate) close_descriptors: bool,
     pub(crate) drop_privileges: bool,
     pub(crate) drop_bounding: bool,
@@ -94,6 +97,17 @@ pub(crate) struct ProcNamespace {
     pub(crate) mount: std::os::fd::OwnedFd,
     /// Its `/proc`, for Landlock rules (it is not the `/proc` outside).
     pub(crate) proc: std::os::fd::OwnedFd,
+}
+
+/// A network namespace made for one call (see `runtime::net_namespace`): no
+/// interface but loopback, where only hcpx's listeners answer. With its user
+/// namespace when hcpx is not root (making one takes that); the child joins both.
+#[derive(Debug)]
+pub struct NetJoin {
+    #[cfg(target_os = "linux")]
+    pub(crate) user: Option<std::os::fd::OwnedFd>,
+    #[cfg(target_os = "linux")]
+    pub(crate) net: std::os::fd::OwnedFd,
 }
 
 #[cfg(target_os = "linux")]
@@ -179,6 +193,14 @@ impl Confinement {
         // SAFETY: system calls on integers, on descriptors owned by `self`, and on
         // structures on this stack or owned by `self`.
         unsafe {
+            // Into the call's network namespace, while it still may (entering takes
+            // the capabilities dropped below; its user namespace gives them there).
+            if let Some(join) = &self.net {
+                if let Some(user) = &join.user {
+                    syscall!(Sysno::setns, raw(user), libc::CLONE_NEWUSER)?;
+                }
+                syscall!(Sysno::setns, raw(&join.net), libc::CLONE_NEWNET)?;
+            }
             syscall!(Sysno::prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)?;
             if let Some(keeper) = keeper {
                 syscall!(Sysno::setpgid, 0, 0)?;

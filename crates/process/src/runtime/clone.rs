@@ -46,7 +46,7 @@ pub(super) struct Stack {
 unsafe impl Send for Stack {}
 
 impl Stack {
-    fn new() -> std::io::Result<Self> {
+    pub(super) fn new() -> std::io::Result<Self> {
         use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
         let len = 2 * (GUARD + STACK);
         // SAFETY: a fresh anonymous mapping, at an address the kernel picks.
@@ -77,7 +77,7 @@ impl Stack {
     }
 
     /// The top of the child's stack.
-    fn child_top(&self) -> *mut c_void {
+    pub(super) fn child_top(&self) -> *mut c_void {
         self.base.wrapping_byte_add(GUARD + STACK)
     }
 }
@@ -317,7 +317,7 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
 /// # Safety
 /// `main` runs on `stack` with `arg`: both must stay valid as long as it may use
 /// them; `pidfd` is where CLONE_PIDFD writes, or null.
-unsafe fn clone_blocked(
+pub(super) unsafe fn clone_blocked(
     main: extern "C" fn(*mut c_void) -> libc::c_int,
     stack: *mut c_void,
     flags: libc::c_int,

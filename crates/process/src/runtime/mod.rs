@@ -22,6 +22,10 @@ use crate::confine::{Confinement, SIGNAL_BASE};
 mod clone;
 #[cfg(target_os = "linux")]
 pub(crate) use clone::proc_namespace;
+#[cfg(target_os = "linux")]
+mod netns;
+#[cfg(target_os = "linux")]
+pub use netns::{MAX_LISTENERS, NetNamespace, net_namespace};
 
 /// Largest capture per call, both streams together (see docs/mcp.md).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;

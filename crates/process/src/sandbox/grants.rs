@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hcpx_pack::invocation::{Values, absolute_under};
-use hcpx_pack::manifest::{Command, Effect, EnvValue, Manifest, SandboxSpec, WriteItem};
+use hcpx_pack::manifest::{Command, Effect, EnvValue, Manifest, Network, SandboxSpec, WriteItem};
 
 use super::folders::{CacheFolder, CacheInHome};
 use super::reads::{self, Reads, ReadsError};
@@ -23,7 +23,7 @@ use super::{HomeView, LayerReport, Machine, Needs, PASSED_ENV, TMPDIR, home, lay
 /// caller's values fill them in).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Grants {
-    pub network: bool,
+    pub network: Network,
     /// Write grants relative to the working directory: the command's `write` or else
     /// the pack's, with a `path` parameter's value in its place; none for a read, so
     /// a read runs in any folder (`$HOME` included).
@@ -97,7 +97,7 @@ impl Grants {
     /// environment; and its network, or else the pack's.
     fn of(spec: &SandboxSpec, command: &Command) -> Self {
         Self {
-            network: command.network.unwrap_or(spec.network),
+            network: command.network.clone().unwrap_or_else(|| spec.network.clone()),
             writes: Vec::new(),
             made: Vec::new(),
             sockets: spec.sockets.clone(),
@@ -113,7 +113,7 @@ impl Grants {
     pub fn for_pack(manifest: &Manifest) -> Self {
         let spec = &manifest.sandbox;
         let mut grants = Self {
-            network: spec.network,
+            network: spec.network.clone(),
             writes: spec.write.clone(),
             made: Vec::new(),
             sockets: spec.sockets.clone(),
@@ -122,10 +122,12 @@ impl Grants {
             cache: None,
         };
         if !manifest.commands.is_empty() {
-            grants.network = manifest
-                .commands
-                .iter()
-                .all(|command| command.network.unwrap_or(spec.network));
+            grants.network = most_demanding(
+                manifest
+                    .commands
+                    .iter()
+                    .map(|command| command.network.as_ref().unwrap_or(&spec.network)),
+            );
             grants.writes.clear();
             for command in &manifest.commands {
                 for write in Self::declared(spec, command).writes {
@@ -192,7 +194,7 @@ impl Grants {
     /// the filesystem layer here (see [`home::exposure`]).
     pub fn needs<'a>(&'a self, exposed: Option<&'a str>, cache: Option<&'a Path>) -> Needs<'a> {
         Needs {
-            network: self.network,
+            network: &self.network,
             writes: &self.writes,
             sockets: &self.sockets,
             exposed,
@@ -203,6 +205,32 @@ impl Grants {
     /// The declared sockets as paths.
     pub fn socket_paths(&self) -> Vec<PathBuf> {
         self.sockets.iter().map(PathBuf::from).collect()
+    }
+}
+
+/// What the commands' networks need of the machine together: the layer that takes
+/// the network away when any goes without it, else the namespace when any has an
+/// allowlist (every entry of every allowlist), else the network as it is.
+fn most_demanding<'a>(networks: impl Iterator<Item = &'a Network>) -> Network {
+    let mut all_on = true;
+    let mut allowed = Vec::new();
+    for network in networks {
+        match network {
+            Network::Off => return Network::Off,
+            Network::On => {}
+            Network::Allow(endpoints) => {
+                all_on = false;
+                for endpoint in endpoints {
+                    if !allowed.contains(endpoint) {
+                        allowed.push(endpoint.clone());
+                    }
+                }
+            }
+        }
+    }
+    match all_on {
+        true => Network::On,
+        false => Network::Allow(allowed),
     }
 }
 
@@ -319,7 +347,7 @@ mod tests {
 
     fn spec() -> SandboxSpec {
         SandboxSpec {
-            network: true,
+            network: Network::On,
             write: vec!["out".to_owned()],
             read: vec!["/opt/data".to_owned()],
             sockets: vec!["/run/x.sock".to_owned()],
@@ -367,7 +395,7 @@ mod tests {
         assert_eq!(
             read,
             Grants {
-                network: true,
+                network: Network::On,
                 writes: Vec::new(),
                 made: Vec::new(),
                 sockets: vec!["/run/x.sock".to_owned()],
@@ -388,7 +416,7 @@ mod tests {
         let manifest = manifest();
         let extract = manifest.command("extract").unwrap();
         let grants = Grants::for_command(&manifest.sandbox, extract, &values(&[("into", "./dest/sub")]));
-        assert!(!grants.network);
+        assert_eq!(grants.network, Network::Off);
         assert_eq!(grants.writes, ["dest/sub", "logs"]);
         assert_eq!(grants.made, ["dest/sub"]);
         // No value, no grant: not the pack's `out`, not the working directory.
@@ -407,7 +435,7 @@ mod tests {
     fn the_pack_as_a_whole_needs_what_its_most_demanding_command_does() {
         let pack = Grants::for_pack(&manifest());
         // One command goes without the network: the network layer is needed.
-        assert!(!pack.network);
+        assert_eq!(pack.network, Network::Off);
         assert_eq!(pack.writes, ["out", "{into}", "logs"]);
         assert_eq!(pack.sockets, ["/run/x.sock"]);
     }

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use hcpx_pack::manifest::MAX_TIMEOUT_MS;
+use hcpx_pack::manifest::{MAX_TIMEOUT_MS, Network};
 
 use super::{Machine, PASSED_ENV, Support};
 use crate::runtime::{KILL_GRACE, MAX_OUTPUT_MIB};
@@ -24,7 +24,7 @@ pub struct LayerReport {
 /// What a pack's command needs from the sandbox.
 #[derive(Debug, Clone, Copy)]
 pub struct Needs<'a> {
-    pub network: bool,
+    pub network: &'a Network,
     /// Write grants (relative to the working directory); empty for read commands.
     pub writes: &'a [String],
     /// The unix sockets it declares.
@@ -64,7 +64,18 @@ pub fn layers(machine: &Machine, needs: Needs<'_>) -> Vec<LayerReport> {
     } else {
         format!("{} and its private temporary folder", written.join(", "))
     };
-    let network = if needs.network {
+    let network = if let Network::Allow(endpoints) = needs.network {
+        let list: Vec<String> = endpoints.iter().map(ToString::to_string).collect();
+        kernel(
+            "network",
+            &machine.egress,
+            true,
+            format!(
+                "only {} through hcpx's proxy: a network namespace with no route out, where the proxy resolves names and refuses (and audits) the rest",
+                list.join(", ")
+            ),
+        )
+    } else if needs.network.any() {
         LayerReport {
             layer: "network",
             enforced: false,
@@ -198,7 +209,7 @@ mod tests {
     }
 
     const READ_ONLY: Needs<'static> = Needs {
-        network: false,
+        network: &Network::Off,
         writes: &[],
         sockets: &[],
         exposed: None,
@@ -237,7 +248,7 @@ mod tests {
         );
         // A pack with the network does not need the network layer.
         let with_network = Needs {
-            network: true,
+            network: &Network::On,
             ..READ_ONLY
         };
         let reports = layers(&machine, with_network);
@@ -270,7 +281,7 @@ mod tests {
         let reports = layers(
             &everything(),
             Needs {
-                network: false,
+                network: &Network::Off,
                 writes: &["out".to_owned()],
                 sockets: &[],
                 exposed: None,

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use crate::Secret;
-pub use crate::confine::Confinement;
+pub use crate::confine::{Confinement, NetJoin};
 pub use crate::runtime::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
@@ -141,6 +141,9 @@ pub struct Machine {
     pub scopes: Support,
     /// seccomp filters, for the network and the syscall filter.
     pub seccomp: Support,
+    /// A network namespace per call for packs with `network.allow` (root, or user
+    /// namespaces for others), whose only way out is hcpx's proxy.
+    pub egress: Support,
     /// seccomp user notification and `pidfd_getfd`: a pack connects only to the
     /// unix sockets it declares.
     pub sockets: Support,
@@ -171,6 +174,7 @@ impl Machine {
             landlock_abi: 0,
             scopes: Support::no(why),
             seccomp: Support::no(why),
+            egress: Support::no(why),
             sockets: Support::no(why),
             containment: Support::no(why),
             descriptors: Support::no(why),
@@ -193,6 +197,7 @@ impl Machine {
             landlock_abi: 7,
             scopes: yes.clone(),
             seccomp: yes.clone(),
+            egress: yes.clone(),
             sockets: yes.clone(),
             containment: yes.clone(),
             descriptors: yes.clone(),
@@ -272,12 +277,48 @@ pub struct ChildPlan {
     /// The allowlist beyond [`SYSTEM_READS`], [`DEVICES`] and the temporary folder
     /// (see [`reads::reads`]).
     pub reads: Reads,
-    pub network: bool,
+    pub network: ChildNetwork,
     /// The unix sockets it may connect to (absolute, as declared).
     pub sockets: Vec<PathBuf>,
     /// The binding written to its standard input (`stdin` in the manifest's
     /// command); `None`: stdin is `/dev/null`.
     pub stdin: Option<Secret>,
+}
+
+/// The network a call's child gets.
+#[derive(Debug, Clone, Default)]
+pub enum ChildNetwork {
+    /// None: no IPv4 or IPv6 socket opens.
+    #[default]
+    Off,
+    /// IPv4 and IPv6 as the user has them.
+    On,
+    /// A namespace of its own (from [`Cache::net_namespace`]), where it may connect
+    /// only to `ports` (hcpx's listeners: the proxy's and the forwards').
+    Namespace {
+        join: std::sync::Arc<NetJoin>,
+        ports: Vec<u16>,
+    },
+}
+
+impl ChildNetwork {
+    /// Whether IPv4 and IPv6 sockets open at all.
+    pub fn any(&self) -> bool {
+        !matches!(self, Self::Off)
+    }
+
+    /// Whether the network is the user's own.
+    pub fn full(&self) -> bool {
+        matches!(self, Self::On)
+    }
+
+    /// The TCP ports it may connect to in its namespace (none otherwise).
+    pub fn ports(&self) -> &[u16] {
+        match self {
+            Self::Namespace { ports, .. } => ports,
+            _ => &[],
+        }
+    }
 }
 
 /// Why the sandbox could not be set up; nothing of the pack ran.
@@ -318,7 +359,21 @@ pub struct Cache {
     mounts: std::sync::Mutex<home::MountTable>,
     #[cfg(target_os = "linux")]
     linux: linux::Cache,
+    /// Network namespaces made ahead of the calls that will take them, by the
+    /// addresses of their listeners; each is taken by one call only.
+    #[cfg(target_os = "linux")]
+    nets: std::sync::Arc<std::sync::Mutex<Vec<Ahead>>>,
+    /// Whether to make the next call's namespace ahead (a long-lived server).
+    prefetch: bool,
 }
+
+/// A network namespace made ahead, with the addresses of its listeners.
+#[cfg(target_os = "linux")]
+type Ahead = (Vec<std::net::SocketAddr>, crate::runtime::NetNamespace);
+
+/// The most namespaces kept made ahead.
+#[cfg(target_os = "linux")]
+const NETS_AHEAD: usize = 4;
 
 impl Cache {
     /// A cache for a machine given here rather than probed (tests of other OSes and
@@ -348,6 +403,60 @@ impl Cache {
             Ok(mut mounts) => mounts.view(home),
             // A poisoned table is read afresh.
             Err(_) => home::MountTable::default().view(home),
+        }
+    }
+
+    /// A cache that makes ahead what the next call will need (a long-lived server).
+    pub fn prefetching() -> Self {
+        Self {
+            prefetch: true,
+            ..Self::default()
+        }
+    }
+
+    /// A network namespace for one call with listeners on `addrs` (see
+    /// [`crate::runtime::net_namespace`]); in a user namespace of its own when hcpx
+    /// cannot make one alone (it lacks CAP_SYS_ADMIN). Never shared by two calls: a
+    /// namespace made ahead is taken out of the cache by the call that gets it, and
+    /// a prefetching cache then makes the next one for the same addresses on a
+    /// thread of its own, off the call's path.
+    #[cfg(target_os = "linux")]
+    pub fn net_namespace(
+        &self,
+        addrs: &[std::net::SocketAddr],
+    ) -> std::io::Result<crate::runtime::NetNamespace> {
+        let made = |addrs: &[std::net::SocketAddr]| {
+            let admin = rustix::thread::capabilities(None)
+                .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN));
+            crate::runtime::net_namespace(!admin, addrs)
+        };
+        let (ahead, left) = match self.nets.lock() {
+            Ok(mut nets) => {
+                let ahead = nets
+                    .iter()
+                    .position(|(key, _)| key.as_slice() == addrs)
+                    .map(|index| nets.swap_remove(index).1);
+                (ahead, nets.iter().any(|(key, _)| key.as_slice() == addrs))
+            }
+            Err(_) => (None, true),
+        };
+        if self.prefetch && !left {
+            let nets = std::sync::Arc::clone(&self.nets);
+            let key = addrs.to_vec();
+            let _ = std::thread::Builder::new()
+                .name("hcpx-netns".to_owned())
+                .spawn(move || {
+                    if let Ok(namespace) = made(&key)
+                        && let Ok(mut nets) = nets.lock()
+                        && nets.len() < NETS_AHEAD
+                    {
+                        nets.push((key, namespace));
+                    }
+                });
+        }
+        match ahead {
+            Some(namespace) => Ok(namespace),
+            None => made(addrs),
         }
     }
 

@@ -92,6 +92,41 @@ impl Rules {
         })
     }
 
+    /// Allows TCP connections to `port` (for a ruleset that handles them), with one
+    /// system call.
+    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
+    pub(super) fn allow_connect(&self, port: u16) -> Result<(), SandboxError> {
+        use std::os::fd::AsRawFd as _;
+        #[repr(C, packed)]
+        struct NetPortAttr {
+            allowed_access: u64,
+            port: u64,
+        }
+        let attr = NetPortAttr {
+            allowed_access: landlock::BitFlags::from(landlock::AccessNet::ConnectTcp).bits(),
+            port: u64::from(port),
+        };
+        // SAFETY: a ruleset we own, LANDLOCK_RULE_NET_PORT (2) and its attribute on
+        // this stack, laid out as the kernel's packed structure.
+        let added = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.fd.as_raw_fd(),
+                2_i32,
+                &raw const attr,
+                0_u32,
+            )
+        };
+        if added == 0 {
+            Ok(())
+        } else {
+            Err(SandboxError::Landlock(format!(
+                "cannot add a port rule: {}",
+                std::io::Error::last_os_error()
+            )))
+        }
+    }
+
     /// Allows `access` beneath an opened path (narrowed for a file), with one system
     /// call: the rule's sources are opened once and kept (see [`Cache`]).
     #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]

@@ -63,12 +63,12 @@ pub(super) fn prepare(
     let filters = machine
         .seccomp
         .enforced
-        .then(|| cache.filters(plan.network, sockets))
+        .then(|| cache.filters(plan.network.any(), sockets))
         .transpose()?;
     let notify = (sockets && machine.sockets.enforced)
         .then(|| {
             let program = Arc::clone(cache.notify.get_or_init(|| Arc::new(super::notify::program())));
-            super::notify::prepare(&plan.sockets, plan.network, program)
+            super::notify::prepare(&plan.sockets, plan.network.any(), program)
         })
         .transpose()?;
     let (keeper, control) = if machine.containment.enforced {
@@ -85,6 +85,10 @@ pub(super) fn prepare(
         .flatten();
     let confinement = Confinement {
         proc,
+        net: match &plan.network {
+            super::ChildNetwork::Namespace { join, .. } => Some(std::sync::Arc::clone(join)),
+            _ => None,
+        },
         keeper,
         base,
         call,

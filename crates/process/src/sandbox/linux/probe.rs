@@ -103,6 +103,37 @@ fn probe_containment() -> Support {
     }
 }
 
+/// Whether a call can get a network namespace of its own: with CAP_SYS_ADMIN, or
+/// else through a user namespace, which the system may forbid. Read from the
+/// system's settings, without making one (a call that then cannot make one fails,
+/// it never runs with more network).
+fn probe_egress() -> Support {
+    if holds(rustix::thread::CapabilitySet::SYS_ADMIN) {
+        return Support::yes("a network namespace per call (CAP_SYS_ADMIN)");
+    }
+    let setting = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+    };
+    if setting("/proc/sys/user/max_user_namespaces") == Some(0) {
+        return Support::no(
+            "user namespaces are off (user.max_user_namespaces = 0), and a network namespace takes one or root",
+        );
+    }
+    if setting("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
+        return Support::no(
+            "unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0), and a network namespace takes one or root",
+        );
+    }
+    if setting("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == Some(1) {
+        return Support::no(
+            "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1), and a network namespace takes one or root",
+        );
+    }
+    Support::yes("a network namespace per call, in a user namespace of this user")
+}
+
 /// Whether this process holds these capabilities (CAP_SETPCAP drops the bounding
 /// set; CAP_SYS_ADMIN and CAP_SYS_CHROOT make and enter a mount namespace).
 fn holds(capabilities: rustix::thread::CapabilitySet) -> bool {
@@ -136,6 +167,7 @@ pub(crate) fn probe() -> Machine {
         landlock_abi: abi,
         scopes,
         sockets: probe_sockets(&seccomp),
+        egress: probe_egress(),
         seccomp,
         containment: if descriptors.enforced {
             probe_containment()

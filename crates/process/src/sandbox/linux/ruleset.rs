@@ -75,11 +75,11 @@ pub(crate) fn call_ruleset(
 ) -> Result<(OwnedFd, Hide), SandboxError> {
     let abi = machine.landlock_abi;
     let rules = Rules::new(abi, |mut ruleset| {
-        if abi >= NET_ABI && !plan.network {
+        if abi >= NET_ABI && !plan.network.full() {
             ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
         }
         if abi >= SCOPE_ABI {
-            let scopes = if plan.network {
+            let scopes = if plan.network.full() {
                 Scope::Signal.into()
             } else {
                 Scope::Signal | Scope::AbstractUnixSocket
@@ -159,6 +159,12 @@ pub(crate) fn call_ruleset(
     }
     if let Some(tmpdir) = Opened::path(&plan.tmpdir) {
         rules.allow(&tmpdir, rules.all)?;
+    }
+    // In its own namespace, a pack connects only to hcpx's listeners there.
+    if abi >= NET_ABI {
+        for port in plan.network.ports() {
+            rules.allow_connect(*port)?;
+        }
     }
     Ok((rules.fd, hide))
 }
