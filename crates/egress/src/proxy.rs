@@ -85,12 +85,20 @@ async fn handle(ctx: Ctx, slot: Slot, req: Request<Incoming>) -> Response<Body> 
     };
     let Some((host, port)) = destination else {
         // Say which host was meant, when the client said it.
+        let default = if req.uri().scheme_str() == Some("https") {
+            443
+        } else {
+            0
+        };
         let (host, port) = req
-            .headers()
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.parse::<Authority>().ok())
-            .and_then(|a| split(&a, Some(0)))
+            .uri()
+            .authority()
+            .cloned()
+            .or_else(|| {
+                let host = req.headers().get(HOST)?.to_str().ok()?;
+                host.parse::<Authority>().ok()
+            })
+            .and_then(|a| split(&a, Some(default)))
             .unwrap_or_default();
         let why = match (req.method(), absolute) {
             (&Method::CONNECT, _) => "CONNECT needs host:port".to_owned(),
