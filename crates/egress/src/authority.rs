@@ -153,7 +153,7 @@ impl Authority {
 
     /// A leaf certificate and key for `host` (a DNS name, or an IP literal without
     /// brackets), DER, signed by this authority.
-    pub fn leaf(&self, host: &str) -> Result<(Vec<u8>, Vec<u8>), AuthorityError> {
+    pub(crate) fn leaf(&self, host: &str) -> Result<(Vec<u8>, Vec<u8>), AuthorityError> {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(vec![host.to_owned()])?;
         let mut name = DistinguishedName::new();

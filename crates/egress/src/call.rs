@@ -8,13 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::header::{HeaderName, HeaderValue};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use crate::address::{Special, canonical, special};
+use crate::authority::Authority;
 use crate::rule::{Allow, Host, Pattern};
-use crate::{Authority, Upstream, proxy};
+use crate::tls::Upstream;
 
 /// Refusals kept per call; later ones are still logged and counted.
 const KEPT_REFUSALS: usize = 1000;
@@ -74,13 +75,6 @@ impl Default for Limits {
     }
 }
 
-/// Why a listener could not be served.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("could not serve a listener: {0}")]
-    Listener(#[source] std::io::Error),
-}
-
 /// A header binding ready to be set, or why it cannot be.
 #[derive(Debug)]
 struct Bound {
@@ -114,9 +108,9 @@ pub struct Call {
     resolver: Resolver,
     pub(crate) limits: Limits,
     refusals: Mutex<(Vec<Refusal>, usize)>,
-    slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
     /// Over-cap connections whose request is read to say what was refused.
-    overflow: Arc<Semaphore>,
+    pub(crate) overflow: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Call {
@@ -125,12 +119,6 @@ impl std::fmt::Debug for Call {
             .field("allow", &self.allow)
             .finish_non_exhaustive()
     }
-}
-
-/// The call's tasks: dropping it ends every connection of the call.
-#[derive(Debug)]
-pub struct Running {
-    _cancel: DropGuard,
 }
 
 /// What every task of a call shares.
@@ -196,37 +184,6 @@ impl Call {
             overflow: Arc::new(Semaphore::new(16)),
             limits,
             refusals: Mutex::new((Vec::new(), 0)),
-        })
-    }
-
-    /// Serves the proxy listener and each (listener, destination) forward until the
-    /// returned handle is dropped; dropping it ends every connection of the call.
-    /// Must be called inside a tokio runtime.
-    pub fn serve(
-        self: &Arc<Self>,
-        proxy: std::net::TcpListener,
-        forwards: Vec<(std::net::TcpListener, SocketAddr)>,
-    ) -> Result<Running, ServeError> {
-        let adopt = |listener: std::net::TcpListener| {
-            listener.set_nonblocking(true).map_err(ServeError::Listener)?;
-            TcpListener::from_std(listener).map_err(ServeError::Listener)
-        };
-        let proxy = adopt(proxy)?;
-        let forwards = forwards
-            .into_iter()
-            .map(|(listener, to)| Ok((adopt(listener)?, to)))
-            .collect::<Result<Vec<_>, ServeError>>()?;
-        let cancel = CancellationToken::new();
-        let ctx = Ctx {
-            call: Arc::clone(self),
-            cancel: cancel.clone(),
-        };
-        ctx.spawn(accept(ctx.clone(), proxy, None));
-        for (listener, to) in forwards {
-            ctx.spawn(accept(ctx.clone(), listener, Some(to)));
-        }
-        Ok(Running {
-            _cancel: cancel.drop_guard(),
         })
     }
 
@@ -385,59 +342,9 @@ fn bind(header: &Header) -> Bound {
     Bound { hosts, header }
 }
 
-/// Accepts connections on one listener: the proxy (`to` none) or a port forward.
-async fn accept(ctx: Ctx, listener: TcpListener, to: Option<SocketAddr>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors and the like: wait rather than spin.
-                tracing::warn!(error = %e, "egress accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let slot = Arc::clone(&ctx.call.slots).try_acquire_owned().ok().map(Arc::new);
-        match to {
-            None => match (slot, Arc::clone(&ctx.call.overflow).try_acquire_owned()) {
-                (Some(slot), _) => ctx.spawn(proxy::serve(ctx.clone(), stream, Some(slot))),
-                (None, Ok(overflow)) => {
-                    let ctx2 = ctx.clone();
-                    ctx.spawn(async move {
-                        proxy::serve(ctx2, stream, None).await;
-                        drop(overflow);
-                    });
-                }
-                (None, Err(_)) => ctx.call.refuse("", 0, &over_cap(&ctx.call)),
-            },
-            Some(to) => match slot {
-                Some(slot) => {
-                    ctx.spawn(forward(stream, to, ctx.call.limits.connect_timeout, slot));
-                }
-                None => ctx
-                    .call
-                    .refuse(&to.ip().to_string(), to.port(), &over_cap(&ctx.call)),
-            },
-        }
-    }
-}
-
 pub(crate) fn over_cap(call: &Call) -> String {
     format!(
         "the call has {} connections open, as many as it may",
         call.limits.connections
     )
-}
-
-/// Copies one forwarded connection to its destination and back.
-async fn forward(mut stream: TcpStream, to: SocketAddr, within: Duration, _slot: Arc<OwnedSemaphorePermit>) {
-    match tokio::time::timeout(within, TcpStream::connect(to)).await {
-        Ok(Ok(mut out)) => {
-            let _ = out.set_nodelay(true);
-            let _ = tokio::io::copy_bidirectional(&mut stream, &mut out).await;
-        }
-        Ok(Err(e)) => tracing::warn!(to = %to, error = %e, "egress forward could not connect"),
-        Err(_) => tracing::warn!(to = %to, "egress forward: no answer in time"),
-    }
 }

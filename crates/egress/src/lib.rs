@@ -10,12 +10,15 @@
 mod address;
 mod authority;
 mod call;
+mod http;
 mod mitm;
 mod proxy;
 mod rule;
+mod serve;
 mod tls;
 
 pub use authority::{Authority, AuthorityError};
-pub use call::{Call, Header, Limits, Policy, Refusal, Resolver, Running, ServeError};
+pub use call::{Call, Header, Limits, Policy, Refusal, Resolver};
 pub use rule::{Allow, RuleError};
+pub use serve::{Running, ServeError};
 pub use tls::{TlsError, Upstream};

@@ -17,7 +17,7 @@ use tokio::sync::Mutex;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::call::{Ctx, Slot, Target};
-use crate::proxy::{Body, HEAD_BYTES, failed, host_value, to_origin};
+use crate::http::{Body, HEAD_BYTES, failed, host_value, to_origin};
 use crate::rule::Host;
 
 /// What the requests of one terminated connection share.
