@@ -43,12 +43,15 @@ async fn respond(req: Request<Incoming>, release: Arc<Notify>) -> Response<Body>
         });
         return Response::new(body.boxed());
     }
-    let text = format!(
+    let mut text = format!(
         "{} authorization: {} host: {}",
         req.uri(),
         got("authorization"),
         got("host")
     );
+    if req.headers().contains_key("x-api-key") {
+        text.push_str(&format!(" x-api-key: {}", got("x-api-key")));
+    }
     Response::new(Full::new(Bytes::from(text)).boxed())
 }
 
@@ -263,4 +266,46 @@ async fn plain_http_goes_through_without_headers() {
         }
     );
     assert_eq!(proxy.call.refusals(), vec![]);
+}
+
+#[tokio::test]
+async fn a_header_for_an_ip_host_gets_a_certificate_for_that_ip() {
+    let server = server(true).await;
+    let entry = server.addr.to_string();
+    let proxy = proxy(Setup {
+        allow: &[&entry],
+        headers: vec![header("X-Api-Key", "k3y", &["127.0.0.1"])],
+        extra_root: Some(&server.ca_pem),
+        ..Setup::default()
+    });
+    let ca = proxy.authority.cert_pem().to_owned();
+    let mut sender = client(proxy.addr, &entry, "127.0.0.1", &ca).await.unwrap();
+    let response = get(&mut sender, "/auth", None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let (_, body) = text(response).await;
+    assert_eq!(
+        body,
+        format!("/auth authorization: (none) host: {entry} x-api-key: k3y")
+    );
+}
+
+#[tokio::test]
+async fn a_value_that_cannot_be_a_header_is_never_sent() {
+    let server = server(true).await;
+    let entry = format!("localhost:{}", server.addr.port());
+    let proxy = proxy(Setup {
+        allow: &[&entry],
+        names: &[("localhost", "127.0.0.1")],
+        headers: vec![header("Authorization", "Bearer a\nb", &["localhost"])],
+        extra_root: Some(&server.ca_pem),
+        ..Setup::default()
+    });
+    let answer = connect(proxy.addr, &entry).await.unwrap_err();
+    assert_eq!(
+        answer,
+        Answer {
+            status: StatusCode::BAD_GATEWAY,
+            body: "hcpx could not reach it: the value bound to header Authorization is not a valid header value\n".into(),
+        }
+    );
 }
