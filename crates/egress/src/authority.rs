@@ -6,6 +6,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
@@ -21,6 +22,8 @@ use crate::tls;
 const CA_NAME: &str = "hcpx egress proxy CA";
 /// Leaves kept in memory per server; past it the cache starts again.
 const LEAVES: usize = 1024;
+/// A leaf is valid for 30 days and made again after one: a server may run for months.
+const LEAF_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Why the authority could not be loaded, made or used.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +49,7 @@ pub enum AuthorityError {
 pub struct Authority {
     issuer: Issuer<'static, KeyPair>,
     cert_pem: String,
-    leaves: Mutex<HashMap<String, Arc<ServerConfig>>>,
+    leaves: Mutex<HashMap<String, (Instant, Arc<ServerConfig>)>>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -171,7 +174,10 @@ impl Authority {
     /// The TLS server side for `host` (ALPN http/1.1 only), made once per host.
     pub(crate) fn server_config(&self, host: &str) -> Result<Arc<ServerConfig>, AuthorityError> {
         let key = host.to_ascii_lowercase();
-        if let Some(config) = self.leaves.lock().ok().and_then(|l| l.get(&key).cloned()) {
+        let kept = self.leaves.lock().ok().and_then(|l| l.get(&key).cloned());
+        if let Some((made, config)) = kept
+            && made.elapsed() < LEAF_KEPT
+        {
             return Ok(config);
         }
         let (cert, private) = self.leaf(&key)?;
@@ -188,7 +194,7 @@ impl Authority {
             if leaves.len() >= LEAVES {
                 leaves.clear();
             }
-            leaves.insert(key, Arc::clone(&config));
+            leaves.insert(key, (Instant::now(), Arc::clone(&config)));
         }
         Ok(config)
     }
