@@ -217,9 +217,19 @@ async fn a_response_streams_through_a_terminated_connection() {
     });
     let ca = proxy.authority.cert_pem().to_owned();
     let mut sender = client(proxy.addr, &entry, "localhost", &ca).await.unwrap();
-    let mut body = get(&mut sender, "/stream", None).await.into_body();
+    let head = get(&mut sender, "/stream", None);
+    let mut body = tokio::time::timeout(std::time::Duration::from_secs(5), head)
+        .await
+        .expect("the proxy held the response back")
+        .into_body();
     // The first line arrives while the server still holds back the second.
-    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame())
+        .await
+        .expect("the proxy held the body back")
+        .unwrap()
+        .unwrap()
+        .into_data()
+        .unwrap();
     assert_eq!(first, "first\n");
     server.release.notify_one();
     let rest = body.collect().await.unwrap().to_bytes();
