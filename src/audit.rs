@@ -23,6 +23,17 @@ pub(crate) struct Entry<'a> {
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     pub output_bytes: u64,
+    /// For a connection hcpx's proxy refused: where the pack tried to go, and why.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<Connection<'a>>,
+}
+
+/// A refused connection, on its audit line.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Connection<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub why: &'a str,
 }
 
 /// What happened to a request, as its audit line says.
@@ -50,6 +61,9 @@ pub(crate) enum Disposition {
     PolicyUnset,
     Adopted,
     AdoptRemoved,
+    /// hcpx's proxy refused a connection of the call (`network.allow`).
+    #[serde(rename = "connection_refused")]
+    ConnectionRefused,
 }
 
 impl Disposition {
@@ -95,6 +109,7 @@ mod tests {
             exit_code: Some(0),
             duration_ms: 12,
             output_bytes: 34,
+            connection: None,
         };
         append(dir.path(), &entry).unwrap();
         append(dir.path(), &entry).unwrap();

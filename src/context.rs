@@ -75,7 +75,16 @@ pub struct Session {
     pub sandbox: crate::sandbox::Cache,
     /// This machine's system, read once when first needed ([`Context::os`]).
     pub os: MachineOs,
+    /// The proxy's certificate authority and the roots it verifies real servers
+    /// with, made or read once when a call first needs them.
+    pub egress: std::sync::OnceLock<Result<EgressTrust, String>>,
 }
+
+/// The proxy's certificate authority (kept in `$HCP_HOME`) and the roots it trusts.
+pub type EgressTrust = (
+    std::sync::Arc<hcpx_egress::Authority>,
+    std::sync::Arc<hcpx_egress::Upstream>,
+);
 
 /// This machine's system, for how to get a missing program: read from
 /// `/etc/os-release` at most once per process, by the first call that needs it.
@@ -83,10 +92,30 @@ pub struct Session {
 pub struct MachineOs(std::sync::OnceLock<crate::program::Os>);
 
 impl Session {
+    /// The proxy's authority and roots (see [`Session::egress`]), read or made the
+    /// first time: the authority in `$HCP_HOME`, the roots the system's and those of
+    /// the file `extra` names.
+    pub(crate) fn egress(
+        &self,
+        home: &std::path::Path,
+        extra: Option<&std::path::Path>,
+    ) -> Result<EgressTrust, String> {
+        self.egress
+            .get_or_init(|| {
+                let authority = hcpx_egress::Authority::load_or_make(&crate::layout::egress(home))
+                    .map_err(|error| format!("the proxy's certificate authority: {error}"))?;
+                let upstream = hcpx_egress::Upstream::new(extra)
+                    .map_err(|error| format!("the roots the proxy trusts: {error}"))?;
+                Ok((std::sync::Arc::new(authority), std::sync::Arc::new(upstream)))
+            })
+            .clone()
+    }
+
     /// A long-lived server's: the catalog is cached between calls.
     pub fn server() -> Self {
         Self {
             catalog: Some(crate::cache::CatalogCache::default()),
+            sandbox: crate::sandbox::Cache::prefetching(),
             ..Self::default()
         }
     }

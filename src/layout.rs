@@ -89,6 +89,12 @@ pub(crate) fn project_policy(dir: &Path) -> PathBuf {
     dir.join(PROJECT_DIR).join(POLICY_FILE)
 }
 
+/// The egress proxy's certificate authority (its key never leaves this folder,
+/// which no pack reads).
+pub(crate) fn egress(home: &Path) -> PathBuf {
+    home.join("egress")
+}
+
 pub(crate) fn audit_log(home: &Path) -> PathBuf {
     home.join(AUDIT_LOG)
 }

@@ -154,6 +154,12 @@ impl std::fmt::Display for Warning {
                 path.display()
             ),
             Self::Registry(why) => write!(f, "{}", inert_line(why)),
+            Self::Egress { host, port, why } => write!(
+                f,
+                "the pack tried to reach {}:{port}, which hcpx refused: {}",
+                inert_line(host),
+                inert_line(why)
+            ),
             Self::CacheLeft { path, error } => write!(
                 f,
                 "the pack's cache folder {} was not removed ({error}); remove it by hand",

@@ -85,6 +85,8 @@ pub enum Warning {
     Registry(String),
     /// `uninstall` removed the pack but not its cache folder: where, and why.
     CacheLeft { path: PathBuf, error: String },
+    /// hcpx's proxy refused a connection the pack tried (`network.allow`).
+    Egress { host: String, port: u16, why: String },
 }
 
 impl Serialize for Warning {

@@ -35,7 +35,7 @@ pub(crate) struct Granted {
 #[derive(Debug, serde::Serialize)]
 pub(crate) struct CommandGrants {
     pub command: String,
-    pub network: bool,
+    pub network: crate::manifest::Network,
     pub write: Vec<String>,
 }
 

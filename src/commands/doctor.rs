@@ -79,7 +79,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let layers = crate::sandbox::layers(
         ctx.session.sandbox.machine(),
         crate::sandbox::Needs {
-            network: false,
+            network: &crate::manifest::Network::Off,
             writes: &[],
             sockets: &[],
             exposed: exposed.as_deref(),

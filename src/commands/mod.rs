@@ -192,6 +192,7 @@ pub(crate) fn write_audit_line(
         exit_code: None,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         output_bytes: 0,
+        connection: None,
     };
     crate::audit::append(&ctx.home, &entry)
         .err()

@@ -68,7 +68,7 @@ pub(crate) async fn run(caller: &Caller<'_>, program: &Path, args: &[String], re
         Err(error) => return Probed::NotRun(format!("cannot create a temporary folder: {error}")),
     };
     let grants = Grants {
-        network: false,
+        network: crate::manifest::Network::Off,
         writes: Vec::new(),
         made: Vec::new(),
         sockets: Vec::new(),
@@ -109,7 +109,7 @@ pub(crate) async fn run(caller: &Caller<'_>, program: &Path, args: &[String], re
         writes: Vec::new(),
         home,
         reads,
-        network: false,
+        network: sandbox::ChildNetwork::Off,
         sockets: Vec::new(),
         made: Vec::new(),
         cache: None,

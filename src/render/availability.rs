@@ -36,7 +36,7 @@ pub(crate) fn availability_text(
                 true => "writes only its temporary folder".to_owned(),
                 false => format!("writes {}", command.write.join(", ")),
             };
-            let network = if command.network { "network" } else { "no network" };
+            let network = command.network.summary("network");
             let label = if index == 0 { "grants" } else { "" };
             let _ = writeln!(text, "  {label:<10} {}: {network}; {writes}", command.command);
         }

@@ -24,11 +24,7 @@ pub(crate) fn skill_reference(pack: &Pack) -> String {
         manifest.version
     );
     let sandbox = &manifest.sandbox;
-    let network = if sandbox.network {
-        "network allowed"
-    } else {
-        "no network"
-    };
+    let network = sandbox.network.summary("network allowed");
     let writes = if sandbox.write.is_empty() {
         "writes only its private temporary folder".to_owned()
     } else {
@@ -132,6 +128,14 @@ fn delivery(manifest: &crate::manifest::Manifest, key: &str, delivery: &Delivery
                 commands.join(", ")
             )
         }
+        Delivery::Header { header, hosts, .. } => format!(
+            "The CLI never gets the value: hcpx's proxy adds the header `{header}` to its HTTPS requests to {}.",
+            hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

@@ -18,6 +18,7 @@ mod catalog;
 mod cli;
 mod confine;
 mod docs_wrap;
+mod egress;
 mod exec;
 mod grants;
 mod http;

@@ -38,6 +38,40 @@ impl<'a> Audit<'a> {
         }
     }
 
+    /// One line per connection hcpx's proxy refused the call, beside the call's own;
+    /// a line that cannot be written becomes a warning on the result.
+    pub(super) fn refused_connections(&self, refusals: &[hcpx_egress::Refusal]) -> Option<String> {
+        let argv: Vec<String> = self
+            .request
+            .argv
+            .iter()
+            .map(|arg| self.redactor.redact_str(arg))
+            .collect();
+        let mut failed = None;
+        for refusal in refusals {
+            let entry = audit::Entry {
+                ts: audit::now(),
+                principal: self.ctx.principal,
+                argv: &argv,
+                pack: &self.request.args.pack,
+                command: &self.request.args.command,
+                decision: audit::Disposition::ConnectionRefused,
+                exit_code: None,
+                duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                output_bytes: 0,
+                connection: Some(audit::Connection {
+                    host: &refusal.host,
+                    port: refusal.port,
+                    why: &refusal.why,
+                }),
+            };
+            if let Err(error) = audit::append(&self.ctx.home, &entry) {
+                failed = Some(error.to_string());
+            }
+        }
+        failed
+    }
+
     pub(super) fn ran(&mut self, finished: &Finished) {
         self.decision = Some(crate::audit::Disposition::Ran);
         self.exit_code = Some(finished.exit_code);
@@ -64,6 +98,7 @@ impl<'a> Audit<'a> {
             exit_code: self.exit_code,
             duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             output_bytes: self.output_bytes,
+            connection: None,
         };
         let Err(error) = audit::append(&self.ctx.home, &entry) else {
             return result;

@@ -125,6 +125,8 @@ pub(super) struct Delivered {
     /// The binding the command names in its `stdin`, when it is bound.
     pub(super) stdin: Option<Secret>,
     pub(super) args: Vec<String>,
+    /// Each header binding, for the proxy: the pack's CLI never gets it.
+    pub(super) headers: Vec<super::egress::HeaderValue>,
 }
 
 /// Step 4, for the bindings: env bindings become variables; a file binding's
@@ -140,6 +142,7 @@ pub(super) fn deliver(
     let mut env = Vec::new();
     let mut stdin = None;
     let mut files: Vec<(&str, String)> = Vec::new();
+    let mut headers = Vec::new();
     for (key, secret) in bound {
         let Some(spec) = target.pack.manifest.binding(key) else {
             continue;
@@ -148,6 +151,7 @@ pub(super) fn deliver(
             Delivery::Env => false,
             Delivery::File { .. } => true,
             Delivery::Stdin => target.command.stdin.as_deref() == Some(key.as_str()),
+            Delivery::Header { .. } => false,
         };
         if reaches_this_command && secret.len() > Secret::MAX_LEN {
             return Err(too_long(&target.pack.manifest.id, key, secret));
@@ -177,6 +181,15 @@ pub(super) fn deliver(
                     stdin = Some(secret.clone());
                 }
             }
+            Delivery::Header {
+                header,
+                format,
+                hosts,
+            } => headers.push(super::egress::HeaderValue {
+                value: header_value(key, format, secret)?,
+                header: header.clone(),
+                hosts: hosts.clone(),
+            }),
         }
     }
     let args = target
@@ -187,7 +200,12 @@ pub(super) fn deliver(
                 .map(|(_, path)| path.clone())
         })
         .map_err(|error| Failure::new(Reason::NotRunnable, error.to_string()))?;
-    Ok(Delivered { env, stdin, args })
+    Ok(Delivered {
+        env,
+        stdin,
+        args,
+        headers,
+    })
 }
 
 /// A value read from a variable at each exec is bounded by nothing but the kernel:
@@ -209,6 +227,19 @@ fn too_long(id: &str, key: &str, secret: &Secret) -> Failure {
 /// A file binding's `format` with every `{value}` replaced by the value, and
 /// nothing else replaced; made at its full size at once, so no smaller copy of the
 /// value is left behind in freed memory (the [`Secret`] zeroes this one).
+/// A header binding's value with its format filled in: one line of text, as no
+/// header may carry a line break or another control character.
+fn header_value(key: &str, format: &str, secret: &Secret) -> Result<Secret, Failure> {
+    if secret.expose().chars().any(char::is_control) {
+        return Err(Failure::new(
+            Reason::Unbound,
+            format!("the value bound to {key} holds a line break or another control character, which no HTTP header may carry"),
+        )
+        .next(Next::advice(format!("a person binds {key} again, without it"))));
+    }
+    Ok(filled(format, secret))
+}
+
 fn filled(format: &str, value: &Secret) -> Secret {
     let pieces: Vec<&str> = format.split("{value}").collect();
     let size = format.len() + (pieces.len() - 1) * value.len();

@@ -10,15 +10,17 @@ use serde_json::json;
 use super::Request;
 use super::bind::Pinned;
 use super::decide::Plan;
+use super::egress::Egress;
 use super::validate::Target;
 use crate::binding::Secret;
 use crate::catalog::{self, Origin, Pack, ProgramError};
 use crate::context::Context;
 use crate::error::{Failure, Reason};
+use crate::manifest::Network;
 use crate::next::Next;
 use crate::runtime::{self, Finished};
 use crate::sandbox::reads::ReadsError;
-use crate::sandbox::{self, ChildPlan, FolderError, LayerReport, Mode};
+use crate::sandbox::{self, ChildNetwork, ChildPlan, FolderError, LayerReport, Mode};
 
 fn program_failure(error: &ProgramError, pack: &Pack, os: &dyn Fn() -> crate::program::Os) -> Failure {
     let next = match error {
@@ -143,7 +145,7 @@ pub(super) fn confine(
     program: &Path,
     pinned: Option<&Pinned>,
     bound: &[(String, Secret)],
-) -> Result<(sandbox::Spawn, tempfile::TempDir), Failure> {
+) -> Result<(sandbox::Spawn, tempfile::TempDir, Option<Egress>), Failure> {
     match pinned {
         Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
         None => target.pack.materialize(&ctx.home, program),
@@ -158,21 +160,37 @@ pub(super) fn confine(
     })?;
     // The bindings as the manifest delivers them: files in the folder made above.
     let delivered = super::bind::deliver(target, tmpdir.path(), bound)?;
+    // With an allowlist: the call's namespace, and the proxy served into it.
+    let egress = match &plan.grants.network {
+        Network::Allow(allow) => Some(super::egress::prepare(
+            ctx,
+            allow,
+            delivered.headers,
+            tmpdir.path(),
+        )?),
+        _ => None,
+    };
+    let mut env = sandbox::child_env(&ctx.env, tmpdir.path(), &delivered.env);
+    let network = match &egress {
+        Some(egress) => {
+            env.extend(egress.env.iter().cloned());
+            egress.network.clone()
+        }
+        None if plan.grants.network.any() => ChildNetwork::On,
+        None => ChildNetwork::Off,
+    };
     let child_plan = ChildPlan {
         program: program.to_path_buf(),
         args: delivered.args,
         cwd: ctx.cwd.clone(),
-        env: sandbox::with_declared_env(
-            sandbox::child_env(&ctx.env, tmpdir.path(), &delivered.env),
-            &plan.grants,
-        ),
+        env: sandbox::with_declared_env(env, &plan.grants),
         tmpdir: tmpdir.path().to_path_buf(),
         writes: plan.grants.writes.clone(),
         made: plan.grants.made.clone(),
         cache: plan.grants.cache.clone(),
         home: plan.home.clone(),
         reads: plan.sandbox.reads.clone().unwrap_or_default(),
-        network: plan.grants.network,
+        network,
         sockets: plan.grants.socket_paths(),
         stdin: delivered.stdin,
     };
@@ -198,7 +216,7 @@ pub(super) fn confine(
         }
         error => sandbox_failure(error.to_string()),
     })?;
-    Ok((spawn, tmpdir))
+    Ok((spawn, tmpdir, egress))
 }
 
 /// Step 5: the pack's CLI runs under its limits, until it ends or is stopped.

@@ -84,7 +84,7 @@ struct PlanData<'a> {
 #[derive(Serialize)]
 struct SandboxData<'a> {
     mode: Mode,
-    network: bool,
+    network: crate::manifest::Network,
     sockets: &'a [String],
     write: &'a [String],
     cache: Option<PathBuf>,
@@ -174,7 +174,7 @@ fn plan(
         timeout_ms: u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
         sandbox: SandboxData {
             mode: ctx.sandbox_mode,
-            network: grants.network,
+            network: grants.network.clone(),
             sockets: &grants.sockets,
             write: &grants.writes,
             cache: grants.cache.as_ref().map(sandbox::CacheFolder::path),

@@ -11,6 +11,7 @@ mod audit;
 mod bind;
 mod confine;
 mod decide;
+mod egress;
 mod report;
 mod validate;
 
@@ -97,13 +98,22 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     if request.args.dry_run {
         return Ok(report::dry_run(ctx, &plan));
     }
-    let (child, tmpdir) = confine::confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
+    let (child, tmpdir, egress) = confine::confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
     // What ran: a file binding's real path where the plan showed where it would be.
     plan.args.clone_from(&child.args);
-    let finished = confine::spawn(ctx, request, &target, child).await?;
+    let finished = confine::spawn(ctx, request, &target, child).await;
+    // The proxy ends with the call: what it refused is on the result and the log.
+    let refusals = egress.map(|egress| egress.refusals()).unwrap_or_default();
+    let unwritten = audit.refused_connections(&refusals);
+    let finished = finished?;
     drop(tmpdir);
     audit.ran(&finished);
-    report::report(request, &target, &plan, finished, &audit.redactor)
+    let mut reply = report::report(request, &target, &plan, finished, &audit.redactor)?;
+    reply.warnings.extend(refusals.iter().map(egress::warning));
+    reply
+        .warnings
+        .extend(unwritten.map(crate::reply::Warning::AuditLine));
+    Ok(reply)
 }
 
 /// Text hcpx writes that may hold a caller's value, with every bound value hidden.
