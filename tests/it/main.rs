@@ -19,6 +19,7 @@ mod cli;
 mod confine;
 mod docs_wrap;
 mod egress;
+mod egress_header;
 mod exec;
 mod grants;
 mod http;
