@@ -91,6 +91,7 @@ impl Envelope {
                 message: body.message,
             }),
             next: body.next,
+            warnings: body.warnings,
             ..Self::ok(argv, None)
         };
         match body.run {

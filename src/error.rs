@@ -103,6 +103,8 @@ pub struct FailureBody {
     pub data: Option<serde_json::Value>,
     /// What the child did, when one was spawned before the failure.
     pub run: Option<crate::child::RunInfo>,
+    /// What went wrong beside the failure (a connection hcpx's proxy refused).
+    pub warnings: Vec<crate::reply::Warning>,
 }
 
 impl Failure {
@@ -121,7 +123,15 @@ impl Failure {
             exit_code: reason.exit_code(),
             data: None,
             run: None,
+            warnings: Vec::new(),
         }))
+    }
+
+    /// The same failure with `warnings` added.
+    #[must_use]
+    pub fn warnings(mut self, warnings: impl IntoIterator<Item = crate::reply::Warning>) -> Self {
+        self.0.warnings.extend(warnings);
+        self
     }
 
     #[must_use]

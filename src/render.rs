@@ -63,6 +63,9 @@ pub(crate) fn failure_text(failure: &Failure) -> String {
     if let Some(next) = &failure.next {
         let _ = writeln!(text, "next: {}", inert_line(&next.to_string()));
     }
+    for warning in &failure.warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
     text
 }
 

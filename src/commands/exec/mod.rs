@@ -105,15 +105,21 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     // The proxy ends with the call: what it refused is on the result and the log.
     let refusals = egress.map(|egress| egress.refusals()).unwrap_or_default();
     let unwritten = audit.refused_connections(&refusals);
-    let finished = finished?;
+    let warnings: Vec<crate::reply::Warning> = refusals
+        .iter()
+        .map(egress::warning)
+        .chain(unwritten.map(crate::reply::Warning::AuditLine))
+        .collect();
+    let finished = finished.map_err(|failure| failure.warnings(warnings.clone()))?;
     drop(tmpdir);
     audit.ran(&finished);
-    let mut reply = report::report(request, &target, &plan, finished, &audit.redactor)?;
-    reply.warnings.extend(refusals.iter().map(egress::warning));
-    reply
-        .warnings
-        .extend(unwritten.map(crate::reply::Warning::AuditLine));
-    Ok(reply)
+    match report::report(request, &target, &plan, finished, &audit.redactor) {
+        Ok(mut reply) => {
+            reply.warnings.extend(warnings);
+            Ok(reply)
+        }
+        Err(failure) => Err(failure.warnings(warnings)),
+    }
 }
 
 /// Text hcpx writes that may hold a caller's value, with every bound value hidden.

@@ -59,7 +59,10 @@ fn gh_version_runs_offline() {
     );
     assert_eq!(plan(&env, "version", &[])["sandbox"]["network"], json!(false));
     let data = plan(&env, "pr-list", &["repo=cli/cli"]);
-    assert_eq!(data["sandbox"]["network"], json!(true));
+    assert_eq!(
+        data["sandbox"]["network"],
+        json!({"allow": ["api.github.com:443", "uploads.github.com:443", "github.com:443", "*.githubusercontent.com:443", "*.blob.core.windows.net:443"]})
+    );
     let names = data["env"].as_array().unwrap();
     for name in [
         "GH_CONFIG_DIR",
@@ -169,26 +172,29 @@ fn gh_refuses_values_that_would_be_options() {
     }
 }
 
-/// A host that does not answer is gh's error, exit code 1, with the address it
-/// tried (bound values, GH_HOST too, are redacted).
+/// gh reaches only GitHub's hosts: a repository on another host (as GitHub
+/// Enterprise would be) is refused by hcpx's proxy, named in a warning, and gh
+/// reports the proxy's refusal, exit code 1. The token was never gh's to send.
 #[test]
-fn gh_reports_a_host_it_cannot_reach() {
+fn gh_reaches_only_githubs_hosts() {
     if !have("gh") {
         return;
     }
     let env = bound();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    env.bind("gh", "GH_HOST", &format!("127.0.0.1:{closed}"));
-    let (code, envelope) = env.json(&["exec", "gh", "pr-list", "--", "repo=cli/cli"]);
+    let (code, envelope) = env.json(&["exec", "gh", "pr-list", "--", "repo=enterprise.example/o/r"]);
     assert_eq!((code, &envelope["exitCode"]), (1, &json!(1)), "{envelope}");
     assert_eq!(
-        envelope["stderr"],
-        json!(
-            "Post \"https://[REDACTED:GH_HOST]/api/graphql\": dial tcp [REDACTED:GH_HOST]: connect: connection refused\n"
-        )
+        envelope["warnings"],
+        json!([
+            "the pack tried to reach enterprise.example:443, which hcpx refused: enterprise.example:443 is not in the allowlist"
+        ]),
+        "{envelope}"
+    );
+    assert!(
+        envelope["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("enterprise.example"),
+        "{envelope}"
     );
 }
