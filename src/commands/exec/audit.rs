@@ -41,12 +41,7 @@ impl<'a> Audit<'a> {
     /// One line per connection hcpx's proxy refused the call, beside the call's own;
     /// a line that cannot be written becomes a warning on the result.
     pub(super) fn refused_connections(&self, refusals: &[hcpx_egress::Refusal]) -> Option<String> {
-        let argv: Vec<String> = self
-            .request
-            .argv
-            .iter()
-            .map(|arg| self.redactor.redact_str(arg))
-            .collect();
+        let argv = self.argv();
         let mut failed = None;
         for refusal in refusals {
             let entry = audit::Entry {
@@ -72,6 +67,15 @@ impl<'a> Audit<'a> {
         failed
     }
 
+    /// The call's argv, every bound value hidden.
+    fn argv(&self) -> Vec<String> {
+        self.request
+            .argv
+            .iter()
+            .map(|arg| self.redactor.redact_str(arg))
+            .collect()
+    }
+
     pub(super) fn ran(&mut self, finished: &Finished) {
         self.decision = Some(crate::audit::Disposition::Ran);
         self.exit_code = Some(finished.exit_code);
@@ -82,12 +86,7 @@ impl<'a> Audit<'a> {
         let Some(decision) = self.decision.filter(|_| !self.request.args.dry_run) else {
             return result;
         };
-        let argv: Vec<String> = self
-            .request
-            .argv
-            .iter()
-            .map(|arg| self.redactor.redact_str(arg))
-            .collect();
+        let argv = self.argv();
         let entry = audit::Entry {
             ts: audit::now(),
             principal: self.ctx.principal,

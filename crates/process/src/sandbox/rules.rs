@@ -94,9 +94,7 @@ impl Rules {
 
     /// Allows TCP connections to `port` (for a ruleset that handles them), with one
     /// system call.
-    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
     pub(super) fn allow_connect(&self, port: u16) -> Result<(), SandboxError> {
-        use std::os::fd::AsRawFd as _;
         #[repr(C, packed)]
         struct NetPortAttr {
             allowed_access: u64,
@@ -106,30 +104,12 @@ impl Rules {
             allowed_access: landlock::BitFlags::from(landlock::AccessNet::ConnectTcp).bits(),
             port: u64::from(port),
         };
-        // SAFETY: a ruleset we own, LANDLOCK_RULE_NET_PORT (2) and its attribute on
-        // this stack, laid out as the kernel's packed structure.
-        let added = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
-                2_i32,
-                &raw const attr,
-                0_u32,
-            )
-        };
-        if added == 0 {
-            Ok(())
-        } else {
-            Err(SandboxError::Landlock(format!(
-                "cannot add a port rule: {}",
-                std::io::Error::last_os_error()
-            )))
-        }
+        // LANDLOCK_RULE_NET_PORT.
+        self.add(2, &attr)
     }
 
     /// Allows `access` beneath an opened path (narrowed for a file), with one system
     /// call: the rule's sources are opened once and kept (see [`Cache`]).
-    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
     pub(super) fn allow(
         &self,
         opened: &Opened,
@@ -146,14 +126,23 @@ impl Rules {
             allowed_access: access.bits(),
             parent_fd: opened.fd.as_raw_fd(),
         };
-        // SAFETY: a ruleset we own, LANDLOCK_RULE_PATH_BENEATH (1) and its attribute
-        // on this stack, laid out as the kernel's packed structure.
+        // LANDLOCK_RULE_PATH_BENEATH.
+        self.add(1, &attr)
+    }
+
+    /// `landlock_add_rule` of rule type `kind` with its attribute `attr`, which
+    /// must be laid out as the kernel's packed structure of that type.
+    #[expect(unsafe_code, reason = "landlock_add_rule with a prepared attribute")]
+    fn add<T>(&self, kind: i32, attr: &T) -> Result<(), SandboxError> {
+        use std::os::fd::AsRawFd as _;
+        // SAFETY: a ruleset we own, and the attribute of that rule type on the
+        // caller's stack (each caller lays it out as the kernel's structure).
         let added = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
                 self.fd.as_raw_fd(),
-                1_i32,
-                &raw const attr,
+                kind,
+                std::ptr::from_ref(attr),
                 0_u32,
             )
         };
