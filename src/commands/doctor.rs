@@ -76,7 +76,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let bindings = load_bindings(ctx);
     // A pack with no network and no write paths needs every layer there is.
     let exposed = crate::sandbox::home::exposure(&ctx.home);
-    let layers = crate::sandbox::layers(
+    let mut layers = crate::sandbox::layers(
         ctx.session.sandbox.machine(),
         crate::sandbox::Needs {
             network: &crate::manifest::Network::Off,
@@ -86,6 +86,14 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
             cache: None,
         },
     );
+    // What packs with `network.allow` need on top: their namespace.
+    let egress = &ctx.session.sandbox.machine().egress;
+    layers.push(crate::sandbox::LayerReport {
+        layer: "egress",
+        enforced: egress.enforced,
+        needed: false,
+        detail: format!("for packs with network.allow: {}", egress.detail),
+    });
     let view = ctx.session.sandbox.home_view(&ctx.home);
     let caches_root = pack_cache::root(ctx);
     let caches = pack_cache::list(ctx, &catalog.packs);
