@@ -91,6 +91,29 @@ pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
     env.install_ok(&folder.to_string_lossy(), false)
 }
 
+/// Installs the catalog pack `id` with its pack-wide `sandbox` (which must be
+/// `sandbox` exactly as the manifest writes it) replaced by `with`: a person's own
+/// copy of the pack, for example one that reaches only one server.
+pub(crate) fn install_changed(env: &TestEnv, id: &str, sandbox: &str, with: &str) {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("packs/catalog")
+        .join(id);
+    let copy = env.root.path().join("changed").join(id);
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(&catalog).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    let manifest = std::fs::read_to_string(copy.join("hcp.json")).unwrap();
+    assert_eq!(
+        manifest.matches(sandbox).count(),
+        1,
+        "{id}'s sandbox is not {sandbox}"
+    );
+    std::fs::write(copy.join("hcp.json"), manifest.replace(sandbox, with)).unwrap();
+    env.install_ok(&copy.to_string_lossy(), false);
+}
+
 /// Each `(command, KEY=VALUE)` of `pack` is refused before anything runs, as
 /// `invalid_param` (`--yes`, so no confirmation stands in the way).
 pub(crate) fn refused(env: &TestEnv, pack: &str, cases: &[(&str, &str)]) {

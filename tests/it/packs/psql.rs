@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, tools_path};
+use super::{env, have, install, install_changed, tools_path};
 use crate::common::{TestEnv, is_root, require, terminate, wait_until};
 
 const PASSWORD: &str = "pg-test-s3cret";
@@ -414,4 +414,55 @@ fn psql_refuses_connection_strings_and_backslash_commands() {
             "{params:?}: {envelope}"
         );
     }
+}
+
+/// psql ignores proxy variables. With an allowlist naming only the server, it
+/// reaches it through the port hcpx forwards inside the call's network namespace,
+/// password and all; a server on any other port is out of reach (nothing there to
+/// connect to), so the password cannot go there.
+#[test]
+fn psql_reaches_only_the_allowlisted_server_through_the_forward() {
+    if !have("psql") {
+        return;
+    }
+    let Some(pg) = Postgres::start() else { return };
+    let env = env();
+    install_changed(
+        &env,
+        "psql",
+        r#""sandbox": {"network": true, "sockets": ["/var/run/postgresql/.s.PGSQL.5432"], "#,
+        &format!(
+            r#""sandbox": {{"network": {{"allow": ["127.0.0.1:{}"]}}, "#,
+            pg.port
+        ),
+    );
+    env.bind("psql", "PGHOST", "127.0.0.1");
+    env.bind("psql", "PGPORT", &pg.port.to_string());
+    env.bind("psql", "PGDATABASE", "postgres");
+    env.bind("psql", "PGPASSWORD", PASSWORD);
+    let (code, envelope) = exec(&env, "select-json", &["sql=SELECT 1 AS one"]);
+    assert_eq!((code, &envelope["data"]), (0, &json!([{"one": 1}])), "{envelope}");
+
+    // A listener outside on another port stands for a server the pack may not reach.
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    elsewhere.set_nonblocking(true).unwrap();
+    let port = elsewhere.local_addr().unwrap().port();
+    env.bind("psql", "PGPORT", &port.to_string());
+    let (code, envelope) = exec(&env, "select-json", &["sql=SELECT 1 AS one"]);
+    assert_eq!(
+        (code, &envelope["ok"], &envelope["error"]["reason"]),
+        (1, &json!(false), &json!("failed")),
+        "{envelope}"
+    );
+    // Landlock refuses the connect (EACCES) where it rules TCP; without it, nothing
+    // listens on that port in the namespace.
+    let stderr = envelope["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("Permission denied") || stderr.contains("Connection refused"),
+        "{stderr}"
+    );
+    assert!(
+        matches!(elsewhere.accept(), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "psql reached a port off its allowlist"
+    );
 }
