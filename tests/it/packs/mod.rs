@@ -114,6 +114,27 @@ pub(crate) fn install_changed(env: &TestEnv, id: &str, sandbox: &str, with: &str
     env.install_ok(&copy.to_string_lossy(), false);
 }
 
+/// A call that tried a server off its allowlist, `elsewhere`, failed to connect
+/// and `elsewhere` never saw it. Landlock refuses the connect (EACCES) where it
+/// rules TCP; without it, nothing listens on that port in the namespace.
+pub(crate) fn off_the_allowlist(code: i32, envelope: &serde_json::Value, elsewhere: &std::net::TcpListener) {
+    assert_eq!(
+        (code, &envelope["ok"], &envelope["error"]["reason"]),
+        (1, &serde_json::json!(false), &serde_json::json!("failed")),
+        "{envelope}"
+    );
+    let stderr = envelope["stderr"].as_str().unwrap();
+    assert!(
+        stderr.contains("Permission denied") || stderr.contains("Connection refused"),
+        "{stderr}"
+    );
+    elsewhere.set_nonblocking(true).unwrap();
+    assert!(
+        matches!(elsewhere.accept(), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "the pack reached a port off its allowlist"
+    );
+}
+
 /// Each `(command, KEY=VALUE)` of `pack` is refused before anything runs, as
 /// `invalid_param` (`--yes`, so no confirmation stands in the way).
 pub(crate) fn refused(env: &TestEnv, pack: &str, cases: &[(&str, &str)]) {
