@@ -85,22 +85,23 @@ pub(crate) fn env() -> TestEnv {
 /// Installs the catalog pack `id` as a person would, and returns the install's
 /// envelope.
 pub(crate) fn install(env: &TestEnv, id: &str) -> serde_json::Value {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("packs/catalog")
-        .join(id);
-    env.install_ok(&folder.to_string_lossy(), false)
+    env.install_ok(&catalog_dir(id).to_string_lossy(), false)
 }
 
-/// Installs the catalog pack `id` with its pack-wide `sandbox` (which must be
-/// `sandbox` exactly as the manifest writes it) replaced by `with`: a person's own
-/// copy of the pack, for example one that reaches only one server.
-pub(crate) fn install_changed(env: &TestEnv, id: &str, sandbox: &str, with: &str) {
-    let catalog = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The catalog pack `id`'s folder in this repository.
+fn catalog_dir(id: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("packs/catalog")
-        .join(id);
+        .join(id)
+}
+
+/// Installs a person's own copy of the catalog pack `id` whose pack-wide network
+/// reaches only `127.0.0.1:port`: `sandbox`, the start of its `sandbox` exactly as
+/// the manifest writes it, becomes an allowlist of that one entry.
+pub(crate) fn install_reaching_only(env: &TestEnv, id: &str, sandbox: &str, port: u16) {
     let copy = env.root.path().join("changed").join(id);
     std::fs::create_dir_all(&copy).unwrap();
-    for entry in std::fs::read_dir(&catalog).unwrap() {
+    for entry in std::fs::read_dir(catalog_dir(id)).unwrap() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
     }
@@ -108,9 +109,10 @@ pub(crate) fn install_changed(env: &TestEnv, id: &str, sandbox: &str, with: &str
     assert_eq!(
         manifest.matches(sandbox).count(),
         1,
-        "{id}'s sandbox is not {sandbox}"
+        "{id}'s sandbox does not start {sandbox}"
     );
-    std::fs::write(copy.join("hcp.json"), manifest.replace(sandbox, with)).unwrap();
+    let allow = format!(r#""sandbox": {{"network": {{"allow": ["127.0.0.1:{port}"]}}, "#);
+    std::fs::write(copy.join("hcp.json"), manifest.replace(sandbox, &allow)).unwrap();
     env.install_ok(&copy.to_string_lossy(), false);
 }
 

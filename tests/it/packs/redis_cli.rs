@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, install_changed, off_the_allowlist};
+use super::{env, have, install, install_reaching_only, off_the_allowlist};
 use crate::common::{TestEnv, require, terminate, wait_until};
 
 const PASSWORD: &str = "redis-test-pw-42";
@@ -295,15 +295,7 @@ fn redis_cli_reaches_only_the_allowlisted_server_through_the_forward() {
     }
     let Some(redis) = Redis::start() else { return };
     let env = env();
-    install_changed(
-        &env,
-        "redis-cli",
-        r#""sandbox": {"network": true, "#,
-        &format!(
-            r#""sandbox": {{"network": {{"allow": ["127.0.0.1:{}"]}}, "#,
-            redis.port
-        ),
-    );
+    install_reaching_only(&env, "redis-cli", r#""sandbox": {"network": true, "#, redis.port);
     env.bind("redis-cli", "REDISCLI_AUTH", PASSWORD);
     let port = format!("port={}", redis.port);
     assert_eq!(reply(&env, "ping", &[&port]), "\"PONG\"\n");
