@@ -9,7 +9,10 @@
 //!   machine description without it), then with none of them;
 //! - a whole `hcpx exec …` process per call.
 //!
-//! Prints p50 and p99 and the added milliseconds; never asserts on time.
+//! Prints p50 and p99 and the added milliseconds, and the CPU time per call, which
+//! a loaded machine changes far less than the wall time; never asserts on time.
+//! `HCP_BENCH_RUNS=N` sets the rounds; `HCP_BENCH_PROFILE=N` runs only the
+//! in-process exec with every layer, N times, for a profiler.
 
 #![allow(
     clippy::unwrap_used,
@@ -26,9 +29,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use common::{copy_dir, interleaved, ms};
+use common::{copy_dir, interleaved_cpu, ms};
 use hcpx::sandbox::{Machine, Support};
 
+/// Rounds, unless `HCP_BENCH_RUNS` says otherwise.
 const RUNS: usize = 300;
 
 fn off(support: &mut Support) {
@@ -137,39 +141,66 @@ fn main() {
             String::from_utf8_lossy(&output.stderr)
         );
     };
+    // For a profiler: only the in-process exec with every layer, N times.
+    if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
+        .ok()
+        .and_then(|times| times.parse::<usize>().ok())
+    {
+        for _ in 0..times {
+            runs[0]();
+        }
+        return;
+    }
     let mut variants: Vec<&mut dyn FnMut()> = vec![&mut direct];
     for run in &mut runs {
         variants.push(run.as_mut());
     }
     variants.push(&mut cli);
-    let results = interleaved(RUNS, &mut variants);
+    let runs = std::env::var("HCP_BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(RUNS);
+    let results = interleaved_cpu(runs, &mut variants);
 
     let direct = results[0];
-    println!("exec overhead, {RUNS} interleaved rounds (p50 / p99):");
     println!(
-        "  direct: the pack's CLI alone                    {:>7.3} ms / {:>7.3} ms",
-        ms(direct.0),
-        ms(direct.1)
+        "exec overhead, {runs} interleaved rounds (wall p50 / p99; CPU per call, hcpx and its children):"
     );
-    let every = results[1].0;
-    for ((label, _), (p50, p99)) in contexts.iter().zip(&results[1..]) {
+    let line = |label: &str, timing: &common::Timing, extra: String| {
         println!(
-            "  in-process exec, {label:<32}{:>7.3} ms / {:>7.3} ms  added {:>6.3} ms p50{}",
-            ms(*p50),
-            ms(*p99),
-            ms(*p50) - ms(direct.0),
-            if *label == "every layer" {
-                String::new()
-            } else {
-                format!(", layer costs {:>6.3} ms", ms(every) - ms(*p50))
-            }
+            "  {label:<49}{:>7.3} ms / {:>7.3} ms  cpu {:>6.3} ms{extra}",
+            ms(timing.p50),
+            ms(timing.p99),
+            ms(timing.cpu),
         );
+    };
+    line("direct: the pack's CLI alone", &direct, String::new());
+    let every = results[1];
+    for ((label, _), timing) in contexts.iter().zip(&results[1..]) {
+        let added = format!(
+            "  added {:>6.3} ms p50, {:>6.3} ms cpu",
+            ms(timing.p50) - ms(direct.p50),
+            ms(timing.cpu) - ms(direct.cpu)
+        );
+        let costs = if *label == "every layer" {
+            String::new()
+        } else {
+            format!(
+                "; layer costs {:>6.3} ms p50, {:>6.3} ms cpu",
+                ms(every.p50) - ms(timing.p50),
+                ms(every.cpu) - ms(timing.cpu)
+            )
+        };
+        line(&format!("in-process exec, {label}"), timing, added + &costs);
     }
-    let (p50, p99) = results[results.len() - 1];
-    println!(
-        "  hcpx exec CLI process, every layer              {:>7.3} ms / {:>7.3} ms  added {:>6.3} ms p50",
-        ms(p50),
-        ms(p99),
-        ms(p50) - ms(direct.0)
+    let cli = results[results.len() - 1];
+    line(
+        "hcpx exec CLI process, every layer",
+        &cli,
+        format!(
+            "  added {:>6.3} ms p50, {:>6.3} ms cpu",
+            ms(cli.p50) - ms(direct.p50),
+            ms(cli.cpu) - ms(direct.cpu)
+        ),
     );
 }

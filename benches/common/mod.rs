@@ -61,24 +61,73 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
 /// Runs every variant once per round, `runs` rounds after a few warm-up rounds, so
 /// that drift on the machine falls on all of them alike; returns p50 and p99 of each.
 pub(crate) fn interleaved(runs: usize, variants: &mut [&mut dyn FnMut()]) -> Vec<(Duration, Duration)> {
+    interleaved_cpu(runs, variants)
+        .into_iter()
+        .map(|timing| (timing.p50, timing.p99))
+        .collect()
+}
+
+/// One variant's figures from [`interleaved_cpu`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+    /// CPU time per run (user and system, this process and the children it
+    /// reaped): what a run costs the machine, which a loaded machine changes far
+    /// less than the wall time.
+    pub(crate) cpu: Duration,
+}
+
+/// CPU time so far of this process (every thread) and of the children it reaped.
+#[cfg(target_os = "linux")]
+#[expect(unsafe_code, reason = "getrusage through libc")]
+pub(crate) fn cpu_time() -> Duration {
+    let used = |who| {
+        // SAFETY: plain old data, filled in by getrusage on this stack.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        unsafe { libc::getrusage(who, &raw mut usage) };
+        let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    };
+    used(libc::RUSAGE_SELF) + used(libc::RUSAGE_CHILDREN)
+}
+
+/// Not measured off Linux (the benches' `libc` is Linux's).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn cpu_time() -> Duration {
+    Duration::ZERO
+}
+
+/// [`interleaved`], with each variant's mean CPU time per run too.
+pub(crate) fn interleaved_cpu(runs: usize, variants: &mut [&mut dyn FnMut()]) -> Vec<Timing> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); variants.len()];
+    let mut cpu = vec![Duration::ZERO; variants.len()];
     let count = variants.len();
-    for round in 0..runs + (runs / 20).max(3) {
+    let warm_up = (runs / 20).max(3);
+    for round in 0..runs + warm_up {
         // Each round starts with another variant: the one that runs right after
         // another kind of work pays for it (seen here: 0.1 to 0.3 ms on an exec
         // through MCP), and rotating spreads that over all of them alike.
         for step in 0..count {
             let index = (round + step) % count;
+            let cpu_before = cpu_time();
             let started = Instant::now();
             variants[index]();
-            if round >= (runs / 20).max(3) {
+            if round >= warm_up {
                 samples[index].push(started.elapsed());
+                cpu[index] += cpu_time().saturating_sub(cpu_before);
             }
         }
     }
     samples
         .iter_mut()
-        .map(|samples| (percentile(samples, 0.5), percentile(samples, 0.99)))
+        .zip(cpu)
+        .map(|(samples, cpu)| Timing {
+            p50: percentile(samples, 0.5),
+            p99: percentile(samples, 0.99),
+            cpu: cpu / u32::try_from(runs).unwrap_or(u32::MAX),
+        })
         .collect()
 }
 
