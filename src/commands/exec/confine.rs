@@ -124,7 +124,7 @@ pub(super) fn runnable<'p>(
         .next(Next::advice(
             "hcpx doctor; to run with only the layers enforced here, a person sets HCP_SANDBOX=best-effort",
         ))
-        .data(plan.json.clone()));
+        .data(plan.json()));
     }
     if plan.sandbox.unguarded_write.is_some() {
         return Err(Failure::new(
@@ -145,7 +145,7 @@ pub(super) fn confine(
     program: &Path,
     pinned: Option<&Pinned>,
     bound: &[(String, Secret)],
-) -> Result<(sandbox::Spawn, tempfile::TempDir, Option<Egress>), Failure> {
+) -> Result<(sandbox::Spawn, sandbox::CallFolder, Option<Egress>), Failure> {
     match pinned {
         Some(pinned) => catalog::write_program(&ctx.home, &pinned.program, &pinned.bytes),
         None => target.pack.materialize(&ctx.home, program),

@@ -28,6 +28,7 @@ pub use crate::confine::{Confinement, NetJoin};
 pub use crate::runtime::{Control, Spawn};
 
 #[cfg(target_os = "linux")]
+mod ahead;
 mod bpf;
 pub mod folders;
 pub mod grants;
@@ -44,6 +45,7 @@ pub mod reads;
 mod rules;
 mod temp;
 
+pub use ahead::CallFolder;
 pub use folders::{CacheFolder, CacheInHome, FolderError};
 pub use grants::{Assessment, Grants, Site, assess, env_names, with_declared_env};
 #[cfg(target_os = "linux")]
@@ -363,8 +365,11 @@ pub struct Cache {
     /// addresses of their listeners; each is taken by one call only.
     #[cfg(target_os = "linux")]
     nets: std::sync::Arc<std::sync::Mutex<Vec<Ahead>>>,
-    /// Whether to make the next call's namespace ahead (a long-lived server).
+    /// Whether to make the next call's namespace and temporary folder ahead (a
+    /// long-lived server).
     prefetch: bool,
+    /// The folder thread of a prefetching cache, started by the first call.
+    folders: OnceLock<Option<ahead::Ahead>>,
 }
 
 /// A network namespace made ahead, with the addresses of its listeners.
@@ -466,22 +471,29 @@ impl Cache {
     /// itself unchanged, which keeps the cached layer that hides `$HCP_HOME` valid
     /// when `$HCP_HOME` is beneath it. Making that folder first sweeps the folders of
     /// hcpx processes that are gone (see `sandbox/temp.rs`).
-    pub fn private_temp(&self, temp_dir: &Path) -> std::io::Result<tempfile::TempDir> {
+    pub fn private_temp(&self, temp_dir: &Path) -> std::io::Result<CallFolder> {
         let mut slot = self
             .temp
             .lock()
             .map_err(|_| std::io::Error::other("the temporary folder cache is poisoned"))?;
-        if let Some((dir, parent)) = slot.as_ref()
-            && dir == temp_dir
-            && let Ok(call) = temp::call_folder(parent.path())
+        let parent = match slot.as_ref() {
+            // First use, or the folder was removed under us (a cleaner of old files).
+            Some((dir, parent)) if dir == temp_dir && parent.path().is_dir() => parent.path().to_path_buf(),
+            _ => {
+                let parent = temp::process_folder(temp_dir)?;
+                let path = parent.path().to_path_buf();
+                *slot = Some((temp_dir.to_path_buf(), parent));
+                path
+            }
+        };
+        drop(slot);
+        // A server makes the next call's folder ahead and removes this one behind.
+        if self.prefetch
+            && let Some(folders) = self.folders.get_or_init(ahead::Ahead::start)
         {
-            return Ok(call);
+            return folders.take(&parent);
         }
-        // First use, or the folder was removed under us (a cleaner of old files).
-        let parent = temp::process_folder(temp_dir)?;
-        let call = temp::call_folder(parent.path())?;
-        *slot = Some((temp_dir.to_path_buf(), parent));
-        Ok(call)
+        temp::call_folder(&parent).map(CallFolder::inline)
     }
 }
 
