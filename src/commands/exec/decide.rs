@@ -43,10 +43,58 @@ pub(super) struct Plan {
     pub(super) stdin: Option<String>,
     /// What a person confirms: the command, its effect, the folder, every parameter.
     pub(super) summary: String,
-    pub(super) json: Value,
+    /// What the plan's data says of the call beyond the above.
+    head: Head,
+}
+
+/// A confirmation or a refusal carries the plan as its data.
+impl Serialize for Plan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(serializer)
+    }
+}
+
+/// The call as the plan's data names it.
+struct Head {
+    pack: String,
+    command: String,
+    effect: Effect,
+    principal: Principal,
+    cwd: PathBuf,
+    timeout_ms: u64,
+    mode: Mode,
 }
 
 impl Plan {
+    /// The plan as `data` (see [`PlanData`]): made only when a dry run, a
+    /// confirmation or a refusal shows it, not for every call that runs.
+    pub(super) fn json(&self) -> Value {
+        let head = &self.head;
+        to_json(&PlanData {
+            pack: &head.pack,
+            command: &head.command,
+            effect: head.effect,
+            principal: head.principal,
+            decision: self.evaluation.decision,
+            rule: to_json(&self.evaluation.rule),
+            child: self.child(),
+            cwd: &head.cwd,
+            env: &self.env_names,
+            stdin: self.stdin.as_deref(),
+            summary: &self.summary,
+            timeout_ms: head.timeout_ms,
+            sandbox: SandboxData {
+                mode: head.mode,
+                network: self.grants.network.clone(),
+                sockets: &self.grants.sockets,
+                write: &self.grants.writes,
+                cache: self.grants.cache.as_ref().map(sandbox::CacheFolder::path),
+                read: &self.sandbox.read,
+                layers: &self.sandbox.layers,
+            },
+        })
+    }
+
     pub(super) fn child(&self) -> Vec<String> {
         let program = match &self.program {
             Ok(program) => program.display().to_string(),
@@ -151,37 +199,15 @@ fn plan(
         .clone()
         .filter(|name| bindings.found.iter().any(|(key, _)| key == name));
     let summary = summary(ctx, target, &bindings.found);
-    let child: Vec<String> = std::iter::once(
-        program
-            .as_ref()
-            .map(|path| path.display().to_string())
-            .unwrap_or_default(),
-    )
-    .chain(target.args.iter().cloned())
-    .collect();
-    let json = to_json(&PlanData {
-        pack: &manifest.id,
-        command: &command.name,
+    let head = Head {
+        pack: manifest.id.clone(),
+        command: command.name.clone(),
         effect: command.effect,
         principal: ctx.principal,
-        decision: evaluation.decision,
-        rule: to_json(&evaluation.rule),
-        child,
-        cwd: &ctx.cwd,
-        env: &env_names,
-        stdin: stdin.as_deref(),
-        summary: &summary,
+        cwd: ctx.cwd.clone(),
         timeout_ms: u64::try_from(request.timeout(target.pack).as_millis()).unwrap_or(u64::MAX),
-        sandbox: SandboxData {
-            mode: ctx.sandbox_mode,
-            network: grants.network.clone(),
-            sockets: &grants.sockets,
-            write: &grants.writes,
-            cache: grants.cache.as_ref().map(sandbox::CacheFolder::path),
-            read: &assessed.read,
-            layers: &assessed.layers,
-        },
-    });
+        mode: ctx.sandbox_mode,
+    };
     Plan {
         evaluation,
         program,
@@ -193,7 +219,7 @@ fn plan(
         env_names,
         stdin,
         summary,
-        json,
+        head,
     }
 }
 
@@ -240,7 +266,7 @@ pub(super) async fn decide(
     let plan = plan(ctx, request, target, bindings, evaluation);
     if request.args.dry_run {
         if plan.evaluation.decision == Decision::Deny {
-            return Err(crate::commands::denied(&plan.evaluation, &plan.json));
+            return Err(crate::commands::denied(&plan.evaluation, &plan.json()));
         }
         return Ok(plan);
     }
@@ -260,7 +286,7 @@ pub(super) async fn decide(
                 .map(|word| redact_text(word, &bindings.found)),
         ),
     };
-    if let Err(failure) = crate::commands::confirm(ctx, &asked, &plan.evaluation, &plan.json).await {
+    if let Err(failure) = crate::commands::confirm(ctx, &asked, &plan.evaluation, &plan).await {
         audit.decision = Some(crate::audit::Disposition::of_unconfirmed(failure.reason));
         return Err(failure);
     }

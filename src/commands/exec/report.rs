@@ -35,7 +35,7 @@ pub(super) fn dry_run(ctx: &Context, plan: &Plan) -> Reply {
         layers: &plan.sandbox.layers,
     });
     Reply {
-        data: Some(plan.json.clone()),
+        data: Some(plan.json()),
         text,
         ..Reply::default()
     }
