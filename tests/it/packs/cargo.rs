@@ -2,7 +2,9 @@
 //! crate with no dependency made here (so nothing needs the network) checked with a
 //! type error as JSON diagnostics, built twice (the second compiles nothing), tested
 //! with a failing and a passing test, formatted, described as JSON; cargo's home in
-//! the pack's cache folder, never `~/.cargo`; values that read as options refused.
+//! the pack's cache folder, never `~/.cargo`, where a dependency fetched once from a
+//! registry on loopback stays for the builds, which have no network; values that read
+//! as options refused.
 
 use std::path::Path;
 
