@@ -174,6 +174,40 @@ fn fmt_check_is_an_answer_and_fmt_rewrites() {
     );
 }
 
+/// clippy's lints are JSON diagnostics like the compiler's; a warning is an answer,
+/// unless deny_warnings makes it fail the call as CI setups do.
+#[test]
+fn clippy_lints_as_json_and_deny_warnings_fails() {
+    let Some(env) = ready() else { return };
+    if !require(
+        Path::new(env!("CARGO")).with_file_name("cargo-clippy").is_file(),
+        "clippy in the toolchain",
+    ) {
+        return;
+    }
+    env.write(
+        "work/src/main.rs",
+        "fn one() -> u32 {\n    return 1;\n}\n\nfn main() {\n    println!(\"{}\", one());\n}\n",
+    );
+    let lint = vec![(
+        "warning".to_owned(),
+        "clippy::needless_return".to_owned(),
+        "src/main.rs".to_owned(),
+        2,
+    )];
+    let (code, envelope) = env.json(&["exec", "cargo", "clippy", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(diagnostics(&envelope["data"]), lint, "{envelope}");
+    let (code, envelope) = env.json(&["exec", "cargo", "clippy", "--yes", "--", "deny_warnings=true"]);
+    assert_eq!((code, &envelope["exitCode"]), (1, &json!(101)), "{envelope}");
+    let denied = diagnostics(&envelope["data"]);
+    assert_eq!(
+        (denied[0].0.as_str(), denied[0].1.as_str()),
+        ("error", "clippy::needless_return"),
+        "{envelope}"
+    );
+}
+
 #[test]
 fn metadata_is_json() {
     let Some(env) = ready() else { return };
@@ -367,6 +401,16 @@ fn a_dependency_is_fetched_once_into_the_packs_cache_and_builds_find_it_offline(
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), "42\n");
+    // tree reads Cargo.lock and the cache, without the network either.
+    let output = env.run(&["exec", "cargo", "tree"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(
+        output.stdout.starts_with("demo v0.1.0 (")
+            && output
+                .stdout
+                .ends_with("\n└── hcpdep v0.1.0 (registry `local`)\n"),
+        "{output}"
+    );
     let (code, envelope) = env.json(&["exec", "cargo", "fetch", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(registry.downloads(), 1, "{:?}", registry.asked);
