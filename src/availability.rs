@@ -62,7 +62,8 @@ pub(crate) struct ProgramReport {
     pub path: Option<PathBuf>,
     /// The variant the pack supports (`program.variant`).
     pub variant: Option<String>,
-    /// The first line it printed for `program.versionArgs`, when it was asked.
+    /// The line it printed for `program.versionArgs` that `versionPattern` matched, else
+    /// its first line, when it was asked.
     pub version: Option<String>,
     /// How to install it on this system, best first (`program.install`).
     pub install: Vec<String>,
@@ -119,7 +120,8 @@ pub(crate) async fn check_variant(
     let mut args: Vec<String> = pack.manifest.bin.iter().skip(1).cloned().collect();
     args.extend(spec.version_args.iter().cloned());
     let probed = probe::run(caller, &found, &args, &pack.manifest.sandbox.read).await;
-    if let (Some(program), Some(line)) = (report.program.as_mut(), probed.first_line()) {
+    let shown = probed.version_line(spec.version_pattern.as_deref());
+    if let (Some(program), Some(line)) = (report.program.as_mut(), shown) {
         program.version = Some(quoted(line));
     }
     let Some(pattern) = &spec.version_pattern else {

@@ -33,8 +33,8 @@ pub enum HcpxCommand {
                             hcpx search --all    (every pack, installed or in the catalog)\n\n\
                             hcpx search weather --registry   (also packs published on npm)\n\n\
                             Matches far weaker than the best one are hidden (and counted); --all shows them. \
-                            With --json each result has its `score`. With --registry, --limit applies to the \
-                            registry's packs too, and each one found is `\"installed\": false` with its \
+                            With --json each result has its `score`. With --registry, the registry's packs are \
+                            ranked among the others within --limit, and each one found is `\"installed\": false` with its \
                             `source` (npm:NAME@VERSION) and `install` command."
     )]
     Search {

@@ -19,11 +19,25 @@ struct Candidates<'a> {
     candidates: &'a [String],
 }
 
+/// Which pack ids a slot takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Packs {
+    /// The packs that run: built in or installed (`exec`, `skill`, `bind`).
+    Running,
+    /// Only the installed ones (`uninstall`).
+    Installed,
+    /// Those that run and the catalog's that are not installed yet, which
+    /// `availability` and `policy check` take too.
+    Known,
+    /// The catalog's, installed or not (`install`, which turns one on or updates it).
+    Catalog,
+}
+
 /// What the word being completed is, where hcpx knows the answer.
 #[derive(Debug, PartialEq, Eq)]
 enum Slot<'a> {
-    /// A pack id: every pack, or only the installed ones (`uninstall`).
-    Pack { installed_only: bool, with_hcp: bool },
+    /// A pack id, of these packs (and `hcp`, the pseudo-pack, for `policy check`).
+    Pack { packs: Packs, with_hcp: bool },
     /// A command of this pack (`hcp` is the pseudo-pack of `policy check`).
     Command(&'a str),
     /// A `KEY=` of this pack's command, minus the keys already given once.
@@ -66,17 +80,19 @@ fn slot(words: &[String]) -> Option<Slot<'_>> {
         return None;
     }
     let (subcommand, rest) = positional.split_first()?;
-    let pack = Slot::Pack {
-        installed_only: false,
+    let pack = |packs| Slot::Pack {
+        packs,
         with_hcp: false,
     };
     match (*subcommand, rest) {
-        ("skill" | "availability", []) => Some(pack),
-        ("uninstall", []) => Some(Slot::Pack {
-            installed_only: true,
-            with_hcp: false,
-        }),
-        ("exec" | "bind" | "unbind", []) => Some(pack),
+        ("skill" | "exec" | "bind" | "unbind", []) => Some(pack(Packs::Running)),
+        ("availability", []) => Some(pack(Packs::Known)),
+        ("uninstall", []) => Some(pack(Packs::Installed)),
+        // A source may also be a folder or `npm:NAME`: a word that reads as a path is
+        // left to the shell's file completion.
+        ("install", []) if !current.is_empty() && !current.contains('/') && !current.starts_with('.') => {
+            Some(pack(Packs::Catalog))
+        }
         ("exec", [pack]) => Some(Slot::Command(pack)),
         ("exec", [pack, command, params @ ..]) => Some(Slot::Param {
             pack,
@@ -89,7 +105,7 @@ fn slot(words: &[String]) -> Option<Slot<'_>> {
         }),
         ("bind" | "unbind", [pack]) => Some(Slot::Binding(pack)),
         ("policy", ["check"]) => Some(Slot::Pack {
-            installed_only: false,
+            packs: Packs::Known,
             with_hcp: true,
         }),
         ("policy", ["check", pack]) => Some(Slot::Command(pack)),
@@ -98,20 +114,25 @@ fn slot(words: &[String]) -> Option<Slot<'_>> {
 }
 
 /// The candidates for `words` that start with the word being completed, or `None`
-/// where hcpx completes nothing. `ids` lists the pack ids (only the installed ones
-/// when asked); `manifest` reads one pack.
+/// where hcpx completes nothing. `ids` lists the ids of those packs; `manifest`
+/// reads one pack.
 fn candidates(
     words: &[String],
-    ids: impl FnOnce(bool) -> Vec<String>,
+    ids: impl FnOnce(Packs) -> Vec<String>,
     manifest: impl FnOnce(&str) -> Option<Manifest>,
 ) -> Option<Vec<String>> {
     let current = words.last()?.as_str();
-    let names: Vec<String> = match slot(words)? {
+    let slot = slot(words)?;
+    let catalog_only = matches!(
+        slot,
         Slot::Pack {
-            installed_only,
-            with_hcp,
-        } => {
-            let mut ids = ids(installed_only);
+            packs: Packs::Catalog,
+            ..
+        }
+    );
+    let names: Vec<String> = match slot {
+        Slot::Pack { packs, with_hcp } => {
+            let mut ids = ids(packs);
             if with_hcp {
                 ids.push(super::policy::PSEUDO_PACK.to_owned());
             }
@@ -141,22 +162,38 @@ fn candidates(
             .map(|(name, _)| name)
             .collect(),
     };
-    Some(
-        names
-            .into_iter()
-            .filter(|name| name.starts_with(current))
-            .collect(),
-    )
+    let found: Vec<String> = names
+        .into_iter()
+        .filter(|name| name.starts_with(current))
+        .collect();
+    // `install`'s word may still be a folder's name: the shell's own completion
+    // takes over when no catalog id starts with it.
+    if catalog_only && found.is_empty() {
+        return None;
+    }
+    Some(found)
 }
 
-/// The ids of the packs in `catalog`, or of only its installed ones.
-fn ids_of(catalog: &Catalog, installed_only: bool) -> Vec<String> {
-    catalog
-        .packs
-        .iter()
-        .filter(|pack| !installed_only || matches!(pack.origin, Origin::Installed { .. }))
-        .map(|pack| pack.id().to_owned())
-        .collect()
+/// The ids of `packs`, from `catalog` (the packs there are) and the catalog this
+/// binary ships.
+fn ids_of(catalog: &Catalog, packs: Packs) -> Vec<String> {
+    let running = catalog.packs.iter();
+    match packs {
+        Packs::Running => running.map(|pack| pack.id().to_owned()).collect(),
+        Packs::Installed => running
+            .filter(|pack| matches!(pack.origin, Origin::Installed { .. }))
+            .map(|pack| pack.id().to_owned())
+            .collect(),
+        Packs::Known => running
+            .chain(&catalog.available)
+            .map(|pack| pack.id().to_owned())
+            .collect(),
+        Packs::Catalog => crate::catalog::catalog_packs()
+            .0
+            .iter()
+            .map(|pack| pack.id().to_owned())
+            .collect(),
+    }
 }
 
 /// The name the scripts call it by. It is no subcommand of the clap tree, so that no
@@ -183,7 +220,7 @@ pub(crate) fn request(argv: &[String]) -> Option<&[String]> {
 pub(crate) fn complete(ctx: &Context, words: &[String]) -> Result<Reply, Failure> {
     let found = candidates(
         words,
-        |installed_only| ids_of(&super::load_catalog(ctx), installed_only),
+        |packs| ids_of(&super::load_catalog(ctx), packs),
         |id| {
             super::load_one(ctx, id)
                 .get(id)
@@ -217,7 +254,7 @@ mod tests {
         let catalog = Catalog::load(std::path::Path::new("/nonexistent/hcpx-packs"));
         candidates(
             &words(line),
-            |installed_only| ids_of(&catalog, installed_only),
+            |packs| ids_of(&catalog, packs),
             |id| catalog.get(id).ok().map(|pack| pack.manifest.clone()),
         )
     }
@@ -233,7 +270,8 @@ mod tests {
         assert_eq!(complete("--json exec --dry-run "), all(&packs));
         assert_eq!(complete("exec tr"), all(&["transit"]));
         assert_eq!(complete("skill "), all(&packs));
-        assert_eq!(complete("availability s"), all(&["sqlite"]));
+        // availability also takes the catalog's packs that are not installed.
+        assert_eq!(complete("availability s"), all(&["shellcheck", "sqlite"]));
         assert_eq!(
             complete("exec git "),
             all(&[
@@ -252,10 +290,11 @@ mod tests {
         assert_eq!(complete("exec git log "), all(&["n=", "rev=", "path="]));
         assert_eq!(complete("exec git log -- n=3 "), all(&["rev=", "path="]));
         assert_eq!(complete("exec git log -- n=3 r"), all(&["rev="]));
-        assert_eq!(
-            complete("policy check "),
-            all(&["git", "hcp", "jq", "sqlite", "transit"])
-        );
+        let checked = complete("policy check ").unwrap();
+        for id in ["git", "hcp", "jq", "sqlite", "transit", "rg", "kubectl"] {
+            assert!(checked.contains(&id.to_owned()), "{id}: {checked:?}");
+        }
+        assert_eq!(complete("policy check tr"), all(&["transit"]));
         assert_eq!(
             complete("policy check hcp "),
             all(&["install", "uninstall", "adopt"])
@@ -263,6 +302,26 @@ mod tests {
         assert_eq!(complete("policy check transit p"), all(&["plan"]));
         // No built-in pack is installed, so none can be uninstalled.
         assert_eq!(complete("uninstall "), all(&[]));
+    }
+
+    /// `install` offers the catalog's ids once a word is typed; a word that no
+    /// catalog id starts with, or that reads as a path, is the shell's to complete
+    /// (a folder), as is the empty word.
+    #[test]
+    fn install_completes_catalog_ids_and_leaves_folders_to_the_shell() {
+        assert_eq!(complete("install r"), all(&["redis-cli", "rg", "ruff"]));
+        assert_eq!(complete("install --yes kub"), all(&["kubectl"]));
+        for line in [
+            "install ",
+            "install weath",
+            "install ./r",
+            "install packs/r",
+            "install npm:r",
+        ] {
+            assert_eq!(complete(line), None, "{line:?}");
+        }
+        // Not a second source: one word only.
+        assert_eq!(complete("install rg r"), None);
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub(crate) fn run(
         })
         .collect();
     let registry = registry.and_then(|registry| crate::registry::merge(ctx, &query, registry, &mut results));
+    // The registry's packs are ranked among the local ones: the limit is the list's.
+    results.truncate(limit);
     let text = render::search_text(&query, &results, found.below_floor);
     let warnings = found
         .broken

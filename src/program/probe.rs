@@ -58,6 +58,30 @@ impl Probed {
             _ => None,
         }
     }
+
+    /// The line that says which version it is, trimmed: the one where `pattern` (a
+    /// pack's `versionPattern`) matched, as ShellCheck prints its version on its
+    /// second line; else the first line.
+    pub(crate) fn version_line(&self, pattern: Option<&str>) -> Option<&str> {
+        let Self::Answered { output, .. } = self else {
+            return None;
+        };
+        let found = pattern
+            .and_then(|pattern| regex::Regex::new(pattern).ok())
+            .and_then(|pattern| pattern.find(output));
+        match found {
+            Some(found) => {
+                let start = output[..found.start()]
+                    .rfind('\n')
+                    .map_or(0, |newline| newline + 1);
+                let end = output[found.start()..]
+                    .find('\n')
+                    .map_or(output.len(), |newline| found.start() + newline);
+                Some(output[start..end].trim()).filter(|line| !line.is_empty())
+            }
+            None => self.first_line(),
+        }
+    }
 }
 
 /// Runs `program args...` once under the sandbox (see the module documentation);
@@ -167,6 +191,32 @@ mod tests {
             "yq (https://github.com/mikefarah/yq/) version v4.44.3\n"
         ));
         assert!(!matches_variant("(", "("));
+    }
+
+    #[test]
+    fn the_version_line_is_the_one_the_pattern_matched() {
+        let shellcheck = Probed::Answered {
+            exit_code: 0,
+            output: "ShellCheck - shell script analysis tool\nversion: 0.9.0\nlicense: GPLv3\n".to_owned(),
+        };
+        assert_eq!(
+            shellcheck.version_line(Some("version: 0\\.([7-9]|[1-9][0-9])\\.")),
+            Some("version: 0.9.0")
+        );
+        // No pattern, one that does not match or does not compile: the first line.
+        for pattern in [None, Some("^yq "), Some("(")] {
+            assert_eq!(
+                shellcheck.version_line(pattern),
+                Some("ShellCheck - shell script analysis tool"),
+                "{pattern:?}"
+            );
+        }
+        let last = Probed::Answered {
+            exit_code: 0,
+            output: "tool\nv2".to_owned(),
+        };
+        assert_eq!(last.version_line(Some("^v2$|v2")), Some("v2"));
+        assert_eq!(Probed::TimedOut.version_line(Some("x")), None);
     }
 
     /// The probe runs the program under the sandbox: it answers, its temporary

@@ -350,8 +350,8 @@ fn completions_for_each_shell() {
 /// The bash script, sourced in a real bash, completes what only hcpx knows the way
 /// bash asks at a TAB (`COMP_LINE` up to the cursor): pack ids, a pack's commands, a
 /// command's keys (without the ones given), binding
-/// names, installed packs for `uninstall`; and leaves flags and subcommands to
-/// clap's words.
+/// names, installed packs for `uninstall`, the catalog's for `install`; and leaves
+/// flags and subcommands to clap's words.
 #[test]
 fn bash_completes_packs_commands_and_keys() {
     let env = TestEnv::new();
@@ -393,7 +393,10 @@ fn bash_completes_packs_commands_and_keys() {
         ("hcpx exec git log -- n=3 ", "rev=|path=|"),
         ("hcpx exec git log r", "rev=|"),
         ("hcpx skill ", "git|jq|probe|sqlite|transit|"),
-        ("hcpx availability s", "sqlite|"),
+        // availability takes the catalog's packs, installed or not.
+        ("hcpx availability s", "shellcheck|sqlite|"),
+        // install offers the catalog's ids once a word is typed.
+        ("hcpx install r", "redis-cli|rg|ruff|"),
         ("hcpx uninstall ", "probe|"),
         ("hcpx bind probe ", "PROBE_TOKEN|"),
         ("hcpx policy check h", "hcp|"),

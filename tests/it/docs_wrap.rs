@@ -1,6 +1,7 @@
 //! The three packs of docs/packs.md's "Wrapping real CLIs without a script", taken
 //! from the page as written: each passes `pack check`, installs from a folder with
-//! no script, and runs its real program (rg, GNU tar, curl) under the full sandbox.
+//! no script, and runs its real program (rg, GNU tar, curl) under the full sandbox;
+//! rg's walk-through is run step by step, from `pack new --bin` to the calls.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -37,14 +38,69 @@ fn install(env: &TestEnv, manifest: &Value) {
     env.install_ok(folder, false);
 }
 
+/// The console blocks of the page's rg walk-through: each `$ hcpx ...` line's words
+/// after `hcpx`, and the lines the page shows it print.
+fn rg_walk_through() -> Vec<(Vec<String>, Vec<String>)> {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/packs.md")).unwrap();
+    let start = page.find("### rg: an exit code that is not a failure").unwrap();
+    let end = start + page[start..].find("\n### ").unwrap();
+    let mut steps: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for block in page[start..end].split("```console\n").skip(1) {
+        for line in block.split("\n```").next().unwrap().lines() {
+            match line.strip_prefix("$ hcpx ") {
+                Some(words) => steps.push((words.split(' ').map(str::to_owned).collect(), Vec::new())),
+                None => steps.last_mut().unwrap().1.push(line.to_owned()),
+            }
+        }
+    }
+    steps
+}
+
+/// The rg walk-through as the page writes it, step by step, in one folder with a
+/// `notes.txt`: `pack new --bin rg`, the page's manifest in place of the drafted one
+/// (the drafted SKILL.md kept), `pack check`, `install`, and the two calls.
 #[test]
 fn rg_counts_no_match_as_an_answer() {
     if !have("rg") {
         return;
     }
     let env = TestEnv::new();
-    install(&env, &manifest("find"));
     env.write("work/notes.txt", "a TODO\nnothing\n");
+    let steps = rg_walk_through();
+    let said: Vec<&[String]> = steps.iter().map(|(words, _)| words.as_slice()).collect();
+    assert_eq!(
+        said,
+        [
+            &["pack", "new", "find", "--bin", "rg"][..],
+            &["pack", "check", "find"],
+            &["install", "./find", "--yes"],
+            &["exec", "find", "lines", "--", "pattern=TODO"],
+            &["exec", "find", "lines", "--", "pattern=nowhere"],
+        ]
+    );
+    let work = env.work().display().to_string();
+    for (words, shown) in &steps {
+        if words[..2] == ["pack", "check"] {
+            std::fs::write(env.work().join("find/hcp.json"), manifest("find").to_string()).unwrap();
+        }
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let output = env.run(&words);
+        assert_eq!(output.code, 0, "{words:?}: {output}");
+        let printed = format!("{}{}", output.stdout, output.stderr);
+        let printed: Vec<&str> = printed.lines().collect();
+        assert_eq!(printed.len(), shown.len(), "{words:?}: {output}");
+        for (printed, shown) in printed.iter().zip(shown) {
+            let shown = shown.replace("/home/me", &work);
+            // The version is this machine's ripgrep's.
+            match shown.strip_prefix("  version:     ripgrep ") {
+                Some(_) => assert!(printed.starts_with("  version:     ripgrep "), "{printed}"),
+                None => assert_eq!(*printed, shown, "{words:?}"),
+            }
+        }
+    }
+    // The drafted SKILL.md stayed, with what to edit before sharing the pack.
+    let skill = std::fs::read_to_string(env.work().join("find/SKILL.md")).unwrap();
+    assert!(skill.contains("## What to edit"), "{skill}");
     let (code, envelope) = env.json(&["exec", "find", "lines", "--", "pattern=TODO"]);
     assert_eq!(
         (code, &envelope["ok"], &envelope["exitCode"], &envelope["stdout"]),

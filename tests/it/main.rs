@@ -36,6 +36,7 @@ mod packs;
 mod policy;
 mod programs;
 mod readme;
+mod reparent;
 mod sandbox;
 mod sockets;
 mod transit;

@@ -542,6 +542,49 @@ fn search_registry_lists_marked_packs_and_what_it_prints_installs() {
     assert!(!marker.exists(), "the package's postinstall script did not run");
 }
 
+/// A pack on the registry and a built-in pack that match the same words are ranked
+/// together by score, and `--limit` bounds the list as a whole.
+#[test]
+fn search_registry_ranks_with_the_local_packs_within_the_limit() {
+    let Some(registry) = registry() else { return };
+    let env = npm_env(registry);
+    let marker = env.root.path().join("postinstall-ran");
+    let marked = json!({ "description": "Ferry journey times between islands, a probe",
+                         "keywords": ["hcpx-pack", "ferry"] });
+    publish_with(registry, &env, "hcpx-pack-ferry", "1.0.0", &marker, &marked);
+    let listed = |extra: &[&str]| -> Vec<(String, String, f64)> {
+        let mut argv = vec!["search", "--registry", "journey"];
+        argv.extend_from_slice(extra);
+        let (code, envelope) = env.json(&argv);
+        assert_eq!(code, 0, "{envelope}");
+        assert_eq!(envelope.get("warnings"), None, "{envelope}");
+        envelope["data"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|result| {
+                (
+                    result["id"].as_str().unwrap().to_owned(),
+                    result["source"].as_str().unwrap().to_owned(),
+                    result["score"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let all = listed(&[]);
+    let sources: Vec<&str> = all.iter().map(|(_, source, _)| source.as_str()).collect();
+    assert!(
+        sources.contains(&"builtin") && sources.contains(&"npm:hcpx-pack-ferry@1.0.0"),
+        "{all:?}"
+    );
+    assert!(
+        all.windows(2).all(|pair| pair[0].2 >= pair[1].2),
+        "ranked by score: {all:?}"
+    );
+    assert_eq!(listed(&["--limit", "1"]), all[..1]);
+    assert!(!marker.exists(), "the package's postinstall script did not run");
+}
+
 /// A test environment whose npm uses the registry at `url`, npm being where this
 /// machine keeps it; `None` (a failure under CI) without npm.
 fn env_with_registry(url: &str) -> Option<TestEnv> {

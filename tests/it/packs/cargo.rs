@@ -2,7 +2,9 @@
 //! crate with no dependency made here (so nothing needs the network) checked with a
 //! type error as JSON diagnostics, built twice (the second compiles nothing), tested
 //! with a failing and a passing test, formatted, described as JSON; cargo's home in
-//! the pack's cache folder, never `~/.cargo`; values that read as options refused.
+//! the pack's cache folder, never `~/.cargo`, where a dependency fetched once from a
+//! registry on loopback stays for the builds, which have no network; values that read
+//! as options refused.
 
 use std::path::Path;
 
@@ -172,6 +174,40 @@ fn fmt_check_is_an_answer_and_fmt_rewrites() {
     );
 }
 
+/// clippy's lints are JSON diagnostics like the compiler's; a warning is an answer,
+/// unless deny_warnings makes it fail the call as CI setups do.
+#[test]
+fn clippy_lints_as_json_and_deny_warnings_fails() {
+    let Some(env) = ready() else { return };
+    if !require(
+        Path::new(env!("CARGO")).with_file_name("cargo-clippy").is_file(),
+        "clippy in the toolchain",
+    ) {
+        return;
+    }
+    env.write(
+        "work/src/main.rs",
+        "fn one() -> u32 {\n    return 1;\n}\n\nfn main() {\n    println!(\"{}\", one());\n}\n",
+    );
+    let lint = vec![(
+        "warning".to_owned(),
+        "clippy::needless_return".to_owned(),
+        "src/main.rs".to_owned(),
+        2,
+    )];
+    let (code, envelope) = env.json(&["exec", "cargo", "clippy", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(diagnostics(&envelope["data"]), lint, "{envelope}");
+    let (code, envelope) = env.json(&["exec", "cargo", "clippy", "--yes", "--", "deny_warnings=true"]);
+    assert_eq!((code, &envelope["exitCode"]), (1, &json!(101)), "{envelope}");
+    let denied = diagnostics(&envelope["data"]);
+    assert_eq!(
+        (denied[0].0.as_str(), denied[0].1.as_str()),
+        ("error", "clippy::needless_return"),
+        "{envelope}"
+    );
+}
+
 #[test]
 fn metadata_is_json() {
     let Some(env) = ready() else { return };
@@ -221,4 +257,161 @@ fn values_that_read_as_options_or_leave_are_refused() {
         [json!("test"), json!("--"), json!("--config=x")],
         "{plan}"
     );
+}
+
+/// A crate registry on loopback in cargo's sparse protocol, serving one crate,
+/// `hcpdep` 0.1.0 (`pub fn answer() -> u32 { 42 }`), and the paths it was asked for.
+struct Registry {
+    port: u16,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Registry {
+    fn start() -> Self {
+        use std::io::{BufRead as _, Write as _};
+        let mut packed = Vec::new();
+        {
+            let mut archive = tar::Builder::new(flate2::write::GzEncoder::new(
+                &mut packed,
+                flate2::Compression::default(),
+            ));
+            for (path, text) in [
+                (
+                    "hcpdep-0.1.0/Cargo.toml",
+                    "[package]\nname = \"hcpdep\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+                ),
+                ("hcpdep-0.1.0/src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n"),
+            ] {
+                let mut header = tar::Header::new_gnu();
+                header.set_size(text.len() as u64);
+                header.set_mode(0o644);
+                header.set_cksum();
+                archive.append_data(&mut header, path, text.as_bytes()).unwrap();
+            }
+            archive.into_inner().unwrap().finish().unwrap();
+        }
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(&packed);
+        let cksum: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let config = json!({ "dl": format!("http://127.0.0.1:{port}/dl/{{crate}}/{{version}}.crate") });
+        let entry = json!({ "name": "hcpdep", "vers": "0.1.0", "deps": [], "cksum": cksum,
+                            "features": {}, "yanked": false });
+        let files: Vec<(String, Vec<u8>)> = vec![
+            ("/config.json".to_owned(), config.to_string().into_bytes()),
+            ("/hc/pd/hcpdep".to_owned(), format!("{entry}\n").into_bytes()),
+            ("/dl/hcpdep/0.1.0.crate".to_owned(), packed),
+        ];
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
+                    continue;
+                }
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).map_or(true, |read| read == 0) || line == "\r\n" {
+                        break;
+                    }
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                log.lock().unwrap().push(path.clone());
+                let found = files.iter().find(|(name, _)| *name == path);
+                let (status, body): (&str, &[u8]) = match found {
+                    Some((_, body)) => ("200 OK", body),
+                    None => ("404 Not Found", b""),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(body);
+            }
+        });
+        Self { port, asked }
+    }
+
+    /// How many times the crate's file was downloaded.
+    fn downloads(&self) -> usize {
+        let asked = self.asked.lock().unwrap();
+        asked.iter().filter(|path| path.starts_with("/dl/")).count()
+    }
+}
+
+/// What `sandbox.env` with `{cache}` is for: `fetch` downloads a dependency once,
+/// into cargo's home in the pack's own cache folder (never `~/.cargo`), and the
+/// builds after it, which have no network, find it there; a second fetch downloads
+/// nothing. The dependency comes from a registry on loopback (cargo's sparse
+/// protocol), named in the project's `.cargo/config.toml`.
+#[test]
+fn a_dependency_is_fetched_once_into_the_packs_cache_and_builds_find_it_offline() {
+    let Some(env) = ready() else { return };
+    let registry = Registry::start();
+    env.write(
+        "work/.cargo/config.toml",
+        &format!(
+            "[registries.local]\nindex = \"sparse+http://127.0.0.1:{}/\"\n",
+            registry.port
+        ),
+    );
+    env.write(
+        "work/Cargo.toml",
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nhcpdep = { version = \"0.1\", registry = \"local\" }\n",
+    );
+    env.write(
+        "work/src/main.rs",
+        "fn main() {\n    println!(\"{}\", hcpdep::answer());\n}\n",
+    );
+    let (code, envelope) = env.json(&["exec", "cargo", "fetch", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(registry.downloads(), 1, "{:?}", registry.asked);
+    // The crate is in the pack's cache folder, in the user's cache, not in ~/.cargo.
+    let caches = env.root.path().join("user/.cache/hcpx/packs");
+    let cached: Vec<std::path::PathBuf> = std::fs::read_dir(&caches)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.file_name().unwrap().to_string_lossy().starts_with("cargo-"))
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    let registry_cache = cached[0].join("cargo/registry/cache");
+    let crates: Vec<String> = std::fs::read_dir(&registry_cache)
+        .unwrap()
+        .flat_map(|dir| std::fs::read_dir(dir.unwrap().path()).unwrap())
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(crates, ["hcpdep-0.1.0.crate"]);
+    assert!(!env.root.path().join("user/.cargo").exists());
+
+    // build has no network: it compiles the dependency from the pack's cache.
+    assert_eq!(
+        super::plan(&env, "cargo", "build", &[])["sandbox"]["network"],
+        json!(false)
+    );
+    for _ in 0..2 {
+        let output = env.run(&["exec", "cargo", "build", "--yes"]);
+        assert_eq!(output.code, 0, "{output}");
+    }
+    let ran = std::process::Command::new(env.work().join("target/debug/demo"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "42\n");
+    // tree reads Cargo.lock and the cache, without the network either.
+    let output = env.run(&["exec", "cargo", "tree"]);
+    assert_eq!(output.code, 0, "{output}");
+    assert!(
+        output.stdout.starts_with("demo v0.1.0 (")
+            && output
+                .stdout
+                .ends_with("\n└── hcpdep v0.1.0 (registry `local`)\n"),
+        "{output}"
+    );
+    let (code, envelope) = env.json(&["exec", "cargo", "fetch", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(registry.downloads(), 1, "{:?}", registry.asked);
 }

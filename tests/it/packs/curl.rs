@@ -307,3 +307,50 @@ fn curl_refuses_files_schemes_and_options() {
     let (code, envelope) = exec(&env, "get", &[&format!("url=http://127.0.0.1:{closed}/")]);
     assert_eq!((code, &envelope["exitCode"]), (1, &json!(7)), "{envelope}");
 }
+
+/// DELETE is destructive: an agent's `--yes` does not run it; once a person's rule
+/// makes it a plain confirmation, it sends DELETE with the token.
+#[test]
+fn curl_delete_is_destructive_and_sends_delete_with_the_token() {
+    if !have("curl") {
+        return;
+    }
+    let server = Echo::start(None);
+    let env = bound();
+    let url = server.url("/v1/items/7");
+    let agent = env
+        .command(&["--json", "exec", "curl", "delete", "--yes", "--", &url])
+        .env("HCP_AGENT", "1")
+        .output()
+        .unwrap();
+    let envelope: Value = serde_json::from_slice(&agent.stdout).unwrap();
+    assert_eq!(
+        (
+            agent.status.code(),
+            &envelope["spawned"],
+            &envelope["error"]["reason"],
+            &envelope["data"]["decision"]
+        ),
+        (
+            Some(2),
+            &json!(false),
+            &json!("needs_confirmation"),
+            &json!("confirm-human")
+        ),
+        "{envelope}"
+    );
+    let output = env.run(&["policy", "set", "curl.delete", "confirm"]);
+    assert_eq!(output.code, 0, "{output}");
+    let (code, envelope) = exec(&env, "delete", &[&url]);
+    assert_eq!(code, 0, "{envelope}");
+    let echo: Value = serde_json::from_str(envelope["stdout"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&echo["method"], &echo["path"], &echo["authorization"]),
+        (
+            &json!("DELETE"),
+            &json!("/v1/items/7"),
+            &json!("Bearer [REDACTED:HTTP_TOKEN]")
+        ),
+        "{envelope}"
+    );
+}

@@ -95,6 +95,12 @@ fn catalog_dir(id: &str) -> PathBuf {
         .join(id)
 }
 
+/// The catalog pack `id`'s manifest, as this repository holds it.
+pub(crate) fn catalog_manifest(id: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(catalog_dir(id).join("hcp.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 /// Installs a person's own copy of the catalog pack `id` whose pack-wide network
 /// reaches only `127.0.0.1:port`: `sandbox`, the start of its `sandbox` exactly as
 /// the manifest writes it, becomes an allowlist of that one entry.

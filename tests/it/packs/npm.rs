@@ -160,3 +160,34 @@ fn packages_that_are_paths_urls_or_options_are_refused() {
         ],
     );
 }
+
+/// `test` runs the package's test script with the arguments given after `--`; its
+/// failure fails the call.
+#[test]
+fn test_runs_the_test_script_and_its_failure_fails_the_call() {
+    let Some(env) = ready() else { return };
+    env.write(
+        "work/package.json",
+        r#"{"name": "demo", "version": "1.0.0", "scripts": {"test": "node check.js"}}"#,
+    );
+    env.write(
+        "work/check.js",
+        "const failing = process.argv.includes('--fail');\nconsole.log(failing ? 'not ok 1' : 'ok 1');\nprocess.exit(failing ? 1 : 0);\n",
+    );
+    let (code, envelope) = env.json(&["exec", "npm", "test", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(
+        envelope["stdout"].as_str().unwrap().contains("\nok 1\n"),
+        "{envelope}"
+    );
+    let (code, envelope) = env.json(&["exec", "npm", "test", "--yes", "--", "args=--fail"]);
+    assert_eq!(
+        (code, &envelope["ok"], &envelope["exitCode"]),
+        (1, &json!(false), &json!(1)),
+        "{envelope}"
+    );
+    assert!(
+        envelope["stdout"].as_str().unwrap().contains("not ok 1"),
+        "{envelope}"
+    );
+}

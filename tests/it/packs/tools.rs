@@ -119,3 +119,55 @@ fn the_versions_file_names_the_same_programs() {
     named.sort_unstable();
     assert_eq!(named, PROGRAMS);
 }
+
+/// Each catalog pack, installed, is runnable here against the real program its tests
+/// run: found on the tools' PATH (under an alias where it has one) and, where the
+/// manifest names a `versionPattern`, the variant it supports, told by availability's
+/// sandboxed run of the program. A program that is missing, or another variant
+/// (Debian 12's kubectl 1.20 for a pack of 1.24 or later), fails here in CI.
+#[test]
+fn every_catalog_pack_is_runnable_with_the_program_it_supports() {
+    if !crate::common::require_kernel_layers() {
+        return;
+    }
+    let env = super::env();
+    let mut failures = Vec::new();
+    for (id, names) in catalog_programs() {
+        let program = names.join(" or ");
+        if !require(
+            names.iter().any(|name| on_tools_path(name).is_some()),
+            &format!("{program} (pack {id})"),
+        ) {
+            continue;
+        }
+        super::install(&env, &id);
+        let (code, envelope) = env.json(&["availability", &id]);
+        assert_eq!(code, 0, "{envelope}");
+        let data = &envelope["data"];
+        let runnable: Vec<&serde_json::Value> = data["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|problem| problem["flag"] == "runnable")
+            .collect();
+        if data["runnable"] != true || !runnable.is_empty() {
+            failures.push(format!("{id}: {runnable:?}"));
+            continue;
+        }
+        let manifest = super::catalog_manifest(&id);
+        if let Some(pattern) = manifest["program"]["versionPattern"].as_str() {
+            // The line availability shows is the one that told the variant.
+            let line = data["program"]["version"].as_str().unwrap_or_default();
+            assert!(
+                regex::Regex::new(pattern).unwrap().is_match(line),
+                "{id}: {line:?} does not match {pattern}"
+            );
+        }
+        eprintln!(
+            "{id}: {} ({})",
+            data["program"]["path"].as_str().unwrap_or("?"),
+            data["program"]["version"].as_str().unwrap_or("no version asked")
+        );
+    }
+    assert_eq!(failures, Vec::<String>::new());
+}

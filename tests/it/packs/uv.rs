@@ -140,3 +140,18 @@ fn names_that_are_urls_paths_or_options_are_refused() {
         "{plan}"
     );
 }
+
+/// `sync` locks the project and makes its environment (no dependency, so no index is
+/// asked); `frozen` installs the lock as it is and leaves it unchanged.
+#[test]
+fn sync_makes_the_environment_and_frozen_keeps_the_lock() {
+    let Some(env) = ready() else { return };
+    let (code, envelope) = env.json(&["exec", "uv", "sync", "--yes"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert!(env.work().join(".venv/pyvenv.cfg").is_file());
+    assert!(env.work().join("uv.lock").is_file());
+    let lock = std::fs::read_to_string(env.work().join("uv.lock")).unwrap();
+    let (code, envelope) = env.json(&["exec", "uv", "sync", "--yes", "--", "frozen=true"]);
+    assert_eq!(code, 0, "{envelope}");
+    assert_eq!(std::fs::read_to_string(env.work().join("uv.lock")).unwrap(), lock);
+}

@@ -5,20 +5,34 @@
 use std::os::fd::OwnedFd;
 use std::path::Path;
 
-use landlock::{AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
+use landlock::{
+    AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope,
+};
 
 use super::*;
 use crate::sandbox::hidden::{self, Hide};
 use crate::sandbox::rules::{FS_ABI, Opened, Rules, landlock_error};
 use crate::sandbox::{ChildPlan, Machine, SYSTEM_READS, SandboxError};
 
-/// The keeper's layer: nothing but the signal scope, as a hard requirement.
+/// The keeper's layer: the signal scope, as a hard requirement, and nothing of the
+/// filesystem. Every layer denies moving or linking a file into another folder
+/// (Landlock's "refer" right) unless a rule allows it, even a layer that handles no
+/// other filesystem right: this one allows it everywhere, so that the call's own
+/// layers alone decide (where they grant everything: its writes and its temporary
+/// folder). Without that rule no file of a call could change folders (rustc renames
+/// a crate's metadata into place; it failed with EXDEV).
 pub(crate) fn keeper_ruleset() -> Result<OwnedFd, SandboxError> {
+    let root = PathFd::new("/").map_err(landlock_error)?;
     let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::Refer)
+        .map_err(landlock_error)?
         .scope(Scope::Signal)
         .map_err(landlock_error)?
         .create()
+        .map_err(landlock_error)?
+        .add_rule(PathBeneath::new(root, AccessFs::Refer))
         .map_err(landlock_error)?;
     Option::<OwnedFd>::from(ruleset)
         .ok_or_else(|| SandboxError::Landlock("the kernel did not create the keeper's ruleset".into()))
