@@ -30,6 +30,8 @@ mod ipc;
 mod layouts;
 mod leftovers;
 mod mcp;
+mod mcp_skills;
+mod mcp_tasks;
 mod npm;
 mod pack;
 mod packs;
