@@ -364,6 +364,17 @@ where
 mod tests {
     use super::*;
 
+    /// What `initialize` and `server/discover` say the server is and does: the
+    /// tool and resources, and the skills and tasks extensions.
+    #[test]
+    fn capabilities() {
+        let ctx = Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap();
+        let options = Options::from_context(&ctx, false);
+        let mut info = serde_json::to_value(Server::new(ctx, options).get_info()).unwrap();
+        info["serverInfo"]["version"] = json!("[version]");
+        insta::assert_json_snapshot!("capabilities", info);
+    }
+
     /// Every call a server runs, in every HTTP session (a clone), points to one
     /// session that caches the catalog; the context it was made from keeps its own.
     #[test]

@@ -170,7 +170,10 @@ mod tests {
         let infinite = "---\nname: demo\ndescription: x\nratio: .inf\n---\n";
         assert!(Served::new(files("demo", infinite)).is_none());
         // A file no message can hold.
-        let huge = format!("---\nname: demo\ndescription: x\n---\n{}", "\u{1}".repeat(2 * 1024 * 1024));
+        let huge = format!(
+            "---\nname: demo\ndescription: x\n---\n{}",
+            "\u{1}".repeat(2 * 1024 * 1024)
+        );
         assert!(Served::new(files("demo", &huge)).is_none());
     }
 }

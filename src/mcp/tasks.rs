@@ -1,6 +1,6 @@
 //! The tasks extension (`io.modelcontextprotocol/tasks`, see docs/mcp.md): a pack
 //! command may run for ten minutes, longer than some clients wait for a result. A
-//! `tools/call` from a client that declared the extension runs as usual; when its
+//! `tools/call` on protocol 2026-07-28 that declares the extension runs as usual; when its
 //! child is still running after a second (every refusal, confirmation and
 //! `InputRequiredResult` is settled by then, before the task exists, as the
 //! extension advises), the call goes on as a task: the client gets a
@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolResponse, CreateTaskResult, DetailedTask, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+    CallToolResponse, CreateTaskResult, DetailedTask, InputResponses, JsonObject, Task, TaskPayload,
+    TaskStatus,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::current_timestamp;
@@ -83,11 +84,16 @@ impl Server {
     }
 }
 
-/// Whether this request may be answered with a task: the client declared the
-/// extension (in `initialize`, or in the request's own capabilities on 2026-07-28).
+/// Whether this request may be answered with a task: it is on protocol 2026-07-28,
+/// against which the extension is written, and declares the extension in its own
+/// capabilities. A client on an earlier protocol gets results as before, even if
+/// its `initialize` named the extension: clients do (MCP Inspector's CLI among
+/// them) and take no task on that wire.
 pub(crate) fn declared(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.client_capabilities()
-        .is_some_and(|capabilities| capabilities.supports_tasks())
+    modern(ctx)
+        && ctx
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 struct Entry {
@@ -216,7 +222,12 @@ impl Tasks {
     /// `tasks/update`: these tasks never wait for input, so there is nothing to
     /// answer; the responses are ignored, as the extension says of keys that are
     /// not outstanding.
-    pub(crate) fn update(&self, owner: &Owner, id: &str, _responses: &InputResponses) -> Result<(), McpError> {
+    pub(crate) fn update(
+        &self,
+        owner: &Owner,
+        id: &str,
+        _responses: &InputResponses,
+    ) -> Result<(), McpError> {
         self.with(owner, id, |_| ())
     }
 
@@ -236,7 +247,10 @@ impl Tasks {
     /// How many tasks are held (tests).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.lock().map(|entries| entries.len()).unwrap_or_default()
+        self.entries
+            .lock()
+            .map(|entries| entries.len())
+            .unwrap_or_default()
     }
 }
 
@@ -350,7 +364,9 @@ impl Server {
         let mut call = {
             let (server, ctx, detach) = (self.clone(), ctx.clone(), detach.clone());
             tokio::spawn(self.calls.track_future(async move {
-                let resume = resume.as_ref().map(|(responses, state)| (responses, state.as_str()));
+                let resume = resume
+                    .as_ref()
+                    .map(|(responses, state)| (responses, state.as_str()));
                 server.call(&arguments, resume, Some(&ctx), Some(detach)).await
             }))
         };
@@ -418,7 +434,12 @@ mod tests {
         assert!(!cancel.is_cancelled());
         tasks.cancel(&mine, &id).unwrap();
         assert!(cancel.is_cancelled());
-        tasks.finish(&id, Ok(CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![]))));
+        tasks.finish(
+            &id,
+            Ok(CallToolResponse::Complete(rmcp::model::CallToolResult::success(
+                vec![],
+            ))),
+        );
         assert_eq!(tasks.get(&mine, &id).unwrap().status(), TaskStatus::Cancelled);
     }
 
@@ -426,18 +447,29 @@ mod tests {
     fn running_tasks_are_bounded_per_client_and_finished_ones_make_room() {
         let me = Owner::Connection(7);
         let (tasks, ids) = store_with(&me, MAX_RUNNING_PER_CLIENT);
-        assert!(tasks.start(&me, CancellationToken::new()).is_none(), "one client's bound");
+        assert!(
+            tasks.start(&me, CancellationToken::new()).is_none(),
+            "one client's bound"
+        );
         // Another client still gets tasks, up to the server's bound.
         for n in 0..MAX_TASKS - MAX_RUNNING_PER_CLIENT {
             let client = Owner::Session(format!("s{}", n / MAX_RUNNING_PER_CLIENT));
             assert!(tasks.start(&client, CancellationToken::new()).is_some(), "{n}");
         }
         assert_eq!(tasks.len(), MAX_TASKS);
-        assert!(tasks.start(&Owner::Session("new".into()), CancellationToken::new()).is_none());
+        assert!(
+            tasks
+                .start(&Owner::Session("new".into()), CancellationToken::new())
+                .is_none()
+        );
         // A finished task is dropped, oldest first, to make room.
         let result = rmcp::model::CallToolResult::success(vec![]);
         tasks.finish(&ids[0], Ok(CallToolResponse::Complete(result)));
-        assert!(tasks.start(&Owner::Session("new".into()), CancellationToken::new()).is_some());
+        assert!(
+            tasks
+                .start(&Owner::Session("new".into()), CancellationToken::new())
+                .is_some()
+        );
         assert_eq!(tasks.len(), MAX_TASKS);
         assert!(tasks.get(&me, &ids[0]).is_err());
     }

@@ -25,6 +25,7 @@ mod grants;
 mod http;
 mod index;
 mod inert;
+mod inspector;
 mod install;
 mod ipc;
 mod layouts;

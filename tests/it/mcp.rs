@@ -88,7 +88,11 @@ fn context(env: &TestEnv) -> hcpx::Context {
     hcpx::Context::new(vars.into_iter().chain(env.extra_env.clone()), env.work(), false).unwrap()
 }
 
-pub(crate) async fn connect(env: &TestEnv, client: Client, read_only: bool) -> RunningService<RoleClient, Client> {
+pub(crate) async fn connect(
+    env: &TestEnv,
+    client: Client,
+    read_only: bool,
+) -> RunningService<RoleClient, Client> {
     let ctx = context(env);
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
     let server = hcpx::mcp::Server::new(ctx, options);

@@ -99,7 +99,10 @@ async fn skills_are_listed_got_and_read_as_the_extension_says_and_follow_install
 
     let skills = session.list_all_skills().await.unwrap();
     let uris: Vec<String> = skills.iter().map(|skill| skill.uri.clone()).collect();
-    let built_in: Vec<String> = BUILT_IN.iter().map(|id| format!("skill://{id}/SKILL.md")).collect();
+    let built_in: Vec<String> = BUILT_IN
+        .iter()
+        .map(|id| format!("skill://{id}/SKILL.md"))
+        .collect();
     assert_eq!(uris, built_in);
     assert_eq!(serde_json::to_value(&skills[3]).unwrap(), transit_entry(&env));
     for skill in &skills {
@@ -144,7 +147,11 @@ async fn skills_are_listed_got_and_read_as_the_extension_says_and_follow_install
         transit.description.as_deref(),
         skills[3].frontmatter.description.as_str().into()
     );
-    assert!(resources.iter().any(|resource| resource.uri == "hcp://skill/transit"));
+    assert!(
+        resources
+            .iter()
+            .any(|resource| resource.uri == "hcp://skill/transit")
+    );
 
     // What is not served: -32602, as the extension says.
     for uri in ["skill://rg/SKILL.md", "skill://nosuch/SKILL.md"] {
@@ -207,7 +214,11 @@ fn check_over_the_wire(env: &TestEnv, mut request: impl FnMut(&str, Value) -> Va
     let uris: Vec<&str> = skills.iter().map(|skill| skill.uri.as_str()).collect();
     assert_eq!(
         uris,
-        BUILT_IN.map(|id| format!("skill://{id}/SKILL.md")).iter().map(String::as_str).collect::<Vec<_>>()
+        BUILT_IN
+            .map(|id| format!("skill://{id}/SKILL.md"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
     );
     assert_eq!(listed["result"]["skills"][3], transit_entry(env));
     for skill in &skills {
@@ -239,7 +250,10 @@ fn skills_over_stdio_and_http_from_the_binary() {
     check_over_the_wire(&env, |method, params| {
         id += 1;
         let response = http.post(
-            &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", "2025-11-25")],
+            &[
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
             &json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
         );
         response
