@@ -325,13 +325,15 @@ impl ServerHandler for Server {
 }
 
 /// Serves `hcp` on a byte stream (stdin and stdout for `hcpx mcp`), one JSON-RPC
-/// message a line (see [`lines`]), until the client goes away.
-pub async fn serve<R, W>(server: Server, read: R, write: W) -> Result<(), String>
+/// message a line (see [`lines`]), until the client goes away. Each stream is a
+/// client of its own: the tasks it makes are its alone.
+pub async fn serve<R, W>(mut server: Server, read: R, write: W) -> Result<(), String>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt as _;
+    server.connection = tasks::connection_id();
     let shutdown = server.base.cancel.clone();
     let keep = server.clone();
     let running = tokio::select! {

@@ -76,7 +76,7 @@ impl ClientHandler for Client {
     }
 }
 
-fn context(env: &TestEnv) -> hcpx::Context {
+pub(crate) fn context(env: &TestEnv) -> hcpx::Context {
     let vars = vec![
         ("PATH".to_owned(), env.path.clone()),
         (
@@ -580,7 +580,12 @@ async fn resources_catalog_help_skills_and_template() {
             "hcp://skill/git",
             "hcp://skill/jq",
             "hcp://skill/sqlite",
-            "hcp://skill/transit"
+            "hcp://skill/transit",
+            // The same skills through the skills extension (tests/it/mcp_skills.rs).
+            "skill://git/SKILL.md",
+            "skill://jq/SKILL.md",
+            "skill://sqlite/SKILL.md",
+            "skill://transit/SKILL.md"
         ]
     );
     let templates = client.list_all_resource_templates().await.unwrap();

@@ -15,8 +15,8 @@ use rmcp::service::RunningService;
 use rmcp::{RoleClient, ServiceError};
 use serde_json::{Value, json};
 
-use crate::common::{HttpServer, pids_of};
-use crate::mcp::{Client, Process, connect, connect_modern, params, probe_env};
+use crate::common::{HttpServer, TestEnv, pids_of};
+use crate::mcp::{Client, Process, params, probe_env};
 
 /// `ttlMs` as the server gives it: the longest a command may run (10 min), then
 /// the 10 min a finished task is kept.
@@ -76,6 +76,35 @@ fn steady(result: &Value) -> Value {
     result
 }
 
+fn server(env: &TestEnv) -> hcpx::mcp::Server {
+    let ctx = crate::mcp::context(env);
+    let options = hcpx::mcp::Options::from_context(&ctx, false);
+    hcpx::mcp::Server::new(ctx, options)
+}
+
+/// A client of `server` on a stream of its own: on protocol 2026-07-28 when
+/// `modern`, else through `initialize` on 2025-11-25.
+async fn connect_to(
+    server: &hcpx::mcp::Server,
+    client: Client,
+    modern: bool,
+) -> RunningService<RoleClient, Client> {
+    use rmcp::{ClientLifecycleMode, ClientServiceExt as _, ServiceExt as _};
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let server = server.clone();
+    tokio::spawn(async move {
+        let (read, write) = tokio::io::split(server_io);
+        hcpx::mcp::serve(server, read, write).await
+    });
+    if !modern {
+        return client.serve(client_io).await.unwrap();
+    }
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    client.serve_with_lifecycle(client_io, lifecycle).await.unwrap()
+}
+
 fn server_info() -> Value {
     json!({ "io.modelcontextprotocol/serverInfo": { "name": "hcpx", "version": env!("CARGO_PKG_VERSION") } })
 }
@@ -83,12 +112,15 @@ fn server_info() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_call_becomes_a_task_that_only_its_client_sees_and_can_cancel() {
     let env = probe_env();
-    let client = connect_modern(&env, Client::with_tasks()).await;
-    let other = connect_modern(&env, Client::with_tasks()).await;
-    let plain = connect_modern(&env, Client::default()).await;
+    // Four clients of one server (as an HTTP server's sessions are): its tasks are
+    // held in one place.
+    let server = server(&env);
+    let client = connect_to(&server, Client::with_tasks(), true).await;
+    let other = connect_to(&server, Client::with_tasks(), true).await;
+    let plain = connect_to(&server, Client::default(), true).await;
     // A client on 2025-11-25 that names the extension in `initialize` (MCP
     // Inspector's CLI does) takes no task on that wire.
-    let legacy = connect(&env, Client::with_tasks(), false).await;
+    let legacy = connect_to(&server, Client::with_tasks(), false).await;
 
     // A quick call is answered as usual, even to a client that takes tasks.
     let quick = client
