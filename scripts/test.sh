@@ -4,7 +4,8 @@
 # (pinned in tests/npm-registry/, installed under target/npm-registry), then the
 # interop test in which the official Python MCP SDK (pinned in
 # tests/interop/requirements.txt, installed into a venv under target/) drives
-# `hcpx mcp` over stdio and over Streamable HTTP.
+# `hcpx mcp` over stdio and over Streamable HTTP. MCP Inspector's CLI (pinned in
+# tests/interop/node/) is installed first: the integration tests drive hcpx with it.
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -18,6 +19,19 @@ if ! cmp -s tests/npm-registry/package-lock.json "$registry/installed-lock.json"
   (cd "$registry" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   # Written last: a half-done install is redone on the next run.
   cp tests/npm-registry/package-lock.json "$registry/installed-lock.json"
+fi
+# MCP Inspector's CLI, the third-party client of tests/it/inspector.rs and of the
+# minute-long task in tests/it/mcp_tasks.rs (pinned in tests/interop/node/, installed
+# under target/interop-node from the committed lockfile when missing or changed; its
+# postinstall only installs a source checkout's own clients, so scripts are off).
+interop_node=target/interop-node
+if ! cmp -s tests/interop/node/package-lock.json "$interop_node/installed-lock.json"; then
+  rm -rf "$interop_node"
+  mkdir -p "$interop_node"
+  cp tests/interop/node/package.json tests/interop/node/package-lock.json "$interop_node/"
+  (cd "$interop_node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  # Written last: a half-done install is redone on the next run.
+  cp tests/interop/node/package-lock.json "$interop_node/installed-lock.json"
 fi
 # The PyPI and npm programs the catalog packs' tests run, pinned in tests/tools/ and
 # installed under target/tools (redone only when a pin file changed).

@@ -33,3 +33,26 @@ struct Skill<'a> {
     skill: &'a str,
     reference: &'a str,
 }
+
+/// One pack's skill as the MCP skills extension serves it (see docs/mcp.md): the
+/// author's `SKILL.md` exactly as written, and the reference `skill` generates.
+pub(crate) struct SkillFiles {
+    pub(crate) id: String,
+    pub(crate) skill: String,
+    pub(crate) reference: String,
+}
+
+/// The skills of every pack that runs here (built in or installed, as `search`
+/// marks them), by id: a catalog pack's once it is installed, a broken pack's
+/// never.
+pub(crate) fn served(ctx: &Context) -> Vec<SkillFiles> {
+    super::load_catalog(ctx)
+        .packs
+        .iter()
+        .map(|pack| SkillFiles {
+            id: pack.manifest.id.clone(),
+            skill: pack.skill.text.clone(),
+            reference: render::skill_reference(pack),
+        })
+        .collect()
+}

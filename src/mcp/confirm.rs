@@ -48,7 +48,7 @@ impl Seals {
     /// Seals with a fresh key.
     pub(crate) fn new() -> Self {
         Self {
-            codec: fresh_key().and_then(|key| RequestStateCodec::try_new(key).ok()),
+            codec: random_bytes(32).and_then(|key| RequestStateCodec::try_new(key).ok()),
             used: Mutex::default(),
             nonces: AtomicU64::default(),
         }
@@ -85,11 +85,12 @@ impl Seals {
     }
 }
 
-/// A fresh 32-byte key, or `None` when the system gives no randomness (then the
-/// server falls back to `needs_confirmation` and `confirm: true`).
-fn fresh_key() -> Option<Vec<u8>> {
+/// `len` random bytes (a sealing key, a task id), or `None` when the system gives
+/// no randomness (then the server falls back to `needs_confirmation` and
+/// `confirm: true`, and makes no tasks).
+pub(super) fn random_bytes(len: usize) -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let mut key = vec![0_u8; 32];
+    let mut key = vec![0_u8; len];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut random| random.read_exact(&mut key))
         .ok()?;

@@ -16,6 +16,8 @@ pub mod http;
 pub mod lines;
 pub mod logs;
 mod resources;
+mod skills;
+mod tasks;
 mod text;
 mod tool;
 mod view;
@@ -23,10 +25,11 @@ mod view;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetSkillRequestParams, GetSkillResult,
+    GetTaskParams, GetTaskResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -68,7 +71,7 @@ const CALLS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The `hcp` server: shared by every request of a session, and (cloned) by every
 /// session of an HTTP server. Clones share the [`Session`](crate::context::Session) (catalog cache, kept captures), the sealing key, the
-/// list of listeners and the calls in flight.
+/// list of listeners, the calls in flight and the tasks.
 #[derive(Clone)]
 pub struct Server {
     /// The context every call starts from: an agent's. Its cancellation token is the
@@ -80,6 +83,10 @@ pub struct Server {
     calls: tokio_util::task::TaskTracker,
     /// Seals confirmation state, and remembers which states were used.
     seals: Arc<confirm::Seals>,
+    /// Calls that went on as tasks (the tasks extension).
+    tasks: Arc<tasks::Tasks>,
+    /// This stdio connection, whose tasks are its own (see [`tasks::Owner`]).
+    connection: u64,
 }
 
 impl Server {
@@ -94,6 +101,8 @@ impl Server {
             changes: Arc::default(),
             calls: tokio_util::task::TaskTracker::new(),
             seals: Arc::new(confirm::Seals::new()),
+            tasks: Arc::default(),
+            connection: tasks::connection_id(),
         }
     }
 
@@ -138,7 +147,13 @@ fn stamp(meta: &mut Option<MetaObject>, ctx: &RequestContext<RoleServer>) {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_skills()
+                .enable_tasks()
+                .build(),
         )
         .with_server_info(implementation())
         .with_instructions(
@@ -187,21 +202,73 @@ impl ServerHandler for Server {
             return Err(McpError::invalid_params("this server has one tool, `hcp`", None));
         }
         let arguments = request.arguments.clone().unwrap_or_default();
-        let resume = request
-            .input_responses
-            .as_ref()
-            .zip(request.request_state.as_deref());
-        // A call that starts after shutdown began is cancelled at once.
-        let mut response = self
-            .calls
-            .track_future(self.call(&arguments, resume, Some(&ctx)))
-            .await;
+        let mut response = if tasks::declared(&ctx) {
+            // A long call may go on as a task.
+            let resume = request.input_responses.zip(request.request_state);
+            self.call_or_task(arguments, resume, ctx.clone()).await
+        } else {
+            let resume = request
+                .input_responses
+                .as_ref()
+                .zip(request.request_state.as_deref());
+            // A call that starts after shutdown began is cancelled at once.
+            self.calls
+                .track_future(self.call(&arguments, resume, Some(&ctx), None))
+                .await
+        };
         match &mut response {
             CallToolResponse::Complete(result) => stamp(&mut result.meta, &ctx),
             CallToolResponse::InputRequired(result) => stamp(&mut result.meta, &ctx),
             _ => {}
         }
         Ok(response)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let mut result = GetTaskResult::new(self.tasks.get(&self.owner(&ctx), &request.task_id)?);
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .update(&self.owner(&ctx), &request.task_id, &request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel(&self.owner(&ctx), &request.task_id)
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let mut result = self.list_skills_now();
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let mut result = self.get_skill_now(&request.uri)?;
+        stamp(&mut result.meta, &ctx);
+        Ok(result)
     }
 
     async fn list_resources(
@@ -214,6 +281,7 @@ impl ServerHandler for Server {
             .await
             .into_iter()
             .map(|(uri, name, mime)| Resource::new(uri, name).with_mime_type(mime))
+            .chain(self.skill_resources())
             .collect();
         let mut result = ListResourcesResult::with_all_items(resources);
         stamp(&mut result.meta, &ctx);
@@ -236,6 +304,11 @@ impl ServerHandler for Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.as_str();
+        if let Some(file) = self.skill_file(uri) {
+            let mut result = ReadResourceResult::new(vec![file]);
+            stamp(&mut result.meta, &ctx);
+            return Ok(result.into());
+        }
         match self.resource(uri).await {
             Some((text, mime)) => {
                 let mut result =
@@ -252,13 +325,15 @@ impl ServerHandler for Server {
 }
 
 /// Serves `hcp` on a byte stream (stdin and stdout for `hcpx mcp`), one JSON-RPC
-/// message a line (see [`lines`]), until the client goes away.
-pub async fn serve<R, W>(server: Server, read: R, write: W) -> Result<(), String>
+/// message a line (see [`lines`]), until the client goes away. Each stream is a
+/// client of its own: the tasks it makes are its alone.
+pub async fn serve<R, W>(mut server: Server, read: R, write: W) -> Result<(), String>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt as _;
+    server.connection = tasks::connection_id();
     let shutdown = server.base.cancel.clone();
     let keep = server.clone();
     let running = tokio::select! {
@@ -290,6 +365,17 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `initialize` and `server/discover` say the server is and does: the
+    /// tool and resources, and the skills and tasks extensions.
+    #[test]
+    fn capabilities() {
+        let ctx = Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap();
+        let options = Options::from_context(&ctx, false);
+        let mut info = serde_json::to_value(Server::new(ctx, options).get_info()).unwrap();
+        info["serverInfo"]["version"] = json!("[version]");
+        insta::assert_json_snapshot!("capabilities", info);
+    }
 
     /// Every call a server runs, in every HTTP session (a clone), points to one
     /// session that caches the catalog; the context it was made from keeps its own.

@@ -15,8 +15,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 
+use super::tasks::Detach;
 use super::{Server, args, view};
 use crate::context::Context;
+use crate::runtime::Progress;
 
 /// A schema as rmcp takes it (a literal that is not an object becomes an empty one).
 fn object(value: Value) -> Arc<JsonObject> {
@@ -109,11 +111,14 @@ pub fn tool(read_only: bool) -> Tool {
 impl Server {
     /// Runs one tool call in process. `resume` is the client's answer to an earlier
     /// `InputRequiredResult`: its input responses and the sealed state.
-    pub async fn call(
+    /// `detach`, for a call that may become a task ([`super::tasks`]), stops the call
+    /// instead of the request's cancellation and hears its progress first.
+    pub(crate) async fn call(
         &self,
         arguments: &JsonObject,
         resume: Option<(&InputResponses, &str)>,
         ctx: Option<&RequestContext<RoleServer>>,
+        detach: Option<Arc<Detach>>,
     ) -> CallToolResponse {
         let input = match args::parse(arguments) {
             Ok(input) => input,
@@ -127,11 +132,13 @@ impl Server {
         call.policies = Some(policies.clone());
         let mut confirmation = None;
         let mut forwarder = None;
-        // The call stops when its request is cancelled or the server shuts down.
-        let cancel = ctx.map_or_else(
-            || self.base.cancel.child_token(),
-            |request| request.ct.child_token(),
-        );
+        // The call stops when its request is cancelled (or, for one that may become
+        // a task, when its own token fires) or the server shuts down.
+        let cancel = match (&detach, ctx) {
+            (Some(detach), _) => detach.cancel.child_token(),
+            (None, Some(request)) => request.ct.child_token(),
+            (None, None) => self.base.cancel.child_token(),
+        };
         let shutdown = self.base.cancel.clone();
         let linked = cancel.clone();
         let _link = AbortOnDrop(tokio::spawn(async move {
@@ -150,7 +157,7 @@ impl Server {
                 call.human = Some(human.clone());
             }
             confirmation = Some(asked);
-            forwarder = forward_progress(request, &mut call);
+            forwarder = forward_progress(request, &mut call, detach);
         }
         let executed = crate::execute_for_program(input.argv.clone(), &call).await;
         // Every progress notification goes out before the result: close the channel
@@ -186,31 +193,50 @@ impl Server {
     }
 }
 
+/// How a running call is getting on, in words.
+pub(super) fn progress_message(progress: &Progress) -> String {
+    format!(
+        "running, {} of output so far",
+        crate::render::count(
+            usize::try_from(progress.output_bytes).unwrap_or(usize::MAX),
+            "byte"
+        )
+    )
+}
+
 /// When the request asks for progress, sends the call's progress to the client
-/// as notifications; the returned task ends once `call` (which holds the sender)
-/// is dropped and every notification is out.
+/// as notifications (a call that may become a task tells `detach` first, which
+/// says whether the request still hears it); the returned task ends once `call`
+/// (which holds the sender) is dropped and every notification is out.
 fn forward_progress(
     request: &RequestContext<RoleServer>,
     call: &mut Context,
+    detach: Option<Arc<Detach>>,
 ) -> Option<tokio::task::JoinHandle<()>> {
-    let token = request.meta.get_progress_token()?;
+    let token = request.meta.get_progress_token();
+    if token.is_none() {
+        // Nothing to forward, but a call that may become a task still listens.
+        let detach = detach?;
+        call.progress = Some(Arc::new(move |progress| {
+            detach.heard(&progress);
+        }));
+        return None;
+    }
+    let token = token?;
     let peer = request.peer.clone();
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<crate::runtime::Progress>();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Progress>();
     let forwarder = tokio::spawn(async move {
         while let Some(progress) = receiver.recv().await {
             let seconds = progress.elapsed.as_secs_f64();
-            let param = ProgressNotificationParam::new(token.clone(), seconds).with_message(format!(
-                "running, {} of output so far",
-                crate::render::count(
-                    usize::try_from(progress.output_bytes).unwrap_or(usize::MAX),
-                    "byte"
-                )
-            ));
+            let param = ProgressNotificationParam::new(token.clone(), seconds)
+                .with_message(progress_message(&progress));
             let _ = peer.notify_progress(param).await;
         }
     });
     call.progress = Some(Arc::new(move |progress| {
-        let _ = sender.send(progress);
+        if detach.as_ref().is_none_or(|detach| detach.heard(&progress)) {
+            let _ = sender.send(progress);
+        }
     }));
     Some(forwarder)
 }

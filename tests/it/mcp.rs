@@ -18,20 +18,35 @@ use crate::common::{BIN, TestEnv, pids_of};
 
 /// A client that answers elicitation, or a plain one that declares none.
 #[derive(Clone, Default)]
-struct Client {
+pub(crate) struct Client {
     elicit: Option<bool>,
+    /// Declares the tasks extension.
+    pub(crate) tasks: bool,
     /// The messages of the elicitations asked.
     asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// How many `notifications/resources/list_changed` arrived.
-    list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub(crate) list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Client {
+    /// A client that declares the tasks extension.
+    pub(crate) fn with_tasks() -> Self {
+        Self {
+            tasks: true,
+            ..Self::default()
+        }
+    }
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let capabilities = match self.elicit {
+        let mut capabilities = match self.elicit {
             Some(_) => ClientCapabilities::builder().enable_elicitation().build(),
             None => ClientCapabilities::default(),
         };
+        if self.tasks {
+            capabilities.extensions = ClientCapabilities::builder().enable_tasks().build().extensions;
+        }
         ClientConfig::new(capabilities, Implementation::new("hcpx-tests", "0"))
     }
 
@@ -61,7 +76,7 @@ impl ClientHandler for Client {
     }
 }
 
-fn context(env: &TestEnv) -> hcpx::Context {
+pub(crate) fn context(env: &TestEnv) -> hcpx::Context {
     let vars = vec![
         ("PATH".to_owned(), env.path.clone()),
         (
@@ -73,7 +88,11 @@ fn context(env: &TestEnv) -> hcpx::Context {
     hcpx::Context::new(vars.into_iter().chain(env.extra_env.clone()), env.work(), false).unwrap()
 }
 
-async fn connect(env: &TestEnv, client: Client, read_only: bool) -> RunningService<RoleClient, Client> {
+pub(crate) async fn connect(
+    env: &TestEnv,
+    client: Client,
+    read_only: bool,
+) -> RunningService<RoleClient, Client> {
     let ctx = context(env);
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
     let server = hcpx::mcp::Server::new(ctx, options);
@@ -85,7 +104,7 @@ async fn connect(env: &TestEnv, client: Client, read_only: bool) -> RunningServi
     client.serve(client_io).await.unwrap()
 }
 
-async fn call(client: &RunningService<RoleClient, Client>, arguments: Value) -> CallToolResult {
+pub(crate) async fn call(client: &RunningService<RoleClient, Client>, arguments: Value) -> CallToolResult {
     let arguments = arguments.as_object().unwrap().clone();
     client
         .call_tool(CallToolRequestParams::new("hcp").with_arguments(arguments))
@@ -93,11 +112,11 @@ async fn call(client: &RunningService<RoleClient, Client>, arguments: Value) -> 
         .unwrap()
 }
 
-fn envelope(result: &CallToolResult) -> &Value {
+pub(crate) fn envelope(result: &CallToolResult) -> &Value {
     result.structured_content.as_ref().unwrap()
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     result
         .content
         .iter()
@@ -105,7 +124,7 @@ fn text(result: &CallToolResult) -> String {
         .collect()
 }
 
-fn probe_env() -> TestEnv {
+pub(crate) fn probe_env() -> TestEnv {
     let env = TestEnv::new();
     env.install_fixture("probe", "probe");
     env
@@ -561,7 +580,12 @@ async fn resources_catalog_help_skills_and_template() {
             "hcp://skill/git",
             "hcp://skill/jq",
             "hcp://skill/sqlite",
-            "hcp://skill/transit"
+            "hcp://skill/transit",
+            // The same skills through the skills extension (tests/it/mcp_skills.rs).
+            "skill://git/SKILL.md",
+            "skill://jq/SKILL.md",
+            "skill://sqlite/SKILL.md",
+            "skill://transit/SKILL.md"
         ]
     );
     let templates = client.list_all_resource_templates().await.unwrap();
@@ -612,7 +636,7 @@ async fn resources_catalog_help_skills_and_template() {
 pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    pub(crate) stdout: BufReader<ChildStdout>,
     /// The longest line read from the server, in bytes: one whole message.
     pub(crate) largest: usize,
 }
@@ -898,7 +922,7 @@ fn rss_at_rest_is_small() {
     let _ = BIN;
 }
 
-async fn connect_modern(env: &TestEnv, client: Client) -> RunningService<RoleClient, Client> {
+pub(crate) async fn connect_modern(env: &TestEnv, client: Client) -> RunningService<RoleClient, Client> {
     use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
     let ctx = context(env);
     let options = hcpx::mcp::Options::from_context(&ctx, false);
@@ -914,7 +938,7 @@ async fn connect_modern(env: &TestEnv, client: Client) -> RunningService<RoleCli
     client.serve_with_lifecycle(client_io, lifecycle).await.unwrap()
 }
 
-fn params(argv: Value) -> CallToolRequestParams {
+pub(crate) fn params(argv: Value) -> CallToolRequestParams {
     CallToolRequestParams::new("hcp").with_arguments(json!({ "argv": argv }).as_object().unwrap().clone())
 }
 

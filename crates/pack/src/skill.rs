@@ -2,6 +2,7 @@
 //! pack id) and `description` (at most 1,024 characters), then Markdown. Text in, no
 //! I/O. The body is the pack author's words; hcpx shows it and never obeys it.
 
+use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::manifest::{MAX_DESCRIPTION, Problem};
@@ -91,6 +92,49 @@ pub fn parse(text: &str, expected_id: &str) -> Result<SkillDoc, Vec<Problem>> {
     }
 }
 
+/// The front matter of a `SKILL.md` as a JSON object, every field the author wrote
+/// as YAML reads it (what the MCP skills extension serves as a skill's
+/// `frontmatter`): `None` when there is no front matter, it is not a mapping, or it
+/// holds what JSON cannot say the same way (a key that is not a scalar, a number
+/// that is not finite, an unresolved alias).
+pub fn front_matter_json(text: &str) -> Option<Map<String, Value>> {
+    let (front, _) = split(text)?;
+    let docs = YamlLoader::load_from_str(front).ok()?;
+    match to_json(docs.first()?)? {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+fn to_json(yaml: &Yaml) -> Option<Value> {
+    Some(match yaml {
+        Yaml::Null => Value::Null,
+        Yaml::Boolean(value) => Value::Bool(*value),
+        Yaml::Integer(value) => Value::Number((*value).into()),
+        Yaml::Real(text) => Value::Number(Number::from_f64(yaml.as_f64().or_else(|| text.parse().ok())?)?),
+        Yaml::String(text) => Value::String(text.clone()),
+        Yaml::Array(items) => Value::Array(items.iter().map(to_json).collect::<Option<_>>()?),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .map(|(key, value)| Some((key_text(key)?, to_json(value)?)))
+                .collect::<Option<_>>()?,
+        ),
+        Yaml::Alias(_) | Yaml::BadValue => return None,
+    })
+}
+
+/// A mapping key as JSON writes it: strings as they are, other scalars as YAML
+/// spelled them.
+fn key_text(key: &Yaml) -> Option<String> {
+    match key {
+        Yaml::String(text) | Yaml::Real(text) => Some(text.clone()),
+        Yaml::Integer(value) => Some(value.to_string()),
+        Yaml::Boolean(value) => Some(value.to_string()),
+        Yaml::Null => Some("null".to_owned()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +187,25 @@ mod tests {
     fn refuses_invalid_yaml() {
         let problems = parse("---\nname: [demo\n---\n", "demo").unwrap_err();
         assert!(problems[0].message.starts_with("front matter is not valid YAML"));
+    }
+
+    #[test]
+    fn front_matter_as_json_keeps_every_field_as_yaml_reads_it() {
+        let text = "---\nname: demo\ndescription: >\n  Does a thing.\n  Use it when.\nlicense: MIT\n\
+                    metadata:\n  version: \"1.2\"\n  count: 3\n  ratio: 0.5\n  tags: [a, b]\n  on: true\n  none: ~\n---\n# Demo\n";
+        assert_eq!(
+            Value::Object(front_matter_json(text).unwrap()),
+            serde_json::json!({
+                "name": "demo",
+                "description": "Does a thing. Use it when.\n",
+                "license": "MIT",
+                "metadata": { "version": "1.2", "count": 3, "ratio": 0.5, "tags": ["a", "b"], "on": true, "none": null }
+            })
+        );
+        // What JSON cannot say the same way is no front matter at all.
+        assert_eq!(front_matter_json("---\nname: demo\nx: .inf\n---\n"), None);
+        assert_eq!(front_matter_json("---\n[a, b]: 1\n---\n"), None);
+        assert_eq!(front_matter_json("---\n- a\n---\n"), None);
+        assert_eq!(front_matter_json("# no front matter\n"), None);
     }
 }
