@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::common::TestEnv;
 
 /// (host, scope, file under the test root, an existing file as people have them)
-const CASES: [(&str, &str, &str, &str); 11] = [
+const CASES: [(&str, &str, &str, &str); 19] = [
     (
         "mcp",
         "project",
@@ -74,12 +74,63 @@ const CASES: [(&str, &str, &str, &str); 11] = [
         "user/.copilot/mcp-config.json",
         "{\n  \"mcpServers\": {\n    \"jira\": { \"type\": \"local\", \"command\": \"jira-mcp\", \"args\": [], \"tools\": [\"*\"] }\n  }\n}\n",
     ),
+    (
+        "qwen-code",
+        "project",
+        "work/.qwen/settings.json",
+        "{\n  \"mcpServers\": {\n    \"fetch\": {\n      \"command\": \"fetch-mcp\",\n      \"args\": []\n    }\n  },\n  \"$version\": 4\n}\n",
+    ),
+    (
+        "kiro",
+        "user",
+        "user/.kiro/settings/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"aws-docs\": { \"command\": \"uvx\", \"args\": [\"awslabs.aws-documentation-mcp-server@latest\"], \"disabled\": false }\n  }\n}\n",
+    ),
+    (
+        "cline",
+        "user",
+        "user/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"github-mcp\", \"args\": [], \"alwaysAllow\": [], \"disabled\": false }\n  }\n}\n",
+    ),
+    (
+        "lm-studio",
+        "user",
+        "user/.lmstudio/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"hf\": { \"url\": \"https://huggingface.co/mcp\" }\n  }\n}\n",
+    ),
+    (
+        "antigravity",
+        "user",
+        "user/.gemini/antigravity/mcp_config.json",
+        "{\n  \"mcpServers\": {\n    \"linear\": { \"serverUrl\": \"https://mcp.linear.app/mcp\" }\n  }\n}\n",
+    ),
+    (
+        "amp",
+        "user",
+        "user/.config/amp/settings.json",
+        "{\n  \"amp.notifications.enabled\": true,\n  \"amp.mcpServers\": {\n    \"playwright\": { \"command\": \"npx\", \"args\": [\"-y\", \"@playwright/mcp@latest\"] }\n  }\n}\n",
+    ),
+    (
+        "crush",
+        "project",
+        "work/.crush.json",
+        "{\n  \"$schema\": \"https://charm.land/crush.json\",\n  \"mcp\": {\n    \"fs\": { \"type\": \"stdio\", \"command\": \"fs-mcp\" }\n  }\n}\n",
+    ),
+    (
+        "factory",
+        "user",
+        "user/.factory/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"sentry\": { \"type\": \"http\", \"url\": \"https://mcp.sentry.dev/mcp\" }\n  }\n}\n",
+    ),
 ];
 
 fn entry_of(host: &str, text: &str) -> Value {
     if host == "codex" {
         let doc: toml_edit::DocumentMut = text.parse().unwrap();
         let table = doc["mcp_servers"]["hcp"].as_table().unwrap();
+        if let Some(url) = table.get("url") {
+            return json!({ "url": url.as_str().unwrap() });
+        }
         return json!({
             "command": table["command"].as_str().unwrap(),
             "args": table["args"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(),
@@ -90,7 +141,8 @@ fn entry_of(host: &str, text: &str) -> Value {
     let servers = match host {
         "vscode" => &root["servers"],
         "zed" => &root["context_servers"],
-        "opencode" => &root["mcp"],
+        "opencode" | "crush" => &root["mcp"],
+        "amp" => &root["amp.mcpServers"],
         _ => &root["mcpServers"],
     };
     servers["hcp"].clone()
@@ -237,7 +289,7 @@ fn agents_cannot_adopt() {
     assert!(!env.work().join(".cursor/mcp.json").exists());
     let (code, envelope) = env.json(&["adopt", "nosuchhost"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["data"]["hosts"].as_array().unwrap().len(), 11);
+    assert_eq!(envelope["data"]["hosts"].as_array().unwrap().len(), 19);
 }
 
 #[test]
@@ -280,6 +332,19 @@ fn native_installs_skill_block_and_agent_env_for_every_shell_agent() {
             "work/AGENTS.md",
             None,
         ),
+        (
+            "qwen-code",
+            "work/.qwen/skills/hcpx/SKILL.md",
+            "work/QWEN.md",
+            None,
+        ),
+        ("amp", "user/.agents/skills/hcpx/SKILL.md", "work/AGENTS.md", None),
+        (
+            "factory",
+            "user/.factory/skills/hcpx/SKILL.md",
+            "work/AGENTS.md",
+            None,
+        ),
     ];
     for (host, skill, instructions, settings) in cases {
         let env = TestEnv::new();
@@ -295,19 +360,35 @@ fn native_installs_skill_block_and_agent_env_for_every_shell_agent() {
         let written = std::fs::read_to_string(env.root.path().join(skill))
             .unwrap_or_else(|_| panic!("{host}: no skill"));
         assert!(written.starts_with("---\nname: hcpx\ndescription: "), "{host}");
+        // hcpx is not on the test's PATH and HCP_HOME is set: the skill names this
+        // binary and home, as the MCP entry does.
+        let shell = format!("HCP_HOME={} {}", env.home().display(), crate::common::BIN);
+        assert!(
+            written.contains(&format!("`{shell} search WORDS`")),
+            "{host}: {written}"
+        );
+        assert!(!written.contains("`hcpx "), "{host}: {written}");
         let block = std::fs::read_to_string(&instructions_path).unwrap();
         assert!(block.starts_with(rules), "{host}: the instructions are kept");
         assert_eq!(block.matches("<!-- hcpx:begin").count(), 1, "{host}");
+        assert!(
+            block.contains(&format!("`{shell} search WORDS`")),
+            "{host}: {block}"
+        );
         if let Some(path) = &settings_original {
             let text = std::fs::read_to_string(path).unwrap();
+            let home = env.home().display().to_string();
             if host == "codex" {
                 assert!(
-                    text.contains("[shell_environment_policy.set]\nHCP_AGENT = \"1\""),
+                    text.contains(&format!(
+                        "[shell_environment_policy.set]\nHCP_AGENT = \"1\"\nHCP_HOME = \"{home}\""
+                    )),
                     "{host}: {text}"
                 );
             } else {
                 let value: Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(value["env"]["HCP_AGENT"], json!("1"), "{host}");
+                assert_eq!(value["env"]["HCP_HOME"], json!(home), "{host}");
                 assert_eq!(value["permissions"]["allow"][0], json!("Bash(ls:*)"), "{host}");
             }
         }
@@ -325,7 +406,10 @@ fn native_installs_skill_block_and_agent_env_for_every_shell_agent() {
         assert!(!env.root.path().join(skill).exists(), "{host}");
         if let Some(path) = &settings_original {
             let text = std::fs::read_to_string(path).unwrap();
-            assert!(!text.contains("HCP_AGENT"), "{host}: {text}");
+            assert!(
+                !text.contains("HCP_AGENT") && !text.contains("HCP_HOME"),
+                "{host}: {text}"
+            );
         }
     }
     let env = TestEnv::new();
@@ -489,18 +573,19 @@ fn remove_after_other_edits_restores_the_previous_entry_and_keeps_the_edits() {
 fn the_backup_is_the_file_before_the_first_adopt() {
     let mut env = TestEnv::new();
     let original = "{\n  \"mcpServers\": {\n    \"db\": { \"command\": \"db-mcp\" }\n  }\n}\n";
-    let path = env.write("work/.cursor/mcp.json", original);
-    let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);
+    let path = env.write("work/.mcp.json", original);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     let first = read(&path);
-    // The person edits the file; then hcpx lands on PATH, so the entry changes.
+    // The person edits the file; then hcpx lands on PATH, so the entry changes (for
+    // Claude Code, which runs with the shell's PATH; Cursor's entry keeps the path).
     let edited = first.replacen("{\n", "{\n  \"theme\": \"dark\",\n", 1);
     std::fs::write(&path, &edited).unwrap();
     let bin = env.root.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(crate::common::BIN, bin.join("hcpx")).unwrap();
     env.path = format!("{}:{}", bin.display(), env.path);
-    let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(envelope["data"]["changed"], json!(true));
     let mut entry = cursor_entry(&env);
@@ -512,7 +597,7 @@ fn the_backup_is_the_file_before_the_first_adopt() {
     );
     assert_eq!(read(&bak(&path)), original, ".bak is still the first one");
     // --remove takes the entry out and keeps the person's edit.
-    let (code, envelope) = env.json(&["adopt", "cursor", "--remove", "--write", "--yes"]);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--remove", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(
         read(&path),
@@ -693,6 +778,15 @@ fn url_entries_for_the_hosts_that_take_them() {
             "copilot-cli",
             json!({ "type": "http", "url": URL, "tools": ["*"] }),
         ),
+        ("codex", json!({ "url": URL })),
+        ("qwen-code", json!({ "httpUrl": URL })),
+        ("kiro", json!({ "url": URL })),
+        ("cline", json!({ "type": "streamableHttp", "url": URL })),
+        ("lm-studio", json!({ "url": URL })),
+        ("antigravity", json!({ "serverUrl": URL })),
+        ("amp", json!({ "url": URL })),
+        ("crush", json!({ "type": "http", "url": URL })),
+        ("factory", json!({ "type": "http", "url": URL })),
     ];
     for (host, shape) in shapes {
         let (_, scope, file, original) = CASES.iter().find(|case| case.0 == host).copied().unwrap();
@@ -710,7 +804,7 @@ fn url_entries_for_the_hosts_that_take_them() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), original, "{host}");
     }
     let env = TestEnv::new();
-    for host in ["claude-desktop", "codex", "zed"] {
+    for host in ["claude-desktop", "zed"] {
         let (code, envelope) = env.json(&["adopt", host, "--url", URL, "--write", "--yes"]);
         assert_eq!(code, 2, "{host}: {envelope}");
         assert!(
@@ -809,8 +903,9 @@ fn an_unknown_host_names_the_closest_ones() {
         json!({
             "code": 2,
             "reason": "invalid_arguments",
-            "message": "unknown host; closest: claude-code, claude-desktop; hcpx knows: claude-code, claude-desktop, \
-                        codex, copilot-cli, cursor, gemini, mcp, opencode, vscode, windsurf, zed"
+            "message": "unknown host; closest: claude-code, claude-desktop; hcpx knows: amp, antigravity, claude-code, \
+                        claude-desktop, cline, codex, copilot-cli, crush, cursor, factory, gemini, kiro, lm-studio, mcp, \
+                        opencode, qwen-code, vscode, windsurf, zed"
         })
     );
     assert_eq!(

@@ -12,6 +12,7 @@
 mod common;
 
 mod adopt;
+mod adopt_command;
 mod bindings;
 mod builtins;
 mod catalog;
