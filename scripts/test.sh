@@ -4,7 +4,8 @@
 # (pinned in tests/npm-registry/, installed under target/npm-registry), then the
 # interop test in which the official Python MCP SDK (pinned in
 # tests/interop/requirements.txt, installed into a venv under target/) drives
-# `hcpx mcp` over stdio and over Streamable HTTP.
+# `hcpx mcp` over stdio and over Streamable HTTP, and the check of server.json and
+# `hcpx adopt plugin`'s folder against their published schemas (tests/schemas/).
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -39,9 +40,15 @@ if [ -s "$skipped" ]; then
 fi
 cargo build --locked
 venv=target/interop-venv
-if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
+if ! cmp -s tests/interop/requirements.txt "$venv/installed-requirements.txt"; then
+  rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+  # Written last: a half-done install is redone on the next run.
+  cp tests/interop/requirements.txt "$venv/installed-requirements.txt"
 fi
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_http.py target/debug/hcpx
+# server.json and `hcpx adopt plugin`'s folder against the published schemas kept in
+# tests/schemas/, with validators nobody here wrote.
+timeout --kill-after=10 300 "$venv/bin/python" tests/schemas/validate.py target/debug/hcpx

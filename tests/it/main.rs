@@ -37,6 +37,7 @@ mod packs;
 mod policy;
 mod programs;
 mod readme;
+mod registry;
 mod sandbox;
 mod sockets;
 mod transit;

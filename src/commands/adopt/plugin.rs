@@ -6,8 +6,10 @@
 //! taken out again by `--remove`. Part of [`super`].
 //!
 //! The format's `command` is one token, a bare name or a path inside the plugin
-//! (`./…`), never an absolute path: when the `hcpx` on PATH is not this binary, the
-//! plugin carries `bin/hcpx`, a two-line script that starts this binary.
+//! (`./…`), never an absolute path; and a host that loads plugins may be a desktop
+//! app, without the shell's PATH. So the plugin carries `bin/hcpx`, a short script
+//! that starts this very binary by its path (the bare `hcpx` only when that path
+//! cannot be told).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -248,7 +250,23 @@ pub(super) fn changes(
     let root = root(ctx, request);
     let mut changes = Vec::new();
     let mut dirs = Vec::new();
-    for file in files(ctx, request, warnings) {
+    let mut files = files(ctx, request, warnings);
+    if request.remove {
+        // Every file adopt wrote there goes, the packs' skills too without the flag.
+        for name in record.files.keys() {
+            let path = Path::new(name);
+            if let Ok(relative) = path.strip_prefix(&root)
+                && !files.iter().any(|file| file.relative == relative)
+            {
+                files.push(PluginFile {
+                    relative: relative.to_path_buf(),
+                    text: String::new(),
+                    mode: None,
+                });
+            }
+        }
+    }
+    for file in files {
         let path = root.join(&file.relative);
         if let Some(parent) = path.parent()
             && parent != root
