@@ -20,6 +20,22 @@ if ! cmp -s tests/npm-registry/package-lock.json "$registry/installed-lock.json"
   # Written last: a half-done install is redone on the next run.
   cp tests/npm-registry/package-lock.json "$registry/installed-lock.json"
 fi
+# The MCP hosts' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot
+# CLI, and a Node.js 22 for those that need it) that tests/it/hosts.rs runs on what
+# adopt writes, offline: pinned by tests/hosts/package-lock.json, installed under
+# target/hosts without their install scripts (the tests run each platform package's
+# own binary), kept between runs.
+hosts=target/hosts
+if ! cmp -s tests/hosts/package-lock.json "$hosts/installed-lock.json"; then
+  rm -rf "$hosts"
+  mkdir -p "$hosts"
+  cp tests/hosts/package.json tests/hosts/package-lock.json "$hosts/"
+  # `npm install` from the lockfile, not `npm ci`: npm leaves other platforms'
+  # optional packages out of a lockfile and `npm ci` then refuses it (every one is
+  # pinned to an exact version by the package that wants it).
+  (cd "$hosts" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error)
+  cp tests/hosts/package-lock.json "$hosts/installed-lock.json"
+fi
 # The PyPI and npm programs the catalog packs' tests run, pinned in tests/tools/ and
 # installed under target/tools (redone only when a pin file changed).
 scripts/tools.sh

@@ -23,6 +23,7 @@ mod egress;
 mod egress_header;
 mod exec;
 mod grants;
+mod hosts;
 mod http;
 mod index;
 mod inert;
