@@ -13,6 +13,7 @@ mod common;
 
 mod adopt;
 mod adopt_command;
+mod adopt_native;
 mod bindings;
 mod builtins;
 mod catalog;
