@@ -4,8 +4,10 @@
 # (pinned in tests/npm-registry/, installed under target/npm-registry), then the
 # interop test in which the official Python MCP SDK (pinned in
 # tests/interop/requirements.txt, installed into a venv under target/) drives
-# `hcpx mcp` over stdio and over Streamable HTTP. MCP Inspector's CLI (pinned in
-# tests/interop/node/) is installed first: the integration tests drive hcpx with it.
+# `hcpx mcp` over stdio and over Streamable HTTP, and the check of server.json and
+# `hcpx adopt plugin`'s folder against their published schemas (tests/schemas/).
+# MCP Inspector's CLI (pinned in tests/interop/node/) is installed first: the
+# integration tests drive hcpx with it.
 # Usage: scripts/test.sh
 set -eu
 cd "$(dirname "$0")/.."
@@ -33,6 +35,22 @@ if ! cmp -s tests/interop/node/package-lock.json "$interop_node/installed-lock.j
   # Written last: a half-done install is redone on the next run.
   cp tests/interop/node/package-lock.json "$interop_node/installed-lock.json"
 fi
+# The MCP hosts' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot
+# CLI, and a Node.js 22 for those that need it) that tests/it/hosts.rs runs on what
+# adopt writes, offline: pinned by tests/hosts/package-lock.json, installed under
+# target/hosts without their install scripts (the tests run each platform package's
+# own binary), kept between runs.
+hosts=target/hosts
+if ! cmp -s tests/hosts/package-lock.json "$hosts/installed-lock.json"; then
+  rm -rf "$hosts"
+  mkdir -p "$hosts"
+  cp tests/hosts/package.json tests/hosts/package-lock.json "$hosts/"
+  # `npm install` from the lockfile, not `npm ci`: npm leaves other platforms'
+  # optional packages out of a lockfile and `npm ci` then refuses it (every one is
+  # pinned to an exact version by the package that wants it).
+  (cd "$hosts" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error)
+  cp tests/hosts/package-lock.json "$hosts/installed-lock.json"
+fi
 # The PyPI and npm programs the catalog packs' tests run, pinned in tests/tools/ and
 # installed under target/tools (redone only when a pin file changed).
 scripts/tools.sh
@@ -53,9 +71,15 @@ if [ -s "$skipped" ]; then
 fi
 cargo build --locked
 venv=target/interop-venv
-if ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
+if ! cmp -s tests/interop/requirements.txt "$venv/installed-requirements.txt"; then
+  rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+  # Written last: a half-done install is redone on the next run.
+  cp tests/interop/requirements.txt "$venv/installed-requirements.txt"
 fi
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_http.py target/debug/hcpx
+# server.json and `hcpx adopt plugin`'s folder against the published schemas kept in
+# tests/schemas/, with validators nobody here wrote.
+timeout --kill-after=10 300 "$venv/bin/python" tests/schemas/validate.py target/debug/hcpx

@@ -147,14 +147,17 @@ pub enum HcpxCommand {
     /// Plug hcpx into a host's configuration: show the change, or write it with --write.
     #[command(
         after_help = "Hosts: mcp (.hcp/mcp.json), claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, \
-                            gemini, opencode, copilot-cli.\n\nExamples:\n  hcpx adopt cursor            (show the diff)\n  \
-                            hcpx adopt cursor --write --yes\n  hcpx adopt codex --remove --write --yes\n\n\
+                            gemini, opencode, copilot-cli, qwen-code, kiro, cline, lm-studio, antigravity, amp, crush, \
+                            factory; plugin writes an Agent Plugins folder.\n\nExamples:\n  hcpx adopt cursor            (show the diff)\n  \
+                            hcpx adopt cursor --write --yes\n  hcpx adopt codex --remove --write --yes\n  \
+                            hcpx adopt plugin --write --yes   (an Agent Plugins folder, hcpx-plugin/)\n\n\
                             Comments, order and every other setting are kept; the file before the first adopt \
                             stays as NAME.bak. An entry hcpx did not write is replaced only with --force, and \
                             --remove puts it back."
     )]
     Adopt {
-        /// The host: mcp, claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, gemini, opencode, copilot-cli.
+        /// The host: mcp, claude-desktop, claude-code, cursor, vscode, codex, windsurf, zed, gemini, opencode,
+        /// copilot-cli, qwen-code, kiro, cline, lm-studio, antigravity, amp, crush, factory; or plugin.
         host: String,
         /// Write the change (otherwise only show it).
         #[arg(long)]
@@ -178,6 +181,12 @@ pub enum HcpxCommand {
         /// Confirm the write (the default policy asks).
         #[arg(long)]
         yes: bool,
+        /// `adopt plugin`: the plugin folder to write [default: hcpx-plugin].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// `adopt plugin`: also put each installed pack's skill in the plugin.
+        #[arg(long)]
+        pack_skills: bool,
     },
     /// Serve hcpx to MCP hosts over stdio, or over Streamable HTTP with --http or --unix: one tool, `hcp`, taking the same argv.
     #[command(

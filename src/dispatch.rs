@@ -72,6 +72,8 @@ pub(crate) async fn dispatch(
             force,
             url,
             yes,
+            dir,
+            pack_skills,
         } => {
             let request = commands::adopt::Request {
                 host: &host,
@@ -82,6 +84,8 @@ pub(crate) async fn dispatch(
                 force,
                 url: url.as_deref(),
                 yes,
+                dir: dir.as_deref(),
+                pack_skills,
             };
             commands::adopt::run(ctx, &request, argv).await
         }

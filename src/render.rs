@@ -156,6 +156,17 @@ impl std::fmt::Display for Warning {
                 path.display(),
                 path.display()
             ),
+            Self::OtherHcpx { on_path, written } => write!(
+                f,
+                "the hcpx on PATH ({}) is not this hcpx, so the host is given this one: {written}",
+                on_path.display()
+            ),
+            Self::SkillLeftOut { pack } => write!(
+                f,
+                "the skill of pack `{}` is left out of the plugin: an Agent Skills name is 1 to 64 \
+                 lowercase letters, digits and single hyphens, and a description at most 1024 characters",
+                inert_line(pack)
+            ),
             Self::Registry(why) => write!(f, "{}", inert_line(why)),
             Self::Egress { host, port, why } => write!(
                 f,

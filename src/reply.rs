@@ -81,6 +81,12 @@ pub enum Warning {
     },
     /// A file `adopt --write` would change is read-only.
     ReadOnly { path: PathBuf },
+    /// The `hcpx` on PATH is another file than this binary, so adopt's entry names
+    /// this binary (`written`) instead.
+    OtherHcpx { on_path: PathBuf, written: String },
+    /// `adopt plugin --pack-skills` left this pack's skill out: its id or
+    /// description is not one an Agent Skills file can hold.
+    SkillLeftOut { pack: String },
     /// `search --registry` did not search the registry: the whole sentence why.
     Registry(String),
     /// `uninstall` removed the pack but not its cache folder: where, and why.

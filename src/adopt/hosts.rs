@@ -35,10 +35,37 @@ pub struct Host {
     #[serde(default)]
     pub url_entry: Option<Value>,
     pub default_scope: String,
-    /// scope -> OS (`linux`, `macos`, `windows` or `any`) -> path.
-    pub scopes: BTreeMap<String, BTreeMap<String, String>>,
+    /// scope -> OS (`linux`, `macos`, `windows` or `any`) -> the file, or the files
+    /// the host reads in order of preference (the first that is there is edited; when
+    /// none is, the first is made).
+    pub scopes: BTreeMap<String, BTreeMap<String, Files>>,
+    /// The host is started from a desktop, without the shell's PATH: its entry
+    /// always names hcpx by its absolute path.
+    #[serde(default)]
+    pub gui: bool,
+    /// scope -> what the host still needs from the person once its file is
+    /// written (an approval, a trusted folder), in a sentence.
+    #[serde(default)]
+    pub then: BTreeMap<String, String>,
     #[serde(default)]
     pub native: Option<Native>,
+}
+
+/// One file, or several the host reads, in order of preference.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Files {
+    One(String),
+    FirstOf(Vec<String>),
+}
+
+impl Files {
+    fn each(&self) -> &[String] {
+        match self {
+            Self::One(path) => std::slice::from_ref(path),
+            Self::FirstOf(paths) => paths,
+        }
+    }
 }
 
 /// Where a shell agent reads skills and instructions, and how to set its env.
@@ -134,14 +161,25 @@ pub fn expand(path: &str, env: &BTreeMap<String, String>, cwd: &Path) -> Option<
     })
 }
 
-/// The path of a scope's file on this OS.
+/// The path of a scope's file on this OS: the first of its files that is there
+/// (`exists` says), else the first.
 pub fn scope_path(
-    paths: &BTreeMap<String, String>,
+    paths: &BTreeMap<String, Files>,
     env: &BTreeMap<String, String>,
     cwd: &Path,
+    exists: impl Fn(&Path) -> bool,
 ) -> Option<PathBuf> {
-    let path = paths.get(current_os()).or_else(|| paths.get("any"))?;
-    expand(path, env, cwd)
+    let files = paths.get(current_os()).or_else(|| paths.get("any"))?;
+    let candidates: Vec<PathBuf> = files
+        .each()
+        .iter()
+        .map(|path| expand(path, env, cwd))
+        .collect::<Option<_>>()?;
+    candidates
+        .iter()
+        .find(|path| exists(path))
+        .or_else(|| candidates.first())
+        .cloned()
 }
 
 /// The host's entry with the command and, when given, the environment filled in.
@@ -219,7 +257,7 @@ mod tests {
         assert_eq!(closest("claude", known()), ["claude-code", "claude-desktop"]);
         assert_eq!(closest("Claude", known()), ["claude-code", "claude-desktop"]);
         assert_eq!(closest("vs", known()), ["vscode"]);
-        assert_eq!(closest("cursr", known()), ["cursor"]);
+        assert_eq!(closest("cursr", known()), ["cursor", "crush"]);
         assert_eq!(closest("claude-cod", known()), ["claude-code"]);
         assert!(closest("zzzzzz", known()).is_empty());
         assert!(closest("", known()).is_empty());
@@ -232,14 +270,22 @@ mod tests {
         assert_eq!(
             ids,
             [
+                "amp",
+                "antigravity",
                 "claude-code",
                 "claude-desktop",
+                "cline",
                 "codex",
                 "copilot-cli",
+                "crush",
                 "cursor",
+                "factory",
                 "gemini",
+                "kiro",
+                "lm-studio",
                 "mcp",
                 "opencode",
+                "qwen-code",
                 "vscode",
                 "windsurf",
                 "zed"
@@ -249,11 +295,38 @@ mod tests {
         for host in hosts.values() {
             let paths = &host.scopes[&host.default_scope];
             assert!(
-                scope_path(paths, &env, Path::new("/w")).is_some(),
+                scope_path(paths, &env, Path::new("/w"), |_| false).is_some(),
                 "{}",
                 host.host
             );
         }
+    }
+
+    /// A host that reads one of several files gets the first that is there edited,
+    /// else the first made (opencode: `opencode.jsonc` when a project has one).
+    #[test]
+    fn the_first_file_there_is_the_one_edited() {
+        let hosts = hosts();
+        let paths = &hosts["opencode"].scopes["project"];
+        let env: BTreeMap<String, String> = [("HOME".to_owned(), "/h".to_owned())].into();
+        let pick = |there: &[&str]| {
+            scope_path(paths, &env, Path::new("/w"), |path| {
+                there.iter().any(|name| Path::new("/w").join(name) == path)
+            })
+        };
+        assert_eq!(pick(&[]), Some(PathBuf::from("/w/opencode.json")));
+        assert_eq!(
+            pick(&["opencode.jsonc"]),
+            Some(PathBuf::from("/w/opencode.jsonc"))
+        );
+        assert_eq!(
+            pick(&["opencode.jsonc", "opencode.json"]),
+            Some(PathBuf::from("/w/opencode.json"))
+        );
+        assert_eq!(
+            pick(&[".opencode/opencode.jsonc"]),
+            Some(PathBuf::from("/w/.opencode/opencode.jsonc"))
+        );
     }
 
     #[test]

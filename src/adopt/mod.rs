@@ -16,6 +16,7 @@ mod diff;
 mod file;
 mod hosts;
 mod json;
+mod launch;
 mod plan;
 pub mod record;
 mod toml;
@@ -28,9 +29,10 @@ pub use self::block::{BLOCK_BEGIN, BLOCK_END, edit_block};
 pub use self::diff::diff;
 pub use self::file::{read_only, resolve};
 pub use self::hosts::{
-    AgentEnv, Format, Host, Native, closest as closest_hosts, current_os, entry, expand, hosts, scope_path,
-    url_entry, url_problem,
+    AgentEnv, Files, Format, Host, Native, closest as closest_hosts, current_os, entry, expand, hosts,
+    scope_path, url_entry, url_problem,
 };
+pub use self::launch::Launch;
 pub use self::plan::{KeyEdit, Rewrite, plan, plan_file};
 
 #[derive(Debug, thiserror::Error)]

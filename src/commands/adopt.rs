@@ -26,6 +26,8 @@ use crate::render;
 use crate::reply::Warning;
 use crate::state;
 
+mod native;
+mod plugin;
 mod refusal;
 
 use refusal::edit_failure;
@@ -42,6 +44,10 @@ pub(crate) struct Request<'a> {
     /// A running HTTP server to point the host at, instead of a command.
     pub url: Option<&'a str>,
     pub yes: bool,
+    /// `adopt plugin`: the folder to write, under the working directory when relative.
+    pub dir: Option<&'a Path>,
+    /// `adopt plugin`: also the installed packs' skills.
+    pub pack_skills: bool,
 }
 
 impl Request<'_> {
@@ -53,11 +59,16 @@ impl Request<'_> {
         if let Some(scope) = self.scope {
             words.extend(["--scope", scope]);
         }
+        let dir = self.dir.map(|dir| dir.display().to_string());
+        if let Some(dir) = &dir {
+            words.extend(["--dir", dir]);
+        }
         if let Some(url) = self.url {
             words.extend(["--url", url]);
         }
         for (on, flag) in [
             (self.native, "--native"),
+            (self.pack_skills, "--pack-skills"),
             (self.remove, "--remove"),
             (write, "--write"),
             (self.force, "--force"),
@@ -74,6 +85,9 @@ impl Request<'_> {
 /// The host by id, or a refusal naming the closest ones (and, as `next`, this call
 /// with the best of them).
 fn find_host(request: &Request<'_>) -> Result<Host, Failure> {
+    if request.host == plugin::PLUGIN {
+        return Ok(plugin::host());
+    }
     let mut hosts = adopt::hosts();
     let known: Vec<String> = hosts.keys().cloned().collect();
     hosts.remove(request.host).ok_or_else(|| {
@@ -110,24 +124,14 @@ fn find_host(request: &Request<'_>) -> Result<Host, Failure> {
     })
 }
 
-/// The command a host should start: `hcpx` when PATH finds it, else this binary.
-pub(crate) fn launcher(ctx: &Context) -> String {
-    if resolve_program("hcpx", ctx.var(env_vars::PATH)).is_some() {
-        return "hcpx".to_owned();
-    }
-    ctx.self_exe
-        .as_ref()
-        .map_or_else(|| "hcpx".to_owned(), |exe| exe.display().to_string())
+/// How `host` is to start hcpx: this very binary, by the name `hcpx` only when the
+/// `hcpx` on PATH is this file (and the host gets the shell's PATH), with the
+/// caller's `HCP_HOME` when they set one.
+pub(crate) fn launch(ctx: &Context, gui: bool) -> adopt::Launch {
+    let on_path = resolve_program("hcpx", ctx.var(env_vars::PATH));
+    let home = ctx.var(env_vars::HCP_HOME).map(|_| ctx.home.clone());
+    adopt::Launch::new(ctx.self_exe.as_deref(), on_path.as_deref(), gui, home)
 }
-
-/// The hcpx skill that `--native` installs for a shell agent.
-pub(crate) const HCPX_SKILL: &str = include_str!("../hcpx_skill.md");
-
-/// The block `--native` puts in a host's instructions file.
-const INSTRUCTIONS: &str = "## Command-line tools: use hcpx\n\n\
-Run command-line tools through `hcpx` when a pack exists for the job: `hcpx search WORDS`, then \
-`hcpx skill PACK`, then `hcpx exec PACK COMMAND -- KEY=VALUE`. Confirmation and credentials are the \
-user's to give: on `needs_confirmation` or `unbound`, ask the user; never work around a refusal.";
 
 /// The key an older hcpx wrote its entry under; adopt leaves such an entry alone
 /// and points it out.
@@ -144,6 +148,9 @@ struct Change {
     /// `None` deletes the file.
     new: Option<String>,
     existed: bool,
+    /// The mode a file adopt makes gets (a script's 0755); `None`: the file's own,
+    /// or 0644.
+    mode: Option<u32>,
 }
 
 impl Change {
@@ -163,6 +170,8 @@ struct Planned {
     record: Record,
     /// Also `data.warnings`.
     warnings: Vec<Warning>,
+    /// Folders `--remove` takes away when it leaves them empty, innermost first.
+    tidy: Vec<PathBuf>,
 }
 
 fn read(path: &Path) -> Result<(String, bool), Failure> {
@@ -189,15 +198,16 @@ fn pick(paths: &BTreeMap<String, String>, scope: &str, ctx: &Context) -> Option<
     adopt::expand(path, &ctx.env, &ctx.cwd)
 }
 
-/// One key of a configuration file (the server entry, `HCP_AGENT`), planned against
-/// the record: an entry adopt did not write is replaced only with `--force`, and
-/// `--remove` takes out only adopt's own.
+/// Keys of one configuration file (the server entry; `HCP_AGENT` and `HCP_HOME`),
+/// planned against the record one after the other: an entry adopt did not write is
+/// replaced only with `--force`, and `--remove` takes out only adopt's own.
 struct Keyed<'a> {
     path: PathBuf,
     format: adopt::Format,
     servers_path: &'a [String],
-    key: &'a str,
-    value: &'a Value,
+    /// Each key with its value; `None` takes adopt's own entry there out, quietly
+    /// (a key adopt no longer writes, such as `HCP_HOME` once it is not set).
+    keys: Vec<(&'a str, Option<&'a Value>)>,
 }
 
 fn keyed_change(
@@ -206,26 +216,45 @@ fn keyed_change(
     record: &mut Record,
     warnings: &mut Vec<Warning>,
 ) -> Result<Change, Failure> {
+    let named = keyed.keys.first().map(|(key, _)| *key);
     planned_change(
         keyed.path,
         request,
         record,
         warnings,
-        Some(keyed.key),
+        named,
         |record, file, old, backup| {
-            adopt::plan(
-                record,
-                file,
-                old,
-                backup,
-                &KeyEdit {
-                    format: keyed.format,
-                    path: keyed.servers_path,
-                    key: keyed.key,
-                    value: (!request.remove).then_some(keyed.value),
-                    force: request.force,
-                },
-            )
+            let mut rewrite = adopt::Rewrite {
+                new: old.map(str::to_owned),
+                record: record.clone(),
+                kept_foreign: false,
+            };
+            let mut first = true;
+            for (key, value) in &keyed.keys {
+                // The file is gone (adopt made it and took its last entry out).
+                if !first && rewrite.new.is_none() {
+                    break;
+                }
+                let text = if first { old } else { rewrite.new.as_deref() };
+                let value = value.filter(|_| !request.remove);
+                let next = adopt::plan(
+                    &rewrite.record,
+                    file,
+                    text,
+                    backup,
+                    &KeyEdit {
+                        format: keyed.format,
+                        path: keyed.servers_path,
+                        key,
+                        value,
+                        force: request.force,
+                    },
+                )?;
+                let kept_foreign = rewrite.kept_foreign || (next.kept_foreign && request.remove);
+                rewrite = adopt::Rewrite { kept_foreign, ..next };
+                first = false;
+            }
+            Ok(rewrite)
         },
     )
 }
@@ -265,6 +294,7 @@ fn planned_change(
         old,
         new: planned.new,
         existed,
+        mode: None,
     })
 }
 
@@ -293,17 +323,28 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<Warning>) 
     };
     // Where the file would be cannot be told here (no path for this system, or
     // the variable it is under is not set): a file hcpx needs, not the caller's words.
-    let path = adopt::scope_path(paths, &ctx.env, &ctx.cwd).ok_or_else(|| {
+    let there = |path: &Path| std::fs::symlink_metadata(path).is_ok();
+    let path = adopt::scope_path(paths, &ctx.env, &ctx.cwd, there).ok_or_else(|| {
         Failure::new(
             Reason::Io,
             format!("{} keeps no configuration on this system", host.name),
         )
     })?;
-    let env: Option<BTreeMap<String, String>> = ctx
-        .var(env_vars::HCP_HOME)
-        .map(|_| [(env_vars::HCP_HOME.to_owned(), ctx.home.display().to_string())].into());
+    let launch = launch(ctx, host.gui);
+    let env: Option<BTreeMap<String, String>> = launch
+        .home
+        .as_ref()
+        .map(|home| [(env_vars::HCP_HOME.to_owned(), home.display().to_string())].into());
     let entry = match request.url {
-        None => adopt::entry(host, &launcher(ctx), env.as_ref()),
+        None => {
+            if let Some(other) = &launch.other_on_path {
+                warnings.push(Warning::OtherHcpx {
+                    on_path: other.clone(),
+                    written: launch.command.clone(),
+                });
+            }
+            adopt::entry(host, &launch.command, env.as_ref())
+        }
         Some(url) => {
             if let Some(problem) = adopt::url_problem(url) {
                 return Err(Failure::new(Reason::InvalidArguments, problem));
@@ -339,8 +380,7 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<Warning>) 
             path,
             format: host.format,
             servers_path: &host.servers_path,
-            key: &host.key,
-            value: &entry,
+            keys: vec![(&host.key, Some(&entry))],
         },
         record,
         warnings,
@@ -354,75 +394,6 @@ fn mcp_change(site: Site<'_>, record: &mut Record, warnings: &mut Vec<Warning>) 
         });
     }
     Ok(change)
-}
-
-/// What `--native` changes: the skill, the instructions block, `HCP_AGENT=1`.
-fn native_changes(
-    site: Site<'_>,
-    record: &mut Record,
-    warnings: &mut Vec<Warning>,
-) -> Result<Vec<Change>, Failure> {
-    let (ctx, host, scope, request) = (site.ctx, site.host, site.scope, site.request);
-    let Some(native) = &host.native else {
-        let agents: Vec<String> = adopt::hosts()
-            .into_values()
-            .filter(|host| host.native.is_some())
-            .map(|host| host.host)
-            .collect();
-        return Err(Failure::new(
-            Reason::InvalidArguments,
-            format!(
-                "{} has no shell agent; --native is for {}",
-                host.name,
-                agents.join(", ")
-            ),
-        ));
-    };
-    let remove = request.remove;
-    let mut changes = Vec::new();
-    if let Some(dir) = pick(&native.skills, scope, ctx) {
-        let path = dir.join("hcpx").join("SKILL.md");
-        changes.push(planned_change(
-            path,
-            request,
-            record,
-            warnings,
-            None,
-            |record, file, old, backup| {
-                adopt::plan_file(record, file, old, backup, HCPX_SKILL, remove, request.force)
-            },
-        )?);
-    }
-    if let Some(path) = pick(&native.instructions, scope, ctx) {
-        let target = adopt::resolve(&path).map_err(|error| edit_failure(&path, request, error))?;
-        let (old, existed) = read(&target)?;
-        let new = adopt::edit_block(&old, (!remove).then_some(INSTRUCTIONS));
-        changes.push(Change {
-            path,
-            target,
-            old,
-            new: Some(new),
-            existed,
-        });
-    }
-    if let Some(agent_env) = &native.agent_env
-        && let Some(path) = pick(&agent_env.path, scope, ctx)
-    {
-        let value = Value::String("1".to_owned());
-        changes.push(keyed_change(
-            request,
-            Keyed {
-                path,
-                format: agent_env.format,
-                servers_path: &agent_env.env_path,
-                key: "HCP_AGENT",
-                value: &value,
-            },
-            record,
-            warnings,
-        )?);
-    }
-    Ok(changes)
 }
 
 /// Reads the record and every file, and plans the run.
@@ -441,16 +412,19 @@ fn plan(ctx: &Context, host: &Host, scope: &str, request: &Request<'_>) -> Resul
         scope,
         request,
     };
-    let changes = if request.native {
-        native_changes(site, &mut record, &mut warnings)?
+    let (changes, tidy) = if request.host == plugin::PLUGIN {
+        plugin::changes(site, &mut record, &mut warnings)?
+    } else if request.native {
+        (native::changes(site, &mut record, &mut warnings)?, Vec::new())
     } else {
-        vec![mcp_change(site, &mut record, &mut warnings)?]
+        (vec![mcp_change(site, &mut record, &mut warnings)?], Vec::new())
     };
     Ok(Planned {
         changes,
         recorded,
         record,
         warnings,
+        tidy,
     })
 }
 
@@ -466,6 +440,9 @@ struct Adopted<'a> {
     /// The `NAME.bak` files written (each once, before the first adopt).
     backups: Vec<PathBuf>,
     diff: String,
+    /// What the host still needs from the person once the entry is written (an
+    /// approval, a trusted folder), from the host's data; `null` when nothing.
+    then: Option<&'a str>,
     warnings: &'a [Warning],
 }
 
@@ -491,6 +468,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     if request.write || request.remove || request.native {
         super::refuse_agents(ctx)?;
     }
+    plugin::check_flags(request)?;
     let host = find_host(request)?;
     let scope = request.scope.unwrap_or(&host.default_scope);
     let mut planned = plan(ctx, &host, scope, request)?;
@@ -532,6 +510,9 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         written: false,
         backups: Vec::new(),
         diff: diffs.concat(),
+        then: (!request.remove && !request.native)
+            .then(|| host.then.get(scope).map(String::as_str))
+            .flatten(),
         warnings: &planned.warnings,
     };
     let warnings = planned.warnings.iter().cloned();
@@ -556,7 +537,8 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     };
     confirm(ctx, &asked, &evaluation, &plan_data).await?;
     if changed.is_empty() {
-        return Ok(Reply::new(&data, render::adopt_unchanged_text(&host.name)).warn(warnings));
+        let text = render::adopt_unchanged_text(&host.name, data.then);
+        return Ok(Reply::new(&data, text).warn(warnings));
     }
     // Under the lock, from what the files and the record are now: a prompt can take
     // long, and what was confirmed must still be what is written.
@@ -598,7 +580,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
                 format!("cannot write {}: {error}", change.path.display()),
             )
         };
-        let mode = file_mode(&change.target);
+        let mode = change.mode.unwrap_or_else(|| file_mode(&change.target));
         // NAME.bak is the file before the first adopt: written once, never replaced.
         let backup = backup_path(&change.path);
         if change.existed && !request.remove && std::fs::symlink_metadata(&backup).is_err() {
@@ -624,6 +606,12 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
         }
         written.push(change.path.as_path());
     }
+    if request.remove {
+        for dir in &again.tidy {
+            // Only an empty folder goes.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
     let decision = if request.remove {
         crate::audit::Disposition::AdoptRemoved
     } else {
@@ -639,7 +627,7 @@ pub(crate) async fn run(ctx: &Context, request: &Request<'_>, argv: &[String]) -
     );
     data.written = true;
     data.backups = backups;
-    let text = render::adopt_written_text(&host.name, request.remove, &written);
+    let text = render::adopt_written_text(&host.name, request.remove, &written, data.then);
     Ok(Reply::new(&data, text).warn(warnings).warn(audit_warning))
 }
 
@@ -654,16 +642,4 @@ fn file_mode(path: &Path) -> u32 {
     }
     let _ = path;
     0o644
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_hcpx_skill_is_a_valid_skill() {
-        let doc = crate::skill::parse(super::HCPX_SKILL, "hcpx").unwrap();
-        assert!(doc.description.contains("Use it"));
-        for command in ["hcpx search", "hcpx skill", "hcpx availability", "hcpx exec"] {
-            assert!(doc.body.contains(command), "{command}");
-        }
-    }
 }

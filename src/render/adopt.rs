@@ -21,17 +21,29 @@ pub(crate) fn adopt_question(host: &str, files: usize) -> String {
     format!("Change {files} file(s) for {host}?")
 }
 
-/// `hcpx adopt HOST --write` when every file already is as it would write it.
-pub(crate) fn adopt_unchanged_text(host: &str) -> String {
-    format!("{host}: already up to date; nothing written\n")
+/// `hcpx adopt HOST --write` when every file already is as it would write it, and
+/// what the host still needs from the person (`then`).
+pub(crate) fn adopt_unchanged_text(host: &str, then: Option<&str>) -> String {
+    let mut text = format!("{host}: already up to date; nothing written\n");
+    still(&mut text, host, then);
+    text
 }
 
-/// `hcpx adopt HOST --write`: the files written, or changed back with `--remove`.
-pub(crate) fn adopt_written_text(host: &str, remove: bool, written: &[&Path]) -> String {
+/// `hcpx adopt HOST --write`: the files written, or changed back with `--remove`,
+/// then what the host still needs from the person (`then`).
+pub(crate) fn adopt_written_text(host: &str, remove: bool, written: &[&Path], then: Option<&str>) -> String {
     let what = if remove { "removed hcpx from" } else { "wrote" };
     let mut text = format!("{host}: {what}:\n");
     for path in written {
         let _ = writeln!(text, "  {}", path.display());
     }
+    still(&mut text, host, then);
     text
+}
+
+/// The line saying what the host still needs from the person, when it needs something.
+fn still(text: &mut String, host: &str, then: Option<&str>) {
+    if let Some(then) = then {
+        let _ = writeln!(text, "{host} still needs you to: {then}");
+    }
 }

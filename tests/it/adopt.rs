@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::common::TestEnv;
 
 /// (host, scope, file under the test root, an existing file as people have them)
-const CASES: [(&str, &str, &str, &str); 11] = [
+pub(crate) const CASES: [(&str, &str, &str, &str); 19] = [
     (
         "mcp",
         "project",
@@ -74,12 +74,63 @@ const CASES: [(&str, &str, &str, &str); 11] = [
         "user/.copilot/mcp-config.json",
         "{\n  \"mcpServers\": {\n    \"jira\": { \"type\": \"local\", \"command\": \"jira-mcp\", \"args\": [], \"tools\": [\"*\"] }\n  }\n}\n",
     ),
+    (
+        "qwen-code",
+        "project",
+        "work/.qwen/settings.json",
+        "{\n  \"mcpServers\": {\n    \"fetch\": {\n      \"command\": \"fetch-mcp\",\n      \"args\": []\n    }\n  },\n  \"$version\": 4\n}\n",
+    ),
+    (
+        "kiro",
+        "user",
+        "user/.kiro/settings/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"aws-docs\": { \"command\": \"uvx\", \"args\": [\"awslabs.aws-documentation-mcp-server@latest\"], \"disabled\": false }\n  }\n}\n",
+    ),
+    (
+        "cline",
+        "user",
+        "user/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+        "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"github-mcp\", \"args\": [], \"alwaysAllow\": [], \"disabled\": false }\n  }\n}\n",
+    ),
+    (
+        "lm-studio",
+        "user",
+        "user/.lmstudio/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"hf\": { \"url\": \"https://huggingface.co/mcp\" }\n  }\n}\n",
+    ),
+    (
+        "antigravity",
+        "user",
+        "user/.gemini/antigravity/mcp_config.json",
+        "{\n  \"mcpServers\": {\n    \"linear\": { \"serverUrl\": \"https://mcp.linear.app/mcp\" }\n  }\n}\n",
+    ),
+    (
+        "amp",
+        "user",
+        "user/.config/amp/settings.json",
+        "{\n  \"amp.notifications.enabled\": true,\n  \"amp.mcpServers\": {\n    \"playwright\": { \"command\": \"npx\", \"args\": [\"-y\", \"@playwright/mcp@latest\"] }\n  }\n}\n",
+    ),
+    (
+        "crush",
+        "project",
+        "work/.crush.json",
+        "{\n  \"$schema\": \"https://charm.land/crush.json\",\n  \"mcp\": {\n    \"fs\": { \"type\": \"stdio\", \"command\": \"fs-mcp\" }\n  }\n}\n",
+    ),
+    (
+        "factory",
+        "user",
+        "user/.factory/mcp.json",
+        "{\n  \"mcpServers\": {\n    \"sentry\": { \"type\": \"http\", \"url\": \"https://mcp.sentry.dev/mcp\" }\n  }\n}\n",
+    ),
 ];
 
-fn entry_of(host: &str, text: &str) -> Value {
+pub(crate) fn entry_of(host: &str, text: &str) -> Value {
     if host == "codex" {
         let doc: toml_edit::DocumentMut = text.parse().unwrap();
         let table = doc["mcp_servers"]["hcp"].as_table().unwrap();
+        if let Some(url) = table.get("url") {
+            return json!({ "url": url.as_str().unwrap() });
+        }
         return json!({
             "command": table["command"].as_str().unwrap(),
             "args": table["args"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>(),
@@ -90,7 +141,8 @@ fn entry_of(host: &str, text: &str) -> Value {
     let servers = match host {
         "vscode" => &root["servers"],
         "zed" => &root["context_servers"],
-        "opencode" => &root["mcp"],
+        "opencode" | "crush" => &root["mcp"],
+        "amp" => &root["amp.mcpServers"],
         _ => &root["mcpServers"],
     };
     servers["hcp"].clone()
@@ -237,113 +289,14 @@ fn agents_cannot_adopt() {
     assert!(!env.work().join(".cursor/mcp.json").exists());
     let (code, envelope) = env.json(&["adopt", "nosuchhost"]);
     assert_eq!(code, 2);
-    assert_eq!(envelope["data"]["hosts"].as_array().unwrap().len(), 11);
+    assert_eq!(envelope["data"]["hosts"].as_array().unwrap().len(), 19);
 }
 
-#[test]
-fn native_installs_skill_block_and_agent_env_for_every_shell_agent() {
-    // (host, skill file, instructions file, settings file with HCP_AGENT, how to read it)
-    let cases = [
-        (
-            "claude-code",
-            "work/.claude/skills/hcpx/SKILL.md",
-            "work/CLAUDE.md",
-            Some("work/.claude/settings.json"),
-        ),
-        (
-            "codex",
-            "user/.agents/skills/hcpx/SKILL.md",
-            "user/.codex/AGENTS.md",
-            Some("user/.codex/config.toml"),
-        ),
-        (
-            "cursor",
-            "work/.cursor/skills/hcpx/SKILL.md",
-            "work/AGENTS.md",
-            None,
-        ),
-        (
-            "gemini",
-            "work/.gemini/skills/hcpx/SKILL.md",
-            "work/GEMINI.md",
-            None,
-        ),
-        (
-            "opencode",
-            "work/.opencode/skills/hcpx/SKILL.md",
-            "work/AGENTS.md",
-            None,
-        ),
-        (
-            "copilot-cli",
-            "user/.copilot/skills/hcpx/SKILL.md",
-            "work/AGENTS.md",
-            None,
-        ),
-    ];
-    for (host, skill, instructions, settings) in cases {
-        let env = TestEnv::new();
-        let rules = "# Team rules\n\nRun the tests before committing.\n";
-        let instructions_path = env.write(instructions, rules);
-        let settings_original = match settings {
-            Some(file) if file.ends_with(".toml") => Some(env.write(file, "model = \"o4\"\n")),
-            Some(file) => Some(env.write(file, "{\n  \"permissions\": { \"allow\": [\"Bash(ls:*)\"] }\n}\n")),
-            None => None,
-        };
-        let (code, envelope) = env.json(&["adopt", host, "--native", "--write", "--yes"]);
-        assert_eq!(code, 0, "{host}: {envelope}");
-        let written = std::fs::read_to_string(env.root.path().join(skill))
-            .unwrap_or_else(|_| panic!("{host}: no skill"));
-        assert!(written.starts_with("---\nname: hcpx\ndescription: "), "{host}");
-        let block = std::fs::read_to_string(&instructions_path).unwrap();
-        assert!(block.starts_with(rules), "{host}: the instructions are kept");
-        assert_eq!(block.matches("<!-- hcpx:begin").count(), 1, "{host}");
-        if let Some(path) = &settings_original {
-            let text = std::fs::read_to_string(path).unwrap();
-            if host == "codex" {
-                assert!(
-                    text.contains("[shell_environment_policy.set]\nHCP_AGENT = \"1\""),
-                    "{host}: {text}"
-                );
-            } else {
-                let value: Value = serde_json::from_str(&text).unwrap();
-                assert_eq!(value["env"]["HCP_AGENT"], json!("1"), "{host}");
-                assert_eq!(value["permissions"]["allow"][0], json!("Bash(ls:*)"), "{host}");
-            }
-        }
-        // A second run replaces rather than repeats: nothing changes.
-        let (_, envelope) = env.json(&["adopt", host, "--native", "--write", "--yes"]);
-        assert_eq!(envelope["data"]["changed"], json!(false), "{host}: {envelope}");
-        // --remove takes out only what adopt put there.
-        let (code, _) = env.json(&["adopt", host, "--native", "--remove", "--write", "--yes"]);
-        assert_eq!(code, 0, "{host}");
-        assert_eq!(
-            std::fs::read_to_string(&instructions_path).unwrap(),
-            rules,
-            "{host}"
-        );
-        assert!(!env.root.path().join(skill).exists(), "{host}");
-        if let Some(path) = &settings_original {
-            let text = std::fs::read_to_string(path).unwrap();
-            assert!(!text.contains("HCP_AGENT"), "{host}: {text}");
-        }
-    }
-    let env = TestEnv::new();
-    let (code, envelope) = env.json(&["adopt", "zed", "--native"]);
-    assert_eq!(code, 2);
-    assert!(
-        envelope["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Zed has no shell agent; --native is for")
-    );
-}
-
-fn read(path: &std::path::Path) -> String {
+pub(crate) fn read(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-fn bak(path: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn bak(path: &std::path::Path) -> std::path::PathBuf {
     std::path::PathBuf::from(format!("{}.bak", path.display()))
 }
 
@@ -489,18 +442,19 @@ fn remove_after_other_edits_restores_the_previous_entry_and_keeps_the_edits() {
 fn the_backup_is_the_file_before_the_first_adopt() {
     let mut env = TestEnv::new();
     let original = "{\n  \"mcpServers\": {\n    \"db\": { \"command\": \"db-mcp\" }\n  }\n}\n";
-    let path = env.write("work/.cursor/mcp.json", original);
-    let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);
+    let path = env.write("work/.mcp.json", original);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     let first = read(&path);
-    // The person edits the file; then hcpx lands on PATH, so the entry changes.
+    // The person edits the file; then hcpx lands on PATH, so the entry changes (for
+    // Claude Code, which runs with the shell's PATH; Cursor's entry keeps the path).
     let edited = first.replacen("{\n", "{\n  \"theme\": \"dark\",\n", 1);
     std::fs::write(&path, &edited).unwrap();
     let bin = env.root.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(crate::common::BIN, bin.join("hcpx")).unwrap();
     env.path = format!("{}:{}", bin.display(), env.path);
-    let (code, envelope) = env.json(&["adopt", "cursor", "--write", "--yes"]);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(envelope["data"]["changed"], json!(true));
     let mut entry = cursor_entry(&env);
@@ -512,7 +466,7 @@ fn the_backup_is_the_file_before_the_first_adopt() {
     );
     assert_eq!(read(&bak(&path)), original, ".bak is still the first one");
     // --remove takes the entry out and keeps the person's edit.
-    let (code, envelope) = env.json(&["adopt", "cursor", "--remove", "--write", "--yes"]);
+    let (code, envelope) = env.json(&["adopt", "claude-code", "--remove", "--write", "--yes"]);
     assert_eq!(code, 0, "{envelope}");
     assert_eq!(
         read(&path),
@@ -672,130 +626,6 @@ fn remove_keeps_an_empty_servers_table_the_person_had() {
     }
 }
 
-/// `--url` points a host that takes URL entries at a running `hcpx mcp --http`:
-/// each in its own shape, minimal, idempotent and removable like a command entry;
-/// a host that takes none, or a URL that carries a secret, is refused.
-#[test]
-fn url_entries_for_the_hosts_that_take_them() {
-    const URL: &str = "http://127.0.0.1:8765/mcp";
-    let shapes = [
-        ("mcp", json!({ "url": URL })),
-        ("claude-code", json!({ "type": "http", "url": URL })),
-        ("cursor", json!({ "url": URL })),
-        ("vscode", json!({ "type": "http", "url": URL })),
-        ("windsurf", json!({ "serverUrl": URL })),
-        ("gemini", json!({ "httpUrl": URL })),
-        (
-            "opencode",
-            json!({ "type": "remote", "url": URL, "enabled": true }),
-        ),
-        (
-            "copilot-cli",
-            json!({ "type": "http", "url": URL, "tools": ["*"] }),
-        ),
-    ];
-    for (host, shape) in shapes {
-        let (_, scope, file, original) = CASES.iter().find(|case| case.0 == host).copied().unwrap();
-        let env = TestEnv::new();
-        let path = env.write(file, original);
-        let adopt = ["adopt", host, "--scope", scope, "--url", URL, "--write", "--yes"];
-        let (code, envelope) = env.json(&adopt);
-        assert_eq!(code, 0, "{host}: {envelope}");
-        let written = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(entry_of(host, &written), shape, "{host}: {written}");
-        let (_, envelope) = env.json(&adopt);
-        assert_eq!(envelope["data"]["changed"], json!(false), "{host}");
-        let (code, _) = env.json(&["adopt", host, "--scope", scope, "--remove", "--write", "--yes"]);
-        assert_eq!(code, 0, "{host}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), original, "{host}");
-    }
-    let env = TestEnv::new();
-    for host in ["claude-desktop", "codex", "zed"] {
-        let (code, envelope) = env.json(&["adopt", host, "--url", URL, "--write", "--yes"]);
-        assert_eq!(code, 2, "{host}: {envelope}");
-        assert!(
-            envelope["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("takes no URL entries"),
-            "{host}: {envelope}"
-        );
-    }
-    for url in [
-        "http://me:secret@127.0.0.1:8765/mcp",
-        "ftp://127.0.0.1/mcp",
-        "http:///mcp",
-    ] {
-        let (code, envelope) = env.json(&["adopt", "cursor", "--url", url, "--write", "--yes"]);
-        assert_eq!(code, 2, "{url}: {envelope}");
-        assert_eq!(envelope["error"]["reason"], json!("invalid_arguments"), "{url}");
-    }
-    assert!(!env.work().join(".cursor").exists(), "nothing was written");
-}
-
-/// `--native` writes the hcpx skill as a whole file: a person's file at that path is
-/// refused, kept as `SKILL.md.bak` when forced and given back byte for byte by
-/// `--remove`; a skill a person edited after adopt wrote it stays on `--remove`.
-#[test]
-fn a_skill_file_adopt_did_not_write_is_refused_kept_and_restored() {
-    let env = TestEnv::new();
-    let mine = "---\nname: hcpx\ndescription: my own notes\n---\n\nDo not lose me.\n";
-    let path = env.write("work/.claude/skills/hcpx/SKILL.md", mine);
-    let shown = path.display().to_string();
-    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
-    assert_eq!(code, 2, "{envelope}");
-    assert_eq!(
-        envelope["error"],
-        json!({
-            "code": 2,
-            "reason": "invalid_arguments",
-            "message": format!("{shown} is there and hcpx did not write it; nothing was written. Replace it with --force (it is kept as {shown}.bak, and --remove puts it back), or move it"),
-        })
-    );
-    assert_eq!(envelope["data"], json!({ "path": shown }));
-    assert_eq!(
-        envelope["next"],
-        json!("hcpx adopt claude-code --native --write --force")
-    );
-    assert_eq!(read(&path), mine);
-    assert!(
-        !env.root.path().join("work/CLAUDE.md").exists(),
-        "nothing else written"
-    );
-    // Forced: replaced, the person's file kept as the backup.
-    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes", "--force"]);
-    assert_eq!(code, 0, "{envelope}");
-    assert!(read(&path).starts_with("---\nname: hcpx\ndescription: "));
-    assert_ne!(read(&path), mine);
-    assert_eq!(read(&bak(&path)), mine);
-    // A second run is adopt's own file: nothing to force.
-    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
-    assert_eq!(code, 0, "{envelope}");
-    assert_eq!(envelope["data"]["changed"], json!(false));
-    // --remove gives the person's bytes back.
-    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--remove", "--write", "--yes"]);
-    assert_eq!(code, 0, "{envelope}");
-    assert_eq!(read(&path), mine);
-
-    // Adopt's skill, then edited by a person: --remove leaves it and says so.
-    let env = TestEnv::new();
-    let (code, _) = env.json(&["adopt", "claude-code", "--native", "--write", "--yes"]);
-    assert_eq!(code, 0);
-    let path = env.root.path().join("work/.claude/skills/hcpx/SKILL.md");
-    let edited = format!("{}\nMy addition.\n", read(&path));
-    std::fs::write(&path, &edited).unwrap();
-    let (code, envelope) = env.json(&["adopt", "claude-code", "--native", "--remove", "--write", "--yes"]);
-    assert_eq!(code, 0, "{envelope}");
-    assert_eq!(read(&path), edited);
-    assert_eq!(
-        envelope["data"]["warnings"],
-        json!([format!(
-            "{}: hcpx did not write this file (or it was changed since), so --remove leaves it",
-            path.display()
-        )])
-    );
-}
-
 /// A host named by its first words gets the hosts it begins, and as `next` the same
 /// call with the first of them, every flag kept; the message never repeats the
 /// caller's word.
@@ -809,8 +639,9 @@ fn an_unknown_host_names_the_closest_ones() {
         json!({
             "code": 2,
             "reason": "invalid_arguments",
-            "message": "unknown host; closest: claude-code, claude-desktop; hcpx knows: claude-code, claude-desktop, \
-                        codex, copilot-cli, cursor, gemini, mcp, opencode, vscode, windsurf, zed"
+            "message": "unknown host; closest: claude-code, claude-desktop; hcpx knows: amp, antigravity, claude-code, \
+                        claude-desktop, cline, codex, copilot-cli, crush, cursor, factory, gemini, kiro, lm-studio, mcp, \
+                        opencode, qwen-code, vscode, windsurf, zed"
         })
     );
     assert_eq!(

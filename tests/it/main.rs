@@ -12,6 +12,8 @@
 mod common;
 
 mod adopt;
+mod adopt_command;
+mod adopt_native;
 mod bindings;
 mod builtins;
 mod catalog;
@@ -22,6 +24,7 @@ mod egress;
 mod egress_header;
 mod exec;
 mod grants;
+mod hosts;
 mod http;
 mod index;
 mod inert;
@@ -40,6 +43,7 @@ mod policy;
 mod programs;
 mod readme;
 mod reparent;
+mod registry;
 mod sandbox;
 mod sockets;
 mod transit;

@@ -241,8 +241,21 @@ fn allowed_origins(address: Option<SocketAddr>, extra: &[String]) -> Vec<String>
     origins
 }
 
+/// Whether `path` asks for a discovery document (`/.well-known/…`, anywhere in the
+/// path, as OAuth and OpenID clients put it before or after the endpoint's path).
+fn is_discovery(path: &str) -> bool {
+    path.split('/').any(|segment| segment == ".well-known")
+}
+
 /// Refuses a request without the right `Authorization: Bearer` (when a token is set).
+/// A request for a discovery document is answered `404 Not Found` before the token
+/// is looked at, and never reaches the endpoint: the server has no OAuth, and a 401
+/// there sends hosts (Claude Code) into OAuth discovery and Dynamic Client
+/// Registration instead of sending the header they were configured with.
 async fn require_token(State(token): State<Option<Token>>, mut request: Request, next: Next) -> Response {
+    if is_discovery(request.uri().path()) {
+        return (StatusCode::NOT_FOUND, "Not Found: this server has no OAuth\n").into_response();
+    }
     let Some(token) = token else {
         return next.run(request).await;
     };

@@ -75,6 +75,50 @@ fn off_loopback_every_request_needs_the_token() {
     );
 }
 
+/// A token server has no OAuth: its discovery documents are not there (404), not
+/// behind the token (401), since a 401 sends hosts (Claude Code) into OAuth discovery
+/// and Dynamic Client Registration instead of sending the configured header. The
+/// endpoint itself still needs the token, however its path is spelt.
+#[test]
+fn a_token_server_serves_no_oauth_discovery() {
+    let env = TestEnv::new().env("HCP_MCP_TOKEN", TOKEN);
+    let server = HttpServer::start(&env, "127.0.0.1:0", &[]);
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+        "/mcp/.well-known/openid-configuration",
+    ] {
+        for method in ["GET", "POST"] {
+            let answer = server.request(method, path, &[], b"");
+            assert_eq!(answer.status, 404, "{method} {path}: {answer:?}");
+            assert_eq!(answer.header("www-authenticate"), None, "{method} {path}");
+        }
+    }
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } } });
+    let body = initialize.to_string();
+    for path in ["/mcp", "/.well-known/../mcp", "/.well-known/%2e%2e/mcp", "//mcp"] {
+        let answer = server.request(
+            "POST",
+            path,
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            body.as_bytes(),
+        );
+        assert_ne!(answer.status, 200, "{path} served without the token: {answer:?}");
+        assert!(
+            !answer.body.contains("serverInfo"),
+            "{path} served without the token: {answer:?}"
+        );
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    server.session(&[("Authorization", &bearer)]);
+}
+
 #[test]
 fn a_foreign_origin_or_host_is_refused() {
     let env = TestEnv::new();
