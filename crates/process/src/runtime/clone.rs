@@ -3,9 +3,10 @@
 //! Forking a multi-threaded server copies its page tables and leaves both sides to
 //! take copy-on-write faults: measured here, that alone cost more than running the
 //! pack's CLI. So the keeper is started with `clone(CLONE_VM)` on a stack of its
-//! own, and the keeper starts the child with `clone(CLONE_VM | CLONE_VFORK)` on a
-//! second stack, as `posix_spawn` does: no memory is copied, and the keeper waits
-//! until the child has exec'd. (The C library's `clone` wrapper runs the new
+//! own, and the keeper starts the child with `clone(CLONE_VM)` on a second stack:
+//! no memory is copied. The keeper does not wait for the child to exec: the runtime
+//! learns it from the report pipe, which the child alone holds open until its exec
+//! closes it. (The C library's `clone` wrapper runs the new
 //! process's function on the new stack; it writes `errno` only if the clone fails.) Both share hcpx's memory and its thread-local state,
 //! so everything they run after the clone makes raw system calls only (no `errno`,
 //! no allocation, no lock), on data prepared here before the clone and left alone
@@ -365,13 +366,19 @@ extern "C" fn keeper_main(arg: *mut c_void) -> libc::c_int {
         }
     };
     let mut pidfd: libc::c_int = -1;
-    let mut start = Start {
+    let start = Start {
         prepared,
         // SAFETY: a plain system call.
         keeper: unsafe { syscall!(Sysno::getpid) }.map_or(-1, |pid| i32::try_from(pid).unwrap_or(-1)),
     };
-    // SAFETY: the child runs `child_main` on its own stack with `start`, which
-    // lives on this stack; this process waits until the child has exec'd or exited.
+    // Not CLONE_VFORK: the keeper does not wait for the child to exec. It lets go of
+    // the report pipe at once, so that the child's copy alone holds it open, and the
+    // runtime learns that the child has exec'd (its copy closes on exec) without the
+    // keeper having to be scheduled in between. The child runs on its own stack and
+    // reads `start` (on this stack, which stays: this function returns only after
+    // the child is gone) and `prepared` (kept by the runtime until the report pipe
+    // closes), and writes neither.
+    // SAFETY: the child runs `child_main` on its own stack with `start`, as above.
     let child = unsafe {
         #[expect(
             clippy::disallowed_methods,
@@ -380,8 +387,8 @@ extern "C" fn keeper_main(arg: *mut c_void) -> libc::c_int {
         libc::clone(
             child_main,
             prepared.child_stack,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-            (&raw mut start).cast::<c_void>(),
+            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+            std::ptr::from_ref(&start).cast_mut().cast::<c_void>(),
             &raw mut pidfd,
         )
     };
@@ -393,9 +400,9 @@ extern "C" fn keeper_main(arg: *mut c_void) -> libc::c_int {
     // SAFETY: the keeper's own descriptors and children; `prepared` is not read
     // again.
     unsafe {
+        close_all_but(control, pidfd);
         // Also done by the child: whichever is first, TERM finds the group.
         let _ = syscall!(Sysno::setpgid, child, child);
-        close_all_but(control, pidfd);
         crate::confine::supervise(control, pidfd, child, scoped)
     }
 }
@@ -429,7 +436,7 @@ struct Start<'a, 'b> {
 /// the clone wrapper, which exits with it) only if that failed, with the errno
 /// reported.
 extern "C" fn child_main(arg: *mut c_void) -> libc::c_int {
-    // SAFETY: `arg` is the keeper's `Start`, alive while the keeper waits for us.
+    // SAFETY: `arg` is the keeper's `Start`, alive until the keeper has reaped us.
     let start = unsafe { &*arg.cast::<Start<'_, '_>>() };
     // SAFETY: we are the child, before exec.
     let errno = unsafe { exec(start.prepared, start.keeper) };
