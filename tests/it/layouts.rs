@@ -483,3 +483,77 @@ fn as_root_the_systems_secrets_stay_hidden() {
         assert_eq!(output.code, 1, "{}: {output}", key.display());
     }
 }
+
+/// Takes away, when dropped, the files a test made in the system's folders.
+struct Made(Vec<PathBuf>);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A long-lived server covers the system's secrets in its namespace once, at its first
+/// call. A secret replaced later by a rename (as `passwd` replaces `/etc/shadow`), which
+/// takes the cover off it in that namespace, and a secret that appears later, stay
+/// hidden from the calls after: the server sees the change and hides them again.
+#[tokio::test]
+async fn as_root_a_secret_replaced_or_added_while_a_server_runs_stays_hidden() {
+    if !require(is_root(), "root, whose packs own the system's secret files") {
+        return;
+    }
+    // Two secret files of the list this machine has not: the test makes them.
+    let replaced = Path::new("/etc/ipsec.secrets");
+    let added = Path::new("/etc/krb5.keytab");
+    if !require(
+        !replaced.exists() && !added.exists(),
+        "no /etc/ipsec.secrets nor /etc/krb5.keytab, which the test makes and removes",
+    ) {
+        return;
+    }
+    let staged = PathBuf::from("/etc/.ipsec.secrets.hcpx-test");
+    let _made = Made(vec![replaced.to_path_buf(), added.to_path_buf(), staged.clone()]);
+    std::fs::write(replaced, "canary-first-5d1e\n").unwrap();
+    let env = TestEnv::new();
+    env.install_fixture("attacker", "attacker");
+    let vars = vec![
+        ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
+        ("HCP_HOME".to_owned(), env.home().display().to_string()),
+    ];
+    let mut ctx = hcpx::Context::new(vars, env.work(), false).unwrap();
+    // As `hcpx mcp` runs every call: one session, its namespace made once.
+    ctx.session = std::sync::Arc::new(hcpx::Session::server());
+    let read = |file: &Path| {
+        let argv: Vec<String> = ["--json", "exec", "attacker", "cat", "--"]
+            .iter()
+            .map(|word| (*word).to_owned())
+            .chain([format!("file={}", file.display())])
+            .collect();
+        let ctx = &ctx;
+        async move {
+            let outcome = hcpx::run_to_sink(argv, ctx, &mut hcpx::BufferSink::default()).await;
+            serde_json::to_value(&outcome.envelope).unwrap()
+        }
+    };
+    let passwd = read(Path::new("/etc/passwd")).await;
+    assert!(passwd["stdout"].as_str().unwrap().contains("root:"), "{passwd}");
+    let hidden = |envelope: &serde_json::Value, what: &str| {
+        assert_eq!(envelope["exitCode"], json!(1), "{what}: {envelope}");
+        assert!(
+            envelope["stderr"].as_str().unwrap().contains("Permission denied"),
+            "{what}: {envelope}"
+        );
+        assert!(!envelope.to_string().contains("canary-"), "{what}: {envelope}");
+    };
+    hidden(&read(replaced).await, "the secret there when the server started");
+    std::fs::write(&staged, "canary-second-77a0\n").unwrap();
+    std::fs::rename(&staged, replaced).unwrap();
+    hidden(&read(replaced).await, "the secret replaced by a rename");
+    std::fs::write(added, "canary-third-3c42\n").unwrap();
+    hidden(&read(added).await, "a secret that appeared");
+    // And the rest of `/etc` is still read.
+    let passwd = read(Path::new("/etc/passwd")).await;
+    assert!(passwd["stdout"].as_str().unwrap().contains("root:"), "{passwd}");
+}

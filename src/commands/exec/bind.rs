@@ -127,6 +127,8 @@ pub(super) struct Delivered {
     pub(super) args: Vec<String>,
     /// Each header binding, for the proxy: the pack's CLI never gets it.
     pub(super) headers: Vec<super::egress::HeaderValue>,
+    /// Whether a file binding's file was written in the call's folder.
+    pub(super) wrote_files: bool,
 }
 
 /// Step 4, for the bindings: env bindings become variables; a file binding's
@@ -205,6 +207,7 @@ pub(super) fn deliver(
         stdin,
         args,
         headers,
+        wrote_files: !files.is_empty(),
     })
 }
 

@@ -151,7 +151,7 @@ pub(super) fn confine(
         None => target.pack.materialize(&ctx.home, program),
     }
     .map_err(|error| program_failure(&error, target.pack, &|| ctx.os()))?;
-    let tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
+    let mut tmpdir = ctx.session.sandbox.private_temp(&ctx.temp_dir).map_err(|error| {
         Failure::new(
             Reason::NotRunnable,
             format!("cannot create the private temporary folder: {error}"),
@@ -160,6 +160,10 @@ pub(super) fn confine(
     })?;
     // The bindings as the manifest delivers them: files in the folder made above.
     let delivered = super::bind::deliver(target, tmpdir.path(), bound)?;
+    // A credential's file goes with its call, not after it.
+    if delivered.wrote_files {
+        tmpdir.remove_inline();
+    }
     // With an allowlist: the call's namespace, and the proxy served into it.
     let egress = match &plan.grants.network {
         Network::Allow(allow) => Some(super::egress::prepare(

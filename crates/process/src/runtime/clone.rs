@@ -223,17 +223,41 @@ pub(super) fn start(
     })
 }
 
-/// What the helper hands back through the memory it shares with its parent.
-struct NamespaceOut {
+/// What the helper reads and hands back through the memory it shares with its
+/// parent.
+struct NamespaceOut<'a> {
+    covers: &'a [Cover],
     mount: RawFd,
     proc: RawFd,
     errno: i32,
 }
 
-/// Makes the [`ProcNamespace`]; needs CAP_SYS_ADMIN (root).
-pub(crate) fn proc_namespace() -> std::io::Result<ProcNamespace> {
+/// A path the namespace covers, so that whoever has no capabilities (a pack, root or
+/// not) is refused it as by its mode: a folder with an empty read-only tmpfs of mode
+/// 000, a file with an empty file of mode 000 bound read-only over it (see
+/// [`proc_namespace`]).
+#[derive(Debug)]
+pub(crate) struct Cover {
+    pub(crate) path: CString,
+    pub(crate) folder: bool,
+}
+
+impl Cover {
+    pub(crate) fn new(path: &std::path::Path, folder: bool) -> std::io::Result<Self> {
+        Ok(Self {
+            path: c_string(path.as_os_str().as_bytes())?,
+            folder,
+        })
+    }
+}
+
+/// Makes the [`ProcNamespace`], with `covers` covered in it (the system's secret
+/// files, as root: a pack in the namespace reads nothing there, and no Landlock rule
+/// has to leave them out one entry at a time); needs CAP_SYS_ADMIN (root).
+pub(crate) fn proc_namespace(covers: &[Cover]) -> std::io::Result<ProcNamespace> {
     let stack = Stack::new()?;
     let mut out = NamespaceOut {
+        covers,
         mount: -1,
         proc: -1,
         errno: 0,
@@ -267,10 +291,10 @@ pub(crate) fn proc_namespace() -> std::io::Result<ProcNamespace> {
 }
 
 /// The helper: a new mount namespace (following the machine's mounts, sending none
-/// back), a `/proc` of its own, and the two descriptors.
+/// back), a `/proc` of its own, the covers, and the two descriptors.
 extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `NamespaceOut`, alive while it waits for us.
-    let out = unsafe { &mut *arg.cast::<NamespaceOut>() };
+    let out = unsafe { &mut *arg.cast::<NamespaceOut<'_>>() };
     // SAFETY: system calls on C strings and on this process.
     let made: Result<(), Errno> = unsafe {
         (|| {
@@ -293,6 +317,62 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
                 // is not in, and the default is 0, root's own.
                 c"hidepid=2,gid=4294967294".as_ptr()
             )?;
+            let sealed = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            if out.covers.iter().any(|cover| !cover.folder) {
+                // The file covers are binds of one empty file of mode 000, made in a
+                // tmpfs mounted over `/tmp` in this namespace only, which goes again
+                // once they are bound (they keep the file).
+                syscall!(
+                    Sysno::mount,
+                    c"tmpfs".as_ptr(),
+                    c"/tmp".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=700,size=4k,nr_inodes=4".as_ptr()
+                )?;
+                let file = syscall!(
+                    Sysno::openat,
+                    libc::AT_FDCWD,
+                    c"/tmp/cover".as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0
+                )?;
+                syscall!(Sysno::close, file)?;
+            }
+            for cover in out.covers {
+                if cover.folder {
+                    // An empty tmpfs nobody may enter, read-only from the start.
+                    syscall!(
+                        Sysno::mount,
+                        c"tmpfs".as_ptr(),
+                        cover.path.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        sealed,
+                        c"mode=000,size=4k,nr_inodes=1".as_ptr()
+                    )?;
+                } else {
+                    syscall!(
+                        Sysno::mount,
+                        c"/tmp/cover".as_ptr(),
+                        cover.path.as_ptr(),
+                        0,
+                        libc::MS_BIND,
+                        0
+                    )?;
+                    // A bind mount takes its flags from a remount.
+                    syscall!(
+                        Sysno::mount,
+                        0,
+                        cover.path.as_ptr(),
+                        0,
+                        libc::MS_REMOUNT | libc::MS_BIND | sealed,
+                        0
+                    )?;
+                }
+            }
+            if out.covers.iter().any(|cover| !cover.folder) {
+                syscall!(Sysno::umount2, c"/tmp".as_ptr(), libc::MNT_DETACH)?;
+            }
             let open = |path: &std::ffi::CStr, flags: i32| {
                 syscall!(Sysno::openat, libc::AT_FDCWD, path.as_ptr(), flags)
                     .map(|fd| RawFd::try_from(fd).unwrap_or(-1))

@@ -21,7 +21,7 @@ use crate::confine::{Confinement, SIGNAL_BASE};
 #[cfg(target_os = "linux")]
 mod clone;
 #[cfg(target_os = "linux")]
-pub(crate) use clone::proc_namespace;
+pub(crate) use clone::{Cover, proc_namespace};
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]

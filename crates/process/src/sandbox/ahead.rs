@@ -32,6 +32,12 @@ impl CallFolder {
         }
     }
 
+    /// Removed at once when dropped, even in a server: the folder holds a
+    /// credential's file, which goes with its call, not after it.
+    pub fn remove_inline(&mut self) {
+        self.behind = None;
+    }
+
     pub fn path(&self) -> &Path {
         // Taken only by `drop`.
         self.dir.as_ref().map_or_else(|| Path::new(""), TempDir::path)
@@ -202,5 +208,33 @@ mod tests {
         wait_for(|| spare_path(&ahead).is_some());
         let elsewhere = ahead.take(other.path()).unwrap();
         assert!(elsewhere.path().starts_with(other.path()));
+    }
+
+    /// A folder that holds a credential's file is gone when its call's folder is
+    /// dropped, even while the thread is held up; any other goes when the thread
+    /// gets to it.
+    #[test]
+    fn a_folder_removed_inline_is_gone_at_once() {
+        let parent = tempfile::tempdir().unwrap();
+        let ahead = Ahead::start().unwrap();
+        let mut secret = ahead.take(parent.path()).unwrap();
+        let other = ahead.take(parent.path()).unwrap();
+        wait_for(|| spare_path(&ahead).is_some());
+        // The thread waits for this lock at its next job.
+        let held = ahead.spare.lock().unwrap();
+        ahead
+            .jobs
+            .lock()
+            .unwrap()
+            .send(Job::Make(parent.path().to_path_buf()))
+            .unwrap();
+        std::fs::write(secret.path().join("hcpx-binding-TOKEN"), "value").unwrap();
+        secret.remove_inline();
+        let (secret_path, other_path) = (secret.path().to_path_buf(), other.path().to_path_buf());
+        drop((secret, other));
+        assert!(!secret_path.exists(), "removed with its call");
+        assert!(other_path.exists(), "the thread is held up");
+        drop(held);
+        wait_for(|| !other_path.exists());
     }
 }

@@ -97,7 +97,7 @@ fn holes(view: &HomeView, hide: Hide) -> Vec<PathBuf> {
 /// and `$HCP_HOME`'s pack folders count by identity only: their own files come and go
 /// without changing the layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Landmark {
+pub(crate) struct Landmark {
     path: PathBuf,
     dev: u64,
     ino: u64,
@@ -117,6 +117,44 @@ fn stamp(path: &Path, with_mtime: bool) -> Option<Landmark> {
             (0, 0)
         },
     })
+}
+
+/// The system's secrets as a mount namespace covers them (as root): each of
+/// [`ROOT_SECRETS`] and the SSH host keys that exists, with whether it is a folder;
+/// and the folders that say when that changes (a secret that appears, goes or is
+/// replaced changes the nearest folder above it that exists, which is stamped).
+pub(super) fn secret_covers() -> (Vec<(PathBuf, bool)>, Vec<Landmark>) {
+    let secrets = holes(
+        &HomeView::default(),
+        Hide {
+            home: false,
+            secrets: true,
+        },
+    );
+    let covers = secrets
+        .iter()
+        .filter_map(|path| Some((path.clone(), std::fs::metadata(path).ok()?.is_dir())))
+        .collect();
+    let mut ways = BTreeSet::new();
+    ways.insert(PathBuf::from(HOST_KEYS));
+    for secret in ROOT_SECRETS {
+        if let Some(folder) = Path::new(secret)
+            .ancestors()
+            .skip(1)
+            .find(|folder| folder.is_dir())
+        {
+            ways.insert(folder.to_path_buf());
+        }
+    }
+    let stamps = ways.iter().filter_map(|way| stamp(way, true)).collect();
+    (covers, stamps)
+}
+
+/// Whether the folders stamped by [`secret_covers`] are as they were.
+pub(super) fn stamps_hold(stamps: &[Landmark]) -> bool {
+    stamps
+        .iter()
+        .all(|landmark| stamp(&landmark.path, true).as_ref() == Some(landmark))
 }
 
 /// The folders on the way, with their times (a hidden path that appears, goes or is

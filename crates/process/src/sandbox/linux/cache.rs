@@ -26,6 +26,8 @@ pub(crate) struct Cache {
     base: Mutex<Option<BaseLayer>>,
     /// The mount namespace with a `/proc` of its own, made once when hcpx may.
     proc: OnceLock<Result<Arc<ProcNamespace>, String>>,
+    /// What that namespace covers of the system's secrets (as root), when it could.
+    covered: OnceLock<Option<Covered>>,
     /// The system folders, opened once: the call's layer names them in every call.
     system: OnceLock<System>,
     keeper: OnceLock<Result<Arc<OwnedFd>, String>>,
@@ -71,11 +73,74 @@ impl Cache {
     pub(super) fn proc(&self) -> Result<Arc<ProcNamespace>, String> {
         self.proc
             .get_or_init(|| {
-                crate::runtime::proc_namespace()
+                // As root, the system's secrets are covered in the namespace; where
+                // that cannot be done, the namespace is made without, and the base
+                // layer hides them (see `covered_secrets`).
+                if rustix::process::geteuid().is_root() {
+                    let (secrets, stamps) = hidden::secret_covers();
+                    let covers: Option<Vec<crate::runtime::Cover>> = secrets
+                        .iter()
+                        .map(|(path, folder)| crate::runtime::Cover::new(path, *folder).ok())
+                        .collect();
+                    // Opened before: any change to the mount table after it shows.
+                    let table = std::fs::File::open("/proc/self/mountinfo").ok();
+                    if let Some(covers) = covers
+                        && let Some(table) = table
+                    {
+                        match crate::runtime::proc_namespace(&covers) {
+                            Ok(namespace) => {
+                                let _ = self.covered.set(Some(Covered {
+                                    stamps,
+                                    table,
+                                    stale: std::sync::atomic::AtomicBool::new(false),
+                                }));
+                                return Ok(Arc::new(namespace));
+                            }
+                            Err(error) => {
+                                tracing::debug!("the system's secrets could not be covered: {error}");
+                            }
+                        }
+                    }
+                }
+                let _ = self.covered.set(None);
+                crate::runtime::proc_namespace(&[])
                     .map(Arc::new)
                     .map_err(|error| error.to_string())
             })
             .clone()
+    }
+
+    /// Whether the namespace covers the system's secrets as they are now: none of
+    /// the folders above them changed (a secret replaced by a rename, which takes
+    /// its cover away in the namespace, or a new one), and nothing was mounted or
+    /// unmounted since (a mount on the way would hide a cover). Once that is no
+    /// longer so, it stays so for this process: the base layer hides the secrets
+    /// again, as where they could not be covered.
+    pub(super) fn covered_secrets(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        let Some(Some(covered)) = self.covered.get() else {
+            return false;
+        };
+        if covered.stale.load(Ordering::Relaxed) {
+            return false;
+        }
+        let table_changed = {
+            use rustix::event::{PollFd, PollFlags, poll};
+            let mut fds = [PollFd::new(&covered.table, PollFlags::PRI)];
+            let zero = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            poll(&mut fds, Some(&zero)).map_or(true, |ready| {
+                ready > 0 && fds[0].revents().intersects(PollFlags::PRI | PollFlags::ERR)
+            })
+        };
+        if table_changed || !hidden::stamps_hold(&covered.stamps) {
+            covered.stale.store(true, Ordering::Relaxed);
+            tracing::debug!("the secrets' covers may no longer hold; the base layer hides them");
+            return false;
+        }
+        true
     }
 
     /// Whether the process list is hidden here: hcpx may mount, and the namespace
@@ -165,6 +230,19 @@ impl Cache {
             .clone()
             .map_err(SandboxError::Seccomp)
     }
+}
+
+/// The system's secrets as the `/proc` namespace covers them (see
+/// [`Cache::covered_secrets`]).
+#[derive(Debug)]
+struct Covered {
+    /// The folders above the secrets, as they were when the covers were made.
+    stamps: Vec<hidden::Landmark>,
+    /// `/proc/self/mountinfo`, opened before the namespace was made: it polls
+    /// `PRI` once the mount table changed.
+    table: std::fs::File,
+    /// A change was seen: the covers are no longer trusted.
+    stale: std::sync::atomic::AtomicBool,
 }
 
 /// The system's folders and devices, opened once per process.

@@ -48,9 +48,15 @@ pub(super) fn prepare(
     let mut writes = open_writes(&plan.cwd, &plan.writes)?;
     // The pack's cache folder, as opened where it was made: granted as a write path.
     writes.extend(kept);
+    // The child enters the `/proc` namespace when it has a keeper (the fork path
+    // enters none); as root the namespace covers the system's secrets, which then
+    // need no Landlock layer of their own.
+    let namespace = machine.process_list.enforced && machine.containment.enforced;
+    let proc = namespace.then(|| cache.proc().ok()).flatten();
+    let covered = proc.is_some() && cache.covered_secrets();
     let (call, hide) = match landlock {
         true => {
-            let (call, hide) = call_ruleset(plan, machine, cache, writes)?;
+            let (call, hide) = call_ruleset(plan, machine, cache, writes, covered)?;
             (Some(call), hide)
         }
         false => (None, Hide::default()),
@@ -79,10 +85,6 @@ pub(super) fn prepare(
     } else {
         (None, None)
     };
-    // The namespace goes with the keeper: the fork path enters none.
-    let proc = (machine.process_list.enforced && keeper.is_some())
-        .then(|| cache.proc().ok())
-        .flatten();
     let confinement = Confinement {
         proc,
         net: match &plan.network {

@@ -86,6 +86,7 @@ pub(crate) fn call_ruleset(
     machine: &Machine,
     cache: &Cache,
     writes: Vec<OwnedFd>,
+    secrets_covered: bool,
 ) -> Result<(OwnedFd, Hide), SandboxError> {
     let abi = machine.landlock_abi;
     let rules = Rules::new(abi, |mut ruleset| {
@@ -104,7 +105,9 @@ pub(crate) fn call_ruleset(
     })?;
     let read = AccessFs::from_read(FS_ABI);
     let system = cache.system(machine);
-    let secrets = &system.secrets;
+    // Secrets the call's namespace covers are nothing to hide here.
+    let secrets: &[std::path::PathBuf] = if secrets_covered { &[] } else { &system.secrets };
+    let root_secrets = system.root && !secrets_covered;
     let aliases = &plan.home.aliases;
     // What a folder granted here holds of the hidden paths: only that needs the layer
     // that hides them (a merge of hundreds of rules a call otherwise skips).
@@ -128,7 +131,7 @@ pub(crate) fn call_ruleset(
             &mut hide,
             Hide {
                 home: aliases.iter().any(|alias| alias.starts_with(real)),
-                secrets: *holds_secrets,
+                secrets: *holds_secrets && !secrets_covered,
             },
         );
         rules.allow(opened, read)?;
@@ -143,7 +146,7 @@ pub(crate) fn call_ruleset(
                 &mut hide,
                 Hide {
                     home: true,
-                    secrets: system.root,
+                    secrets: root_secrets,
                 },
             ),
         }
