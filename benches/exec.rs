@@ -95,11 +95,9 @@ fn main() {
             let mut ctx = hcpx::Context::new(env, work.clone(), false)
                 .unwrap()
                 .with_temp_dir(std::env::temp_dir());
-            // As the MCP server runs it: one catalog cache across calls.
-            ctx.session = Arc::new(hcpx::Session {
-                catalog: Some(hcpx::cache::CatalogCache::default()),
-                ..hcpx::Session::with_machine(machine)
-            });
+            // As the MCP server runs it: one session across calls (the catalog
+            // cache, temporary folders made ahead).
+            ctx.session = Arc::new(hcpx::Session::server_with_machine(machine));
             (label, ctx)
         })
         .collect();

@@ -120,6 +120,16 @@ impl Session {
         }
     }
 
+    /// [`Session::server`], whose sandbox sees `machine` instead of probing this
+    /// one (the benches' server without one layer or another).
+    pub fn server_with_machine(machine: crate::sandbox::Machine) -> Self {
+        Self {
+            catalog: Some(crate::cache::CatalogCache::default()),
+            sandbox: crate::sandbox::Cache::prefetching_with_machine(machine),
+            ..Self::default()
+        }
+    }
+
     /// A session whose sandbox sees `machine` instead of probing this one (tests
     /// and benches of other kernels).
     pub fn with_machine(machine: crate::sandbox::Machine) -> Self {

@@ -419,6 +419,14 @@ impl Cache {
         }
     }
 
+    /// [`Cache::prefetching`], for a machine given here rather than probed (the
+    /// benches' server without one layer or another).
+    pub fn prefetching_with_machine(machine: Machine) -> Self {
+        let cache = Self::prefetching();
+        let _ = cache.machine.set(machine);
+        cache
+    }
+
     /// A network namespace for one call with listeners on `addrs` (see
     /// [`crate::runtime::net_namespace`]); in a user namespace of its own when hcpx
     /// cannot make one alone (it lacks CAP_SYS_ADMIN). Never shared by two calls: a
