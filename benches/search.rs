@@ -53,8 +53,8 @@ fn main() {
         .map(|(_, manifest, skill)| {
             let (manifest, skill) = parse_pack(manifest, Some(skill), |_| None).unwrap();
             Pack {
-                manifest,
-                skill,
+                manifest: manifest.into(),
+                skill: skill.into(),
                 origin: Origin::Builtin { bin: None },
             }
         })

@@ -326,8 +326,8 @@ mod tests {
         let skill = format!("---\nname: {id}\ndescription: {description}\n---\n{body}\n");
         let (manifest, skill) = parse_pack(&manifest.to_string(), Some(&skill), |_| None).unwrap();
         Pack {
-            manifest,
-            skill,
+            manifest: manifest.into(),
+            skill: skill.into(),
             origin: Origin::Builtin { bin: None },
         }
     }

@@ -74,8 +74,8 @@ fn parse_embedded(dir: &'static Dir<'static>, which: Shelf) -> Option<Result<Pac
                 Shelf::Catalog => Origin::Catalog,
             };
             Ok(Pack {
-                manifest,
-                skill,
+                manifest: manifest.into(),
+                skill: skill.into(),
                 origin,
             })
         }

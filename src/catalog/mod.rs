@@ -33,8 +33,9 @@ pub enum Origin {
 
 #[derive(Debug, Clone)]
 pub struct Pack {
-    pub manifest: Manifest,
-    pub skill: SkillDoc,
+    /// Shared: a server hands the same parsed pack to every call.
+    pub manifest: std::sync::Arc<Manifest>,
+    pub skill: std::sync::Arc<SkillDoc>,
     pub origin: Origin,
 }
 
@@ -112,7 +113,7 @@ impl Pack {
         {
             return None;
         }
-        let shipped = in_catalog(id)?.manifest.version;
+        let shipped = in_catalog(id)?.manifest.version.clone();
         (shipped > self.manifest.version).then_some(shipped)
     }
 
@@ -292,8 +293,8 @@ impl Catalog {
             match load_dir(&dir) {
                 Ok((manifest, skill)) if manifest.id == name => {
                     catalog.insert(Pack {
-                        manifest,
-                        skill,
+                        manifest: manifest.into(),
+                        skill: skill.into(),
                         origin: Origin::Installed { dir },
                     });
                 }
@@ -338,8 +339,8 @@ impl Catalog {
             let problems = match load_dir(&dir) {
                 Ok((manifest, skill)) if manifest.id == id => {
                     return Some(Self::from_packs(vec![Pack {
-                        manifest,
-                        skill,
+                        manifest: manifest.into(),
+                        skill: skill.into(),
                         origin: Origin::Installed { dir },
                     }]));
                 }

@@ -225,7 +225,7 @@ pub(crate) fn complete(ctx: &Context, words: &[String]) -> Result<Reply, Failure
             super::load_one(ctx, id)
                 .get(id)
                 .ok()
-                .map(|pack| pack.manifest.clone())
+                .map(|pack| Manifest::clone(&pack.manifest))
         },
     );
     let Some(found) = found else {
@@ -255,7 +255,7 @@ mod tests {
         candidates(
             &words(line),
             |packs| ids_of(&catalog, packs),
-            |id| catalog.get(id).ok().map(|pack| pack.manifest.clone()),
+            |id| catalog.get(id).ok().map(|pack| Manifest::clone(&pack.manifest)),
         )
     }
 

@@ -232,8 +232,8 @@ impl Snapshot {
         }
         match crate::catalog::load_dir(&dir) {
             Ok((manifest, skill)) if manifest.id == entry.id => Ok(Pack {
-                manifest,
-                skill,
+                manifest: manifest.into(),
+                skill: skill.into(),
                 origin: Origin::Installed { dir },
             }),
             _ => Err(Stale),
