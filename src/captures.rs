@@ -1,11 +1,16 @@
 //! Full captures of recent calls whose result showed only a view (see docs/mcp.md), kept so
 //! they can be paged with `output ID` or read as `hcp://output/ID`: the most recent
-//! 64 MiB in all, the oldest dropped first, each for at most an hour. Also the view
+//! 64 MiB in all, the oldest dropped first, each for at most an hour; in the
+//! server's memory, or (a `--stateless` server) in `$HCP_HOME` ([`disk`]), where
+//! replicas that share it find each other's. Also the view
 //! itself: a
 //! head and a tail around one line that says how much was left out, never cutting a
 //! UTF-8 code point.
 
+mod disk;
+
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,11 +36,32 @@ impl Stored {
 #[derive(Debug, Default)]
 pub struct CaptureStore {
     entries: Mutex<(u64, VecDeque<Stored>)>,
+    /// Where captures are kept instead of memory, if they are on disk.
+    disk: Option<disk::DiskStore>,
 }
 
 impl CaptureStore {
+    /// A store whose captures are files in `folder` (made when first written),
+    /// shared with every store on the same folder.
+    pub fn on_disk(folder: PathBuf) -> Self {
+        Self {
+            disk: Some(disk::DiskStore::new(folder)),
+            ..Self::default()
+        }
+    }
+
+    /// Whether captures are kept on disk (where other replicas may find them).
+    pub fn is_on_disk(&self) -> bool {
+        self.disk.is_some()
+    }
+
     /// A fresh id for the next capture.
     pub fn new_id(&self) -> String {
+        if self.disk.is_some()
+            && let Some(id) = disk::DiskStore::new_id()
+        {
+            return id;
+        }
         let Ok(mut guard) = self.entries.lock() else {
             return "out-0".to_owned();
         };
@@ -56,6 +82,9 @@ impl CaptureStore {
     }
 
     fn insert_at(&self, id: &str, stdout: String, stderr: String, now: Instant) {
+        if let Some(disk) = &self.disk {
+            return disk.insert(id, &stdout, &stderr);
+        }
         let Ok(mut guard) = self.entries.lock() else {
             return;
         };
@@ -80,6 +109,9 @@ impl CaptureStore {
     }
 
     fn get_at(&self, id: &str, now: Instant) -> Option<Stored> {
+        if let Some(disk) = &self.disk {
+            return disk.get(id);
+        }
         let guard = self.entries.lock().ok()?;
         guard
             .1

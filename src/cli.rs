@@ -310,6 +310,11 @@ pub struct McpArgs {
     /// subscriptions/listen).
     #[arg(long, requires = "listen")]
     pub stateless: bool,
+    /// Seal confirmations with the keys of this file (one `ID BASE64` a line, the first sealing),
+    /// shared by every replica of the server and read again when it changes; with --stateless,
+    /// replicas that share it and HCP_HOME answer any request.
+    #[arg(long, value_name = "PATH", requires = "listen")]
+    pub state_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

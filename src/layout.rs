@@ -14,6 +14,8 @@
 //!   .builtin/ID-VERSION-DIGEST/ built-in packs' CLIs, written to run
 //!   .installed/ID-TAG/          the copies of installed CLIs that bound calls run
 //!   bindings.json  policy.json  adopted.json  audit.log
+//!   mcp/outputs/out-HEX         a stateless MCP server's kept outputs (shared by replicas)
+//!   mcp/spent/HEX               confirmations used, with a state key file (shared by replicas)
 //!   .lock  .append.lock         the state lock and the audit log's own
 //! ```
 
@@ -93,6 +95,18 @@ pub(crate) fn project_policy(dir: &Path) -> PathBuf {
 /// which no pack reads).
 pub(crate) fn egress(home: &Path) -> PathBuf {
     home.join("egress")
+}
+
+/// Where a `--stateless` MCP server keeps outputs for paging, so that every replica
+/// sharing `$HCP_HOME` finds them.
+pub(crate) fn mcp_outputs(home: &Path) -> PathBuf {
+    home.join("mcp").join("outputs")
+}
+
+/// Where an MCP server with a state key file records the confirmations used, so
+/// that replicas sharing `$HCP_HOME` accept each one once among them.
+pub(crate) fn mcp_spent(home: &Path) -> PathBuf {
+    home.join("mcp").join("spent")
 }
 
 pub(crate) fn audit_log(home: &Path) -> PathBuf {

@@ -89,8 +89,16 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
             Ok(settings) => settings,
             Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
         };
+        let keys = match args.state_key_file.as_deref().map(hcpx::mcp::StateKeys::load) {
+            None => None,
+            Some(Ok(keys)) => Some(keys),
+            Some(Err(error)) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
+        };
         let cancel = ctx.cancel.clone();
-        let server = hcpx::mcp::Server::new(ctx, options);
+        let server = hcpx::mcp::Server::new(ctx, options).shared(hcpx::mcp::Shared {
+            keys,
+            stateless: args.stateless,
+        });
         return match runtime.block_on(async {
             let bound = hcpx::mcp::http::bind(settings).await?;
             let _ = writeln!(

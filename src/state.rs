@@ -114,7 +114,7 @@ pub(crate) fn remove_temporaries_in(dir: &Path) {
 
 /// Whether `name` is one [`write_atomic`] gives its temporary files: `.`, the
 /// file's name, `.`, tempfile's six random letters and digits, `.tmp`.
-fn is_temporary(name: &str) -> bool {
+pub(crate) fn is_temporary(name: &str) -> bool {
     name.strip_prefix('.')
         .and_then(|name| name.strip_suffix(".tmp"))
         .and_then(|stem| stem.rsplit_once('.'))

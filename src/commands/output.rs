@@ -31,11 +31,15 @@ pub(crate) fn run(
     limit: usize,
 ) -> Result<Reply, Failure> {
     let stored = ctx.session.captures.get(id).ok_or_else(|| {
-        Failure::new(
-            Reason::UnknownOutput,
-            "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)",
-        )
-        .next(Next::advice("run the command again"))
+        let message = if ctx.session.captures.is_on_disk() {
+            // A replica: the output may be another's, kept where this one cannot see.
+            "no kept output by that id here: a stateless server keeps outputs in its HCP_HOME (the most \
+             recent 64 MiB, each for at most an hour), and replicas find each other's only when they \
+             share that HCP_HOME (one volume); without it, only the replica that ran the command has it"
+        } else {
+            "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)"
+        };
+        Failure::new(Reason::UnknownOutput, message).next(Next::advice("run the command again"))
     })?;
     let text = if stream == "stderr" {
         &stored.stderr

@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 
+use super::keys::StateKeys;
 use super::{Server, modern};
 use crate::context::{Answer, Context, Human};
 use crate::error::{Failure, Reason};
@@ -33,36 +34,85 @@ const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a sealed confirmation state (2026-07-28) stays valid.
 const STATE_TTL: Duration = Duration::from_secs(600);
 
-/// Seals and opens confirmation states (2026-07-28) with a key only this process
-/// holds; shared by every session of a server, so a state sealed in one is spent
-/// in all.
+/// Seals and opens confirmation states (2026-07-28). The key is one only this
+/// process holds, or the keys of the state key file that every replica of a server
+/// reads ([`StateKeys`]); shared by every session of a server, so that a state
+/// sealed in one is spent in all, and, with the key file, in every replica that
+/// shares `$HCP_HOME`.
 pub(crate) struct Seals {
-    /// `None` when the system gives no randomness: then nothing is sealed.
-    codec: Option<RequestStateCodec>,
-    /// Nonces of sealed states already used, with when they expire.
-    used: Mutex<HashMap<String, Instant>>,
-    nonces: AtomicU64,
+    keys: SealKeys,
+    spent: Spent,
+}
+
+/// Where the sealing keys come from.
+enum SealKeys {
+    /// A key made at start; `None` when the system gives no randomness: then
+    /// nothing is sealed.
+    Process(Option<Arc<RequestStateCodec>>),
+    /// The state key file.
+    File(Arc<StateKeys>),
+}
+
+/// Where the nonces of used states are kept, each until its state has expired.
+enum Spent {
+    /// In this process.
+    Memory(Mutex<HashMap<String, Instant>>),
+    /// One empty file per nonce in this folder of `$HCP_HOME`, made with
+    /// `O_EXCL`: replicas that share the folder spend a state once among them.
+    Disk(PathBuf),
 }
 
 impl Seals {
-    /// Seals with a fresh key.
+    /// Seals with a fresh key of this process's.
     pub(crate) fn new() -> Self {
         Self {
-            codec: random_bytes(32).and_then(|key| RequestStateCodec::try_new(key).ok()),
-            used: Mutex::default(),
-            nonces: AtomicU64::default(),
+            keys: SealKeys::Process(
+                random_bytes(32)
+                    .and_then(|key| RequestStateCodec::try_new(key).ok())
+                    .map(Arc::new),
+            ),
+            spent: Spent::Memory(Mutex::default()),
+        }
+    }
+
+    /// Seals with the keys of the state key file, and keeps used nonces in `spent`
+    /// (a folder of `$HCP_HOME`).
+    pub(crate) fn shared(keys: Arc<StateKeys>, spent: PathBuf) -> Self {
+        Self {
+            keys: SealKeys::File(keys),
+            spent: Spent::Disk(spent),
+        }
+    }
+
+    fn codec(&self) -> Option<Arc<RequestStateCodec>> {
+        match &self.keys {
+            SealKeys::Process(codec) => codec.clone(),
+            SealKeys::File(keys) => Some(keys.codec()),
         }
     }
 
     /// Whether states can be sealed at all.
     fn available(&self) -> bool {
-        self.codec.is_some()
+        match &self.keys {
+            SealKeys::Process(codec) => codec.is_some(),
+            SealKeys::File(_) => true,
+        }
+    }
+
+    /// Whether the keys in force can be read as they are now (the server's
+    /// readiness); why not when they cannot.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match &self.keys {
+            SealKeys::Process(_) => Ok(()),
+            SealKeys::File(keys) => keys.check().map_err(|error| error.to_string()),
+        }
     }
 
     /// A state for this argv in `ctx` under `policies`, good once and for [`STATE_TTL`].
     fn seal(&self, ctx: &Context, argv: &[String], policies: &Policies) -> Option<String> {
-        let codec = self.codec.as_ref()?;
-        let nonce = self.nonces.fetch_add(1, Ordering::Relaxed).to_string();
+        let codec = self.codec()?;
+        // Random, not counted: replicas sealing with one key never make the same.
+        let nonce = hex(&random_bytes(16)?);
         let context = sealed_context(ctx, argv, policies);
         let options = SealOptions::new().associated_data(&context).ttl(STATE_TTL);
         codec.seal_json_with(&Sealed { nonce }, &options).ok()
@@ -71,18 +121,75 @@ impl Seals {
     /// Opens a sealed state for this very argv in `ctx`, once. Any failure is one
     /// answer.
     fn open(&self, state: &str, ctx: &Context, argv: &[String], policies: &Policies) -> bool {
-        let Some(codec) = self.codec.as_ref() else {
+        let Some(codec) = self.codec() else {
             return false;
         };
         let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv, policies)) else {
             return false;
         };
-        let Ok(mut used) = self.used.lock() else {
-            return false;
-        };
-        used.retain(|_, expires| *expires > Instant::now());
-        used.insert(sealed.nonce, Instant::now() + STATE_TTL).is_none()
+        self.spend(&sealed.nonce)
     }
+
+    /// Records `nonce` as used; false when it already was (or cannot be recorded).
+    fn spend(&self, nonce: &str) -> bool {
+        match &self.spent {
+            Spent::Memory(used) => {
+                let Ok(mut used) = used.lock() else {
+                    return false;
+                };
+                used.retain(|_, expires| *expires > Instant::now());
+                used.insert(nonce.to_owned(), Instant::now() + STATE_TTL)
+                    .is_none()
+            }
+            Spent::Disk(folder) => spend_on_disk(folder, nonce),
+        }
+    }
+}
+
+/// Records `nonce` as a file of its own in `folder` (made if need be), unless it is
+/// there: `O_EXCL` makes one replica of those sharing the folder the first. Records
+/// older than a state lives are removed on the way. Fails closed.
+fn spend_on_disk(folder: &Path, nonce: &str) -> bool {
+    // The nonce was sealed by a replica, so it is one of ours; checked all the same,
+    // since it becomes a file name.
+    if nonce.len() != 32 || !nonce.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return false;
+    }
+    if let Err(error) = crate::state::ensure_home(folder) {
+        tracing::warn!("a confirmation cannot be recorded as used: {error}");
+        return false;
+    }
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STATE_TTL);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(folder.join(nonce))
+    {
+        Ok(_) => true,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(error) => {
+            tracing::warn!(
+                "a confirmation cannot be recorded as used in {}: {error}",
+                folder.display()
+            );
+            false
+        }
+    }
+}
+
+/// Lowercase hexadecimal digits of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// `len` random bytes (a sealing key, a task id), or `None` when the system gives
@@ -285,5 +392,78 @@ impl Human for Elicitation {
                 Err(_) => Answer::No,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Layer, Policies};
+
+    const KEY: &str = "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=";
+
+    fn ctx() -> Context {
+        Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap()
+    }
+
+    fn policies() -> Policies {
+        Policies {
+            user: Layer::Absent,
+            project: Layer::Absent,
+        }
+    }
+
+    /// Two replicas: the same key file, the same `$HCP_HOME`.
+    fn replicas(dir: &Path) -> (Seals, Seals) {
+        let keys = dir.join("keys");
+        std::fs::write(&keys, format!("k1 {KEY}\n")).unwrap();
+        let replica = || {
+            Seals::shared(
+                Arc::new(StateKeys::load(&keys).unwrap()),
+                dir.join("home/mcp/spent"),
+            )
+        };
+        (replica(), replica())
+    }
+
+    #[test]
+    fn a_state_sealed_by_one_replica_opens_once_on_any() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = replicas(dir.path());
+        let argv = vec!["exec".to_owned(), "p".to_owned(), "c".to_owned()];
+        let state = first.seal(&ctx(), &argv, &policies()).unwrap();
+        let other = first.seal(&ctx(), &argv, &policies()).unwrap();
+        assert!(
+            second.open(&state, &ctx(), &argv, &policies()),
+            "asked on one, answered on another"
+        );
+        assert!(
+            !first.open(&state, &ctx(), &argv, &policies()),
+            "used once among them"
+        );
+        assert!(!second.open(&state, &ctx(), &argv, &policies()));
+        let mut elsewhere = argv.clone();
+        elsewhere.push("x=1".to_owned());
+        assert!(
+            !first.open(&other, &ctx(), &elsewhere, &policies()),
+            "another argv"
+        );
+        assert!(first.open(&other, &ctx(), &argv, &policies()));
+        // A replica with a key of its own opens nothing of theirs.
+        let alone = Seals::new();
+        let third = first.seal(&ctx(), &argv, &policies()).unwrap();
+        assert!(!alone.open(&third, &ctx(), &argv, &policies()));
+    }
+
+    #[test]
+    fn used_states_are_files_named_by_their_nonce_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let spent = dir.path().join("spent");
+        assert!(spend_on_disk(&spent, "0123456789abcdef0123456789abcdef"));
+        assert!(!spend_on_disk(&spent, "0123456789abcdef0123456789abcdef"));
+        assert!(spent.join("0123456789abcdef0123456789abcdef").is_file());
+        for bad in ["../x", "", "0123456789abcdef0123456789abcdeg", "1"] {
+            assert!(!spend_on_disk(&spent, bad), "{bad}");
+        }
     }
 }

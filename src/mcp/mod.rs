@@ -13,6 +13,7 @@ mod confirm;
 pub mod fit;
 mod help;
 pub mod http;
+mod keys;
 pub mod lines;
 pub mod logs;
 mod resources;
@@ -39,6 +40,7 @@ use crate::context::{Context, env_vars};
 
 /// No serialized result is larger (see docs/mcp.md): some hosts and SDKs drop bigger ones.
 pub use fit::MAX_MESSAGE as MAX_RESULT;
+pub use keys::{KeyFileError, StateKeys};
 pub use resources::Changes;
 pub use tool::tool;
 pub use view::{VIEW_STDERR, VIEW_STDOUT};
@@ -69,6 +71,18 @@ impl Options {
 /// notice.
 const CALLS_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What a server shares with the other replicas of it, through `$HCP_HOME` and the
+/// state key file (see docs/mcp.md).
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// `--state-key-file`: confirmations are sealed with its keys, and each is
+    /// spent once among the replicas that share `$HCP_HOME`.
+    pub keys: Option<StateKeys>,
+    /// `--stateless`: kept outputs are files in `$HCP_HOME`, found by every
+    /// replica that shares it.
+    pub stateless: bool,
+}
+
 /// The `hcp` server: shared by every request of a session, and (cloned) by every
 /// session of an HTTP server. Clones share the [`Session`](crate::context::Session) (catalog cache, kept captures), the sealing key, the
 /// list of listeners, the calls in flight and the tasks.
@@ -87,6 +101,10 @@ pub struct Server {
     tasks: Arc<tasks::Tasks>,
     /// This stdio connection, whose tasks are its own (see [`tasks::Owner`]).
     connection: u64,
+    /// The server is one of several replicas (it shares state through
+    /// `$HCP_HOME` or a state key file), so any request may reach another: it makes
+    /// no tasks, which would live in this process only.
+    shares_state: bool,
 }
 
 impl Server {
@@ -103,7 +121,46 @@ impl Server {
             seals: Arc::new(confirm::Seals::new()),
             tasks: Arc::default(),
             connection: tasks::connection_id(),
+            shares_state: false,
         }
+    }
+
+    /// This server as one of several replicas: what it keeps between requests is
+    /// where the others find it (see [`Shared`]).
+    pub fn shared(mut self, shared: Shared) -> Self {
+        if let Some(keys) = shared.keys {
+            let spent = crate::layout::mcp_spent(&self.base.home);
+            self.seals = Arc::new(confirm::Seals::shared(Arc::new(keys), spent));
+            self.shares_state = true;
+        }
+        if shared.stateless {
+            let outputs = crate::layout::mcp_outputs(&self.base.home);
+            self.base.session = Arc::new(crate::context::Session {
+                captures: crate::captures::CaptureStore::on_disk(outputs),
+                ..crate::context::Session::server()
+            });
+            self.shares_state = true;
+        }
+        self
+    }
+
+    /// Probes the sandbox off the server's threads, so that the first call does not
+    /// wait for it and [`Self::readiness`] can tell when it is done.
+    pub fn probe_sandbox(&self) {
+        let session = self.base.session.clone();
+        tokio::task::spawn_blocking(move || {
+            session.sandbox.machine();
+        });
+    }
+
+    /// Whether the server can serve (`/readyz`): its state keys read as they are
+    /// now, and the sandbox probe is done. Why not, in words, when it cannot.
+    pub(crate) fn readiness(&self) -> Result<(), String> {
+        self.seals.check()?;
+        if !self.base.session.sandbox.probed() {
+            return Err("the sandbox probe is not done yet".to_owned());
+        }
+        Ok(())
     }
 
     /// The one tool's definition.
@@ -146,15 +203,20 @@ fn stamp(meta: &mut Option<MetaObject>, ctx: &RequestContext<RoleServer>) {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_resources_list_changed()
-                .enable_skills()
-                .enable_tasks()
-                .build(),
-        )
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_skills()
+            .enable_tasks()
+            .build();
+        if self.shares_state
+            && let Some(extensions) = capabilities.extensions.as_mut()
+        {
+            // A replica makes no tasks (see `shares_state`).
+            extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+        }
+        ServerConfig::new(capabilities)
         .with_server_info(implementation())
         .with_instructions(
             "hcpx runs command-line tools (packs) for you through one tool, `hcp`, under the user's policy, \
@@ -202,7 +264,7 @@ impl ServerHandler for Server {
             return Err(McpError::invalid_params("this server has one tool, `hcp`", None));
         }
         let arguments = request.arguments.clone().unwrap_or_default();
-        let mut response = if tasks::declared(&ctx) {
+        let mut response = if tasks::declared(&ctx) && !self.shares_state {
             // A long call may go on as a task.
             let resume = request.input_responses.zip(request.request_state);
             self.call_or_task(arguments, resume, ctx.clone()).await
@@ -315,6 +377,12 @@ impl ServerHandler for Server {
                     ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]);
                 stamp(&mut result.meta, &ctx);
                 Ok(result.into())
+            }
+            None if uri.starts_with("hcp://output/") && self.base.session.captures.is_on_disk() => {
+                Err(McpError::resource_not_found(
+                    "no such output here: replicas find each other's outputs only when they share HCP_HOME",
+                    Some(json!({ "uri": uri })),
+                ))
             }
             None => Err(McpError::resource_not_found(
                 "no such resource",

@@ -4,11 +4,12 @@
 //! the user who started it), who may call (a bearer token, checked in constant time
 //! and never logged), which `Host` and `Origin` values are accepted (against DNS
 //! rebinding and foreign web pages), what any one client may take ([`limits`],
-//! [`connections`], [`sessions`]), and an orderly stop that cancels running calls
+//! [`connections`], [`sessions`]), the probes of load balancers ([`health`]), and an orderly stop that cancels running calls
 //! so that their children are killed, and ends each open stream with its final
 //! result. The tool, the resources and confirmation are [`super::Server`]'s, unchanged.
 
 mod connections;
+mod health;
 mod limits;
 mod listener;
 mod peer;
@@ -340,7 +341,10 @@ impl Listening {
             .layer(middleware::from_fn_with_state(
                 settings.token.clone(),
                 require_token,
-            ));
+            ))
+            // Outermost: probes are answered before the token is checked.
+            .layer(middleware::from_fn_with_state(server.clone(), health::answer));
+        server.probe_sandbox();
         let gate = peer::Gate::new(settings.token.is_some(), peer::Gate::effective_uid());
         let connections = connections::Connections::new(limits::connection_cap(limits::descriptor_limit()));
         connections.serve(&listener, app, gate, &shutdown).await;
@@ -379,6 +383,7 @@ mod tests {
             allow_host: Vec::new(),
             session_idle_secs: 60,
             stateless: false,
+            state_key_file: None,
         }
     }
 

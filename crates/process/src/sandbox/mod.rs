@@ -402,6 +402,12 @@ impl Cache {
         })
     }
 
+    /// Whether this machine has been probed (or given): a server is ready to run
+    /// packs without waiting for the probe.
+    pub fn probed(&self) -> bool {
+        self.machine.get().is_some()
+    }
+
     /// `$HCP_HOME` and every other path of it, from the mount table as it is now.
     pub fn home_view(&self, home: &Path) -> HomeView {
         match self.mounts.lock() {
