@@ -4,7 +4,8 @@
 # (pinned in tests/npm-registry/, installed under target/npm-registry), then the
 # interop test in which the official Python MCP SDK (pinned in
 # tests/interop/requirements.txt, installed into a venv under target/) drives
-# `hcpx mcp` over stdio and over Streamable HTTP, and the check of server.json and
+# `hcpx mcp` over stdio and over Streamable HTTP (and three replicas of it behind
+# HAProxy), and the check of server.json and
 # `hcpx adopt plugin`'s folder against their published schemas (tests/schemas/).
 # MCP Inspector's CLI (pinned in tests/interop/node/) is installed first: the
 # integration tests drive hcpx with it.
@@ -80,6 +81,10 @@ if ! cmp -s tests/interop/requirements.txt "$venv/installed-requirements.txt"; t
 fi
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_client.py target/debug/hcpx
 timeout --kill-after=10 300 "$venv/bin/python" tests/interop/python_http.py target/debug/hcpx
+# Three stateless replicas behind HAProxy (from .ci/apt-tools), driven through it by the
+# same SDK: calls spread, a confirmation answered on another replica, a key rotation, a
+# replica killed mid-run.
+timeout --kill-after=10 120 "$venv/bin/python" tests/interop/replicas.py target/debug/hcpx
 # server.json and `hcpx adopt plugin`'s folder against the published schemas kept in
 # tests/schemas/, with validators nobody here wrote.
 timeout --kill-after=10 300 "$venv/bin/python" tests/schemas/validate.py target/debug/hcpx

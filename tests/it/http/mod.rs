@@ -5,6 +5,7 @@
 
 mod access;
 mod flood;
+mod replicas;
 
 use std::time::Duration;
 
