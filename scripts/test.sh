@@ -88,3 +88,7 @@ timeout --kill-after=10 120 "$venv/bin/python" tests/interop/replicas.py target/
 # server.json and `hcpx adopt plugin`'s folder against the published schemas kept in
 # tests/schemas/, with validators nobody here wrote.
 timeout --kill-after=10 300 "$venv/bin/python" tests/schemas/validate.py target/debug/hcpx
+# The deployment recipe: the Kubernetes manifests against the API's schemas (strict:
+# an unknown field fails), the Containerfile through hadolint.
+"$venv/bin/kubernetes-validate" --strict --quiet deploy/kubernetes/*.yaml
+"$venv/bin/hadolint" deploy/Containerfile
