@@ -170,7 +170,10 @@ impl Connection {
             self.stream.read_exact(&mut body).unwrap();
         }
         let text = String::from_utf8_lossy(&body);
-        assert!(text.contains("08:31") && !text.contains("\"isError\":true"), "{text}");
+        assert!(
+            text.contains("08:31") && !text.contains("\"isError\":true"),
+            "{text}"
+        );
     }
 }
 
@@ -243,7 +246,8 @@ fn main() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", one)).is_err() || TcpStream::connect(("127.0.0.1", three)).is_err() {
+    while TcpStream::connect(("127.0.0.1", one)).is_err() || TcpStream::connect(("127.0.0.1", three)).is_err()
+    {
         assert!(Instant::now() < deadline, "HAProxy did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -64,7 +64,7 @@ impl DiskStore {
             .prefix(&format!(".{id}."))
             .suffix(".tmp")
             .tempfile_in(&self.folder)?;
-        write!(temp, "{MAGIC} {} {}\n", stdout.len(), stderr.len())?;
+        writeln!(temp, "{MAGIC} {} {}", stdout.len(), stderr.len())?;
         temp.write_all(stdout.as_bytes())?;
         temp.write_all(stderr.as_bytes())?;
         temp.persist(self.folder.join(id))
