@@ -445,6 +445,31 @@ mod tests {
         insta::assert_json_snapshot!("capabilities", info);
     }
 
+    /// A replica declares no tasks (a task would live in one process) and keeps
+    /// its outputs in `$HCP_HOME`; a lone server does both as before.
+    #[test]
+    fn a_replica_makes_no_tasks_and_keeps_outputs_on_disk() {
+        let ctx = Context::new([("HOME".to_owned(), "/h".to_owned())], "/w".into(), false).unwrap();
+        let options = Options::from_context(&ctx, false);
+        let alone = Server::new(ctx.clone(), options);
+        let tasks = |server: &Server| {
+            server
+                .get_info()
+                .capabilities
+                .extensions
+                .is_some_and(|extensions| extensions.contains_key(rmcp::model::TASKS_EXTENSION_ID))
+        };
+        assert!(tasks(&alone));
+        assert!(!alone.base.session.captures.is_on_disk());
+        let replica = Server::new(ctx, options).shared(Shared {
+            keys: None,
+            stateless: true,
+        });
+        assert!(!tasks(&replica));
+        assert!(replica.base.session.captures.is_on_disk());
+        assert!(replica.base.session.catalog.is_some(), "still a server's session");
+    }
+
     /// Every call a server runs, in every HTTP session (a clone), points to one
     /// session that caches the catalog; the context it was made from keeps its own.
     #[test]
