@@ -153,7 +153,12 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()
     let _ = mode;
     temp.write_all(contents).map_err(write_error)?;
     temp.as_file().sync_all().map_err(write_error)?;
-    temp.persist(path).map_err(|error| write_error(error.error))?;
+    // Closed before it takes the name: a program replaced here may be run at once by
+    // another thread or process, and a file still open for writing cannot run
+    // ("Text file busy").
+    temp.into_temp_path()
+        .persist(path)
+        .map_err(|error| write_error(error.error))?;
     // Make the rename itself durable.
     if let Ok(dir) = File::open(dir) {
         let _ = dir.sync_all();

@@ -145,6 +145,11 @@ pub fn write_program(home: &Path, program: &Path, bytes: &[u8]) -> Result<(), Pr
     let dir = program.parent().unwrap_or(home);
     std::fs::create_dir_all(dir).map_err(|error| failed(&error))?;
     let _lock = crate::layout::lock(home).map_err(|error| failed(&error))?;
+    // Another process sharing `$HCP_HOME` (a replica) may have written it meanwhile:
+    // a file already running elsewhere is not replaced.
+    if std::fs::read(program).is_ok_and(|existing| existing == bytes) {
+        return Ok(());
+    }
     crate::state::write_atomic(program, bytes, 0o755).map_err(|error| failed(&error))
 }
 

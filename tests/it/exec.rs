@@ -828,3 +828,27 @@ fn a_cli_whose_interpreter_is_missing_is_not_runnable_for_exec_as_for_availabili
     );
     assert_eq!(envelope["next"], problem["fix"]);
 }
+
+/// A pack's CLI still open for writing somewhere when the call starts it ("Text
+/// file busy": replicas sharing `HCP_HOME` write a built-in pack's CLI on their
+/// first calls, and a process cloned meanwhile holds the descriptor for a moment)
+/// is started again once it is free, rather than the call failing.
+#[test]
+fn a_cli_busy_for_a_moment_is_started_once_free() {
+    let env = probe_env();
+    let cli = env.home().join("packs/probe/probe");
+    for _ in 0..3 {
+        // Open for writing (nothing written) while the call starts, then let go.
+        let writer = std::fs::OpenOptions::new().append(true).open(&cli).unwrap();
+        let child = env
+            .command(&["--json", "exec", "probe", "args", "--", "rest=x"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        drop(writer);
+        let output = child.wait_with_output().unwrap();
+        let envelope: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(envelope["ok"], json!(true), "{envelope}");
+    }
+}

@@ -349,6 +349,17 @@ fn abandon(pidfd: std::os::fd::OwnedFd, stack: clone::Stack) {
     }
 }
 
+/// How long to wait before each new start of a program found busy ("Text file
+/// busy"): a third of a second in all.
+#[cfg(target_os = "linux")]
+const TEXT_BUSY_WAITS: [Duration; 5] = [
+    Duration::from_millis(10),
+    Duration::from_millis(20),
+    Duration::from_millis(40),
+    Duration::from_millis(80),
+    Duration::from_millis(160),
+];
+
 /// Starts the call: under its keeper (Linux), else through tokio, with the
 /// confinement applied between fork and exec. `stdin`: whether the child's
 /// standard input is a pipe (the write end comes back) rather than `/dev/null`.
@@ -363,7 +374,25 @@ fn start(spawn: Spawn, stdin: bool) -> Result<Running, RuntimeError> {
         && spawn.control.is_some()
     {
         use std::os::fd::AsRawFd as _;
-        let started = clone::start(&spawn, confinement, keeper.control.as_raw_fd(), stdin).map_err(failed)?;
+        // A program written a moment ago (a built-in pack's CLI, which this or another
+        // process sharing `$HCP_HOME` materializes on a first call) may be "busy": a
+        // process cloned while the writer had it open holds a copy of that descriptor
+        // until it execs or closes it, within milliseconds. Started again a few times,
+        // unless the failed start already sent hcpx a listener (declared sockets).
+        let mut waits = TEXT_BUSY_WAITS.iter();
+        let started = loop {
+            match clone::start(&spawn, confinement, keeper.control.as_raw_fd(), stdin) {
+                Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && confinement.notify.is_none() => {
+                    let Some(wait) = waits.next() else {
+                        break Err(error);
+                    };
+                    tracing::debug!("{} is busy; starting it again", spawn.program.display());
+                    std::thread::sleep(*wait);
+                }
+                other => break other,
+            }
+        }
+        .map_err(failed)?;
         let registered = (|| {
             use tokio::net::unix::pipe;
             let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
