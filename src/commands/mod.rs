@@ -157,6 +157,7 @@ pub(crate) fn flags(
         &crate::availability::Here {
             env: &ctx.env,
             policies,
+            caller: ctx.caller.as_deref(),
             bindings: bindings.as_ref().map_err(String::as_str),
             identity: &|pack| crate::install::identity(&ctx.home, pack),
             machine,
@@ -214,6 +215,7 @@ pub(crate) fn pseudo_evaluation(ctx: &Context, command: &str) -> crate::policy::
                 pack: policy::PSEUDO_PACK,
                 command,
                 effect: Effect::Write,
+                caller: ctx.caller.as_deref(),
             },
             &load_policies(ctx),
         ),
