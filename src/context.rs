@@ -298,6 +298,11 @@ impl Context {
             .unwrap_or_else(|| *self.session.os.0.get_or_init(this_machines_os))
     }
 
+    /// The OAuth caller's subject, when the call has one.
+    pub fn subject(&self) -> Option<&str> {
+        self.caller.as_deref().map(|caller| caller.subject.as_str())
+    }
+
     pub fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name).map(String::as_str)
     }

@@ -186,6 +186,7 @@ pub(crate) fn write_audit_line(
     let entry = crate::audit::Entry {
         ts: crate::audit::now(),
         principal: ctx.principal,
+        subject: ctx.subject(),
         argv,
         pack,
         command,

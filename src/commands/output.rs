@@ -30,7 +30,7 @@ pub(crate) fn run(
     offset: usize,
     limit: usize,
 ) -> Result<Reply, Failure> {
-    let stored = ctx.session.captures.get(id).ok_or_else(|| {
+    let stored = ctx.session.captures.get(id, ctx.subject()).ok_or_else(|| {
         Failure::new(
             Reason::UnknownOutput,
             "no kept output by that id: outputs live in the MCP server that produced them (the most recent 64 MiB, each for at most an hour)",

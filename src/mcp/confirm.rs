@@ -59,22 +59,37 @@ impl Seals {
         self.codec.is_some()
     }
 
-    /// A state for this argv in `ctx` under `policies`, good once and for [`STATE_TTL`].
-    fn seal(&self, ctx: &Context, argv: &[String], policies: &Policies) -> Option<String> {
+    /// A state for this argv in `ctx` under `policies`, for `subject`, good once
+    /// and for [`STATE_TTL`].
+    fn seal(
+        &self,
+        ctx: &Context,
+        subject: Option<&str>,
+        argv: &[String],
+        policies: &Policies,
+    ) -> Option<String> {
         let codec = self.codec.as_ref()?;
         let nonce = self.nonces.fetch_add(1, Ordering::Relaxed).to_string();
-        let context = sealed_context(ctx, argv, policies);
+        let context = sealed_context(ctx, subject, argv, policies);
         let options = SealOptions::new().associated_data(&context).ttl(STATE_TTL);
         codec.seal_json_with(&Sealed { nonce }, &options).ok()
     }
 
     /// Opens a sealed state for this very argv in `ctx`, once. Any failure is one
     /// answer.
-    fn open(&self, state: &str, ctx: &Context, argv: &[String], policies: &Policies) -> bool {
+    fn open(
+        &self,
+        state: &str,
+        ctx: &Context,
+        subject: Option<&str>,
+        argv: &[String],
+        policies: &Policies,
+    ) -> bool {
         let Some(codec) = self.codec.as_ref() else {
             return false;
         };
-        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv, policies)) else {
+        let context = sealed_context(ctx, subject, argv, policies);
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &context) else {
             return false;
         };
         let Ok(mut used) = self.used.lock() else {
@@ -98,14 +113,23 @@ pub(super) fn random_bytes(len: usize) -> Option<Vec<u8>> {
 }
 
 /// The associated data a state is sealed with, so that it opens only for the same
-/// call: the argv, the working directory and the policy in force (what both policy
-/// files say, as the call read them once: the very policy its command decides by).
-fn sealed_context(ctx: &Context, argv: &[String], policies: &Policies) -> Vec<u8> {
+/// call: the argv, the working directory, the policy in force (what both policy
+/// files say, as the call read them once: the very policy its command decides by)
+/// and the OAuth caller's subject, so that no other subject can answer for it.
+fn sealed_context(ctx: &Context, subject: Option<&str>, argv: &[String], policies: &Policies) -> Vec<u8> {
     let mut context = argv.join("\0").into_bytes();
     context.push(0);
     context.extend(ctx.cwd.display().to_string().into_bytes());
     context.push(0);
     context.extend(policies.in_force());
+    context.push(0);
+    match subject {
+        Some(subject) => {
+            context.push(b's');
+            context.extend(subject.as_bytes());
+        }
+        None => context.push(b'-'),
+    }
     context
 }
 
@@ -134,6 +158,7 @@ impl Server {
         resume: Option<(&InputResponses, &str)>,
         argv: &[String],
         policies: &Policies,
+        subject: Option<&str>,
     ) -> Result<Confirmation, Failure> {
         if !modern(request) {
             if request
@@ -158,7 +183,7 @@ impl Server {
         }
         match resume {
             Some((responses, state)) => {
-                if !self.seals.open(state, &self.base, argv, policies) {
+                if !self.seals.open(state, &self.base, subject, argv, policies) {
                     return Err(Failure::new(
                         Reason::NeedsConfirmation,
                         "that confirmation is expired, altered, for another command or already used; \
@@ -193,12 +218,13 @@ impl Server {
         confirmation: Confirmation,
         argv: &[String],
         policies: &Policies,
+        subject: Option<&str>,
         plan: Option<&Value>,
     ) -> Option<InputRequiredResult> {
         let question = confirmation
             .deferred
             .and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()))?;
-        let state = self.seals.seal(&self.base, argv, policies)?;
+        let state = self.seals.seal(&self.base, subject, argv, policies)?;
         let plan = plan.map(ToString::to_string).unwrap_or_default();
         let params = confirm_params(format!("{question}\nPlan: {plan}"))?;
         let mut requests = InputRequests::new();

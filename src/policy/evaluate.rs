@@ -282,7 +282,7 @@ pub(crate) fn permits_any<'a>(
     commands: impl IntoIterator<Item = (&'a str, Effect)>,
     caller: Option<&super::rules::Caller>,
     policies: &Policies,
-) -> Result<(), Evaluation> {
+) -> Result<(), Box<Evaluation>> {
     let mut last = None;
     for (command, effect) in commands {
         let evaluation = evaluate(
@@ -299,5 +299,5 @@ pub(crate) fn permits_any<'a>(
         }
         last = Some(evaluation);
     }
-    Err(last.unwrap_or_else(|| access(Principal::Agent)))
+    Err(Box::new(last.unwrap_or_else(|| access(Principal::Agent))))
 }
