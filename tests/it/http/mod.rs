@@ -5,6 +5,8 @@
 
 mod access;
 mod flood;
+mod oauth;
+mod oidc;
 
 use std::time::Duration;
 
