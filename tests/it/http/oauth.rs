@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::oidc::{self, Options, Provider};
+use super::oidc::{self, Options};
 use crate::common::{HttpResponse, HttpServer, TestEnv, http_request, wait_until};
 
 /// A port free right now, for a server whose audience must name it before it starts.

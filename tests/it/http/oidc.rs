@@ -47,8 +47,6 @@ pub(crate) struct Options<'a> {
 pub(crate) struct Provider {
     pub(crate) issuer: String,
     pub(crate) port: u16,
-    /// Its private keys (JWK set), shared with providers started from the same file.
-    pub(crate) keys: PathBuf,
     _lifeline: ChildStdin,
     child: Child,
 }
@@ -107,7 +105,6 @@ pub(crate) fn start(keys: &Path, options: &Options<'_>) -> Provider {
     Provider {
         issuer: issuer.to_owned(),
         port,
-        keys: keys.to_path_buf(),
         _lifeline: lifeline,
         child,
     }
