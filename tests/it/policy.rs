@@ -367,6 +367,10 @@ fn the_worked_examples_of_docs_policy_md_hold() {
         .collect();
     assert_eq!(
         named,
-        [("git.push", "release"), ("git.push", "alice@example.com"), ("*.write", "admins")]
+        [
+            ("git.push", "release"),
+            ("git.push", "alice@example.com"),
+            ("*.write", "admins")
+        ]
     );
 }

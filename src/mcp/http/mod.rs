@@ -485,6 +485,29 @@ mod tests {
         ));
     }
 
+    /// OAuth is the boundary off loopback as a token is, and never beside one.
+    #[test]
+    fn oauth_is_one_auth_mode_and_needs_no_token() {
+        let mut oauth = args("0.0.0.0:0");
+        oauth.oauth_issuer = Some("https://id.example.com".to_owned());
+        oauth.audience = Some("https://hcp.example.com/mcp".to_owned());
+        let resolved = Settings::resolve(&oauth, &ctx(&[])).unwrap();
+        assert!(resolved.token.is_none());
+        assert_eq!(
+            resolved.oauth.map(|settings| settings.metadata_url()),
+            Some("https://hcp.example.com/.well-known/oauth-protected-resource/mcp".to_owned())
+        );
+        assert!(matches!(
+            Settings::resolve(&oauth, &ctx(&[(TOKEN_VAR, "0123456789abcdef0123")])),
+            Err(HttpError::TwoAuthModes)
+        ));
+        oauth.audience = Some("http://hcp.example.com/mcp".to_owned());
+        assert!(matches!(
+            Settings::resolve(&oauth, &ctx(&[])),
+            Err(HttpError::OAuth(oauth::OAuthError::Audience(_)))
+        ));
+    }
+
     #[test]
     fn the_wildcard_is_no_allowed_host() {
         let any: SocketAddr = "0.0.0.0:8765".parse().unwrap();
