@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs every test of hcpx: unit, integration (the real binary and real child
 # processes), snapshot and MCP tests, npm installs from Verdaccio on loopback
-# (pinned in tests/npm-registry/, installed under target/npm-registry), then the
+# (pinned in tests/npm-registry/, installed under target/npm-registry), OAuth against
+# oidc-provider on loopback (pinned in tests/oidc/, installed under target/oidc), then the
 # interop test in which the official Python MCP SDK (pinned in
 # tests/interop/requirements.txt, installed into a venv under target/) drives
 # `hcpx mcp` over stdio and over Streamable HTTP (and three replicas of it behind
@@ -35,6 +36,18 @@ if ! cmp -s tests/interop/node/package-lock.json "$interop_node/installed-lock.j
   (cd "$interop_node" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
   # Written last: a half-done install is redone on the next run.
   cp tests/interop/node/package-lock.json "$interop_node/installed-lock.json"
+fi
+# oidc-provider, the OpenID provider tests/it/http/oauth.rs starts on loopback to
+# issue access tokens (pinned in tests/oidc/, installed under target/oidc from the
+# committed lockfile when missing or changed; it has no install scripts to run).
+oidc=target/oidc
+if ! cmp -s tests/oidc/package-lock.json "$oidc/installed-lock.json"; then
+  rm -rf "$oidc"
+  mkdir -p "$oidc"
+  cp tests/oidc/package.json tests/oidc/package-lock.json "$oidc/"
+  (cd "$oidc" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  # Written last: a half-done install is redone on the next run.
+  cp tests/oidc/package-lock.json "$oidc/installed-lock.json"
 fi
 # The MCP hosts' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot
 # CLI, and a Node.js 22 for those that need it) that tests/it/hosts.rs runs on what

@@ -16,6 +16,9 @@ use crate::state::{self, StateError};
 pub(crate) struct Entry<'a> {
     pub ts: String,
     pub principal: Principal,
+    /// The OAuth caller's subject (`hcpx mcp --oauth-issuer`); absent for others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<&'a str>,
     pub argv: &'a [String],
     pub pack: &'a str,
     pub command: &'a str,
@@ -102,6 +105,7 @@ mod tests {
         let entry = Entry {
             ts: now(),
             principal: Principal::Agent,
+            subject: None,
             argv: &argv,
             pack: "git",
             command: "status",
@@ -133,6 +137,32 @@ mod tests {
         );
         assert!(lines[0]["ts"].as_str().unwrap().ends_with('Z'));
         assert_eq!(lines[0]["decision"], "ran");
+    }
+
+    /// An OAuth caller's line names its subject, beside the principal.
+    #[test]
+    fn an_oauth_callers_line_names_its_subject() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = vec!["exec".to_owned()];
+        let entry = Entry {
+            ts: now(),
+            principal: Principal::Agent,
+            subject: Some("alice@example.com"),
+            argv: &argv,
+            pack: "git",
+            command: "status",
+            decision: Disposition::Denied,
+            exit_code: None,
+            duration_ms: 0,
+            output_bytes: 0,
+            connection: None,
+        };
+        append(dir.path(), &entry).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+        let keys: Vec<&str> = line.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(&keys[..3], ["ts", "principal", "subject"]);
+        assert_eq!(line["subject"], "alice@example.com");
     }
 
     #[test]

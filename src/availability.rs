@@ -279,6 +279,8 @@ fn reinstall(pack: &Pack) -> Next {
 pub(crate) struct Here<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub policies: &'a Policies,
+    /// The OAuth caller, whom policy rules may name.
+    pub caller: Option<&'a crate::policy::Caller>,
     pub bindings: Result<&'a Store, &'a str>,
     /// What a pack is now, to match against what its bindings were given to.
     pub identity: &'a dyn Fn(&Pack) -> Identity,
@@ -365,7 +367,7 @@ pub(crate) fn check(pack: &Pack, here: &Here<'_>) -> Availability {
         .commands
         .iter()
         .map(|command| (command.name.as_str(), command.effect));
-    if let Err(evaluation) = policy::permits_any(id, commands, policies) {
+    if let Err(evaluation) = policy::permits_any(id, commands, here.caller, policies) {
         problems.push(Problem {
             flag: Flag::Permitted,
             reason: format!("every command is denied by {}", evaluation.rule),
@@ -440,6 +442,7 @@ mod tests {
         let here = Here {
             env: &env,
             policies: &policies,
+            caller: None,
             bindings: Ok(&store),
             identity: &|pack| Identity {
                 source: format!("builtin:{}", pack.id()),

@@ -6,6 +6,10 @@
 //! itself: a
 //! head and a tail around one line that says how much was left out, never cutting a
 //! UTF-8 code point.
+//!
+//! A capture made for an OAuth caller belongs to its subject: only a call of the
+//! same subject reads it, and to any other it is not there (the same answer as an
+//! id that never was).
 
 mod disk;
 
@@ -24,6 +28,8 @@ pub struct Stored {
     pub id: String,
     pub stdout: String,
     pub stderr: String,
+    /// The OAuth subject whose call made it; `None` for every other caller.
+    owner: Option<String>,
     created: Instant,
 }
 
@@ -69,21 +75,21 @@ impl CaptureStore {
         format!("out-{}", guard.0)
     }
 
-    /// Keeps a capture and returns its id.
-    pub fn put(&self, stdout: String, stderr: String) -> String {
+    /// Keeps a capture of `owner`'s call and returns its id.
+    pub fn put(&self, owner: Option<&str>, stdout: String, stderr: String) -> String {
         let id = self.new_id();
-        self.insert(&id, stdout, stderr);
+        self.insert(&id, owner, stdout, stderr);
         id
     }
 
-    /// Keeps a capture under an id from [`Self::new_id`].
-    pub fn insert(&self, id: &str, stdout: String, stderr: String) {
-        self.insert_at(id, stdout, stderr, Instant::now());
+    /// Keeps a capture of `owner`'s call under an id from [`Self::new_id`].
+    pub fn insert(&self, id: &str, owner: Option<&str>, stdout: String, stderr: String) {
+        self.insert_at(id, owner, stdout, stderr, Instant::now());
     }
 
-    fn insert_at(&self, id: &str, stdout: String, stderr: String, now: Instant) {
+    fn insert_at(&self, id: &str, owner: Option<&str>, stdout: String, stderr: String, now: Instant) {
         if let Some(disk) = &self.disk {
-            return disk.insert(id, &stdout, &stderr);
+            return disk.insert(id, owner, &stdout, &stderr);
         }
         let Ok(mut guard) = self.entries.lock() else {
             return;
@@ -93,6 +99,7 @@ impl CaptureStore {
             id: id.to_owned(),
             stdout,
             stderr,
+            owner: owner.map(str::to_owned),
             created: now,
         };
         let mut held: usize = entries.iter().map(Stored::size).sum::<usize>() + entry.size();
@@ -103,20 +110,21 @@ impl CaptureStore {
         entries.push_back(entry);
     }
 
-    /// The capture kept under `id`, unless it is gone or older than [`FORGET`].
-    pub fn get(&self, id: &str) -> Option<Stored> {
-        self.get_at(id, Instant::now())
+    /// The capture kept under `id` for `owner`, unless it is gone, older than
+    /// [`FORGET`], or another caller's.
+    pub fn get(&self, id: &str, owner: Option<&str>) -> Option<Stored> {
+        self.get_at(id, owner, Instant::now())
     }
 
-    fn get_at(&self, id: &str, now: Instant) -> Option<Stored> {
+    fn get_at(&self, id: &str, owner: Option<&str>, now: Instant) -> Option<Stored> {
         if let Some(disk) = &self.disk {
-            return disk.get(id);
+            return disk.get(id, owner);
         }
         let guard = self.entries.lock().ok()?;
         guard
             .1
             .iter()
-            .find(|entry| entry.id == id && !expired(entry, now))
+            .find(|entry| entry.id == id && entry.owner.as_deref() == owner && !expired(entry, now))
             .cloned()
     }
 }
@@ -238,11 +246,26 @@ mod tests {
     fn store_drops_oldest_past_the_budget() {
         let store = CaptureStore::default();
         let big = "x".repeat(BUDGET / 2 + 1);
-        let first = store.put(big.clone(), String::new());
-        let second = store.put(big.clone(), String::new());
-        assert!(store.get(&first).is_none(), "over budget: the oldest goes");
-        assert_eq!(store.get(&second).unwrap().stdout.len(), big.len());
-        assert!(store.get("out-999").is_none());
+        let first = store.put(None, big.clone(), String::new());
+        let second = store.put(None, big.clone(), String::new());
+        assert!(store.get(&first, None).is_none(), "over budget: the oldest goes");
+        assert_eq!(store.get(&second, None).unwrap().stdout.len(), big.len());
+        assert!(store.get("out-999", None).is_none());
+    }
+
+    /// An OAuth caller's capture is its subject's alone: to another subject, and to
+    /// a caller without one, it is not there; and theirs are not its.
+    #[test]
+    fn a_capture_is_its_subjects_alone() {
+        let store = CaptureStore::default();
+        let alices = store.put(Some("alice"), "alice's".to_owned(), String::new());
+        let anyones = store.put(None, "anyone's".to_owned(), String::new());
+        assert_eq!(store.get(&alices, Some("alice")).unwrap().stdout, "alice's");
+        assert!(store.get(&alices, Some("bob")).is_none());
+        assert!(store.get(&alices, Some("Alice")).is_none());
+        assert!(store.get(&alices, None).is_none());
+        assert!(store.get(&anyones, Some("alice")).is_none());
+        assert_eq!(store.get(&anyones, None).unwrap().stdout, "anyone's");
     }
 
     #[test]
@@ -250,13 +273,13 @@ mod tests {
         let store = CaptureStore::default();
         let start = Instant::now();
         let id = store.new_id();
-        store.insert_at(&id, "kept".to_owned(), String::new(), start);
+        store.insert_at(&id, None, "kept".to_owned(), String::new(), start);
         let within = start + FORGET;
-        assert_eq!(store.get_at(&id, within).unwrap().stdout, "kept");
+        assert_eq!(store.get_at(&id, None, within).unwrap().stdout, "kept");
         let past = within + Duration::from_secs(1);
-        assert!(store.get_at(&id, past).is_none(), "read after an hour");
+        assert!(store.get_at(&id, None, past).is_none(), "read after an hour");
         let later = store.new_id();
-        store.insert_at(&later, "new".to_owned(), String::new(), past);
+        store.insert_at(&later, None, "new".to_owned(), String::new(), past);
         assert_eq!(
             store.entries.lock().unwrap().1.len(),
             1,

@@ -193,11 +193,15 @@ pub enum HcpxCommand {
         after_help = "Hosts start it for you; `hcpx adopt HOST --write` writes their configuration.\n\n\
                             Over HTTP:\n  hcpx mcp --http 127.0.0.1:8765\n  \
                             hcpx mcp --unix ~/.hcp/mcp.sock\n  \
-                            HCP_MCP_TOKEN=... hcpx mcp --http 0.0.0.0:8765 --allow-host my-host.lan\n\n\
+                            HCP_MCP_TOKEN=... hcpx mcp --http 0.0.0.0:8765 --allow-host my-host.lan\n  \
+                            hcpx mcp --http 0.0.0.0:8765 --allow-host hcp.example.com \\\n      \
+                            --oauth-issuer https://id.example.com --audience https://hcp.example.com/mcp\n\n\
                             The endpoint is /mcp. Without a token, a loopback address or a socket file serves only \
                             the user who started the server (others get 403); any other address needs a token \
                             (--token-file PATH or HCP_MCP_TOKEN), which every request must then carry as \
-                            `Authorization: Bearer TOKEN`. A request head must arrive within 10 s and a body \
+                            `Authorization: Bearer TOKEN`. With --oauth-issuer, every request needs an OAuth access \
+                            token instead (scopes hcp.read, hcp.full; metadata at \
+                            /.well-known/oauth-protected-resource). A request head must arrive within 10 s and a body \
                             within 20 s; at most 256 connections (fewer under a low descriptor limit) and 1,000 \
                             sessions are held."
     )]
@@ -292,8 +296,40 @@ pub struct McpArgs {
     pub unix: Option<PathBuf>,
     /// Read the bearer token every HTTP request must carry from this file (else HCP_MCP_TOKEN).
     /// Required on an address that is not loopback; with it, any user who has it may connect.
-    #[arg(long, value_name = "PATH", requires = "listen")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "listen",
+        conflicts_with = "oauth_issuer"
+    )]
     pub token_file: Option<PathBuf>,
+    /// Be an OAuth 2.1 resource server instead of taking a static token: every request needs a
+    /// JWT access token from this issuer (https://..., its keys found through its metadata),
+    /// for --audience, and its subject is the caller. Needs --audience.
+    #[arg(long, value_name = "URL", requires_all = ["listen", "audience"])]
+    pub oauth_issuer: Option<String>,
+    /// This server's URL as hosts reach it (e.g. https://hcp.example.com/mcp): the audience
+    /// (resource) its access tokens must be for.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub audience: Option<String>,
+    /// The least scope a token needs: `read` (hcp.read; a token with only it gets the read-only
+    /// tool, hcp.full gets full use) or `full` (only hcp.full is served).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "SCOPE",
+        default_value = "read",
+        requires = "oauth_issuer"
+    )]
+    pub scope: ScopeArg,
+    /// The access token claim that lists the caller's groups, which policy rules may name.
+    #[arg(
+        long,
+        value_name = "CLAIM",
+        default_value = "groups",
+        requires = "oauth_issuer"
+    )]
+    pub groups_claim: String,
     /// Also accept requests from this browser origin (scheme://host:port); repeatable.
     #[arg(long, value_name = "ORIGIN", requires = "listen")]
     pub allow_origin: Vec<String>,
@@ -315,6 +351,13 @@ pub struct McpArgs {
     /// replicas that share it and HCP_HOME answer any request.
     #[arg(long, value_name = "PATH", requires = "listen")]
     pub state_key_file: Option<PathBuf>,
+}
+
+/// `hcpx mcp --scope`: the least scope an OAuth access token needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    Read,
+    Full,
 }
 
 #[derive(Debug, Subcommand)]

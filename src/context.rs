@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::layout;
 use crate::policy::Policies;
-pub use crate::policy::Principal;
+pub use crate::policy::{Caller, Principal};
 use crate::sandbox::Mode;
 
 /// Environment variable names hcpx itself reads, in one place.
@@ -147,6 +147,10 @@ pub struct Context {
     /// The caller's working directory, absolute.
     pub cwd: PathBuf,
     pub principal: Principal,
+    /// The OAuth caller (`hcpx mcp --oauth-issuer`): the access token's subject and
+    /// groups, which policy rules may name, audit lines record and kept outputs
+    /// belong to. `None` for every other caller.
+    pub caller: Option<Arc<Caller>>,
     /// The caller's environment, for PATH lookups and `--from-env` bindings only.
     /// It never reaches a child as a whole.
     pub env: BTreeMap<String, String>,
@@ -186,6 +190,7 @@ impl fmt::Debug for Context {
             .field("home", &self.home)
             .field("cwd", &self.cwd)
             .field("principal", &self.principal)
+            .field("caller", &self.caller)
             .field("interactive", &self.interactive)
             .field("sandbox_mode", &self.sandbox_mode)
             .field("human", &self.human.is_some())
@@ -238,6 +243,7 @@ impl Context {
             home,
             cwd,
             principal,
+            caller: None,
             env,
             interactive,
             temp_dir,
@@ -290,6 +296,11 @@ impl Context {
     pub(crate) fn os(&self) -> crate::program::Os {
         self.os
             .unwrap_or_else(|| *self.session.os.0.get_or_init(this_machines_os))
+    }
+
+    /// The OAuth caller's subject, when the call has one.
+    pub fn subject(&self) -> Option<&str> {
+        self.caller.as_deref().map(|caller| caller.subject.as_str())
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {

@@ -157,6 +157,7 @@ pub(crate) fn flags(
         &crate::availability::Here {
             env: &ctx.env,
             policies,
+            caller: ctx.caller.as_deref(),
             bindings: bindings.as_ref().map_err(String::as_str),
             identity: &|pack| crate::install::identity(&ctx.home, pack),
             machine,
@@ -185,6 +186,7 @@ pub(crate) fn write_audit_line(
     let entry = crate::audit::Entry {
         ts: crate::audit::now(),
         principal: ctx.principal,
+        subject: ctx.subject(),
         argv,
         pack,
         command,
@@ -214,6 +216,7 @@ pub(crate) fn pseudo_evaluation(ctx: &Context, command: &str) -> crate::policy::
                 pack: policy::PSEUDO_PACK,
                 command,
                 effect: Effect::Write,
+                caller: ctx.caller.as_deref(),
             },
             &load_policies(ctx),
         ),

@@ -30,7 +30,7 @@ pub(crate) fn run(
     offset: usize,
     limit: usize,
 ) -> Result<Reply, Failure> {
-    let stored = ctx.session.captures.get(id).ok_or_else(|| {
+    let stored = ctx.session.captures.get(id, ctx.subject()).ok_or_else(|| {
         let message = if ctx.session.captures.is_on_disk() {
             // A replica: the output may be another's, kept where this one cannot see.
             "no kept output by that id here: a stateless server keeps outputs in its HCP_HOME (the most \

@@ -11,7 +11,7 @@ use crate::context::{Context, Principal};
 use crate::error::{Failure, Reason};
 use crate::manifest::Effect;
 use crate::next::Next;
-use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, RuleRef, ShownRule, Subject};
+use crate::policy::{self, Decision, Layer, Matcher, PolicyFile, Rule, RuleRef, ShownRule, Subject, Who};
 use crate::render;
 use crate::state::{self, StateError};
 
@@ -145,6 +145,7 @@ pub(crate) fn check(ctx: &Context, pack_id: &str, command_name: &str) -> Result<
         pack: pack_id,
         command: command_name,
         effect,
+        caller: ctx.caller.as_deref(),
     };
     let evaluation = policy::evaluate(&subject, &policies);
     let data = Checked {
@@ -277,10 +278,14 @@ pub(crate) fn set(
         match file
             .rules
             .iter_mut()
-            .find(|rule| rule.matcher.to_string() == text)
+            .find(|rule| rule.matcher.to_string() == text && rule.who == Who::Anyone)
         {
             Some(rule) => rule.decision = decision,
-            None => file.rules.push(Rule { matcher, decision }),
+            None => file.rules.push(Rule {
+                matcher,
+                decision,
+                who: Who::Anyone,
+            }),
         }
         Ok(())
     })?
@@ -373,7 +378,7 @@ pub(crate) fn unset(ctx: &Context, matcher: &str, argv: &[String]) -> Result<Rep
         let Some(index) = file
             .rules
             .iter()
-            .position(|rule| rule.matcher.to_string() == text)
+            .position(|rule| rule.matcher.to_string() == text && rule.who == Who::Anyone)
         else {
             let rules: Vec<String> = file.rules.iter().map(|rule| rule.matcher.to_string()).collect();
             let closest: Vec<String> = crate::suggest::closest(&text, rules.iter().map(String::as_str))

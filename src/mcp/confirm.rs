@@ -3,9 +3,9 @@
 //! `elicitation/create` ([`Elicitation`]); on 2026-07-28 the question goes back to
 //! the client in an `InputRequiredResult` with a sealed request state, and the call
 //! that resumes with the answer must carry that state unused, for the same argv,
-//! working directory and policy. A client that cannot be asked gets
-//! `needs_confirmation` and may call again with `confirm: true`. The policy itself,
-//! and what a confirmation allows, are decided by the command tree.
+//! working directory and policy, and the same OAuth subject. A client that cannot
+//! be asked gets `needs_confirmation` and may call again with `confirm: true`. The
+//! policy itself, and what a confirmation allows, are decided by the command tree.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -108,23 +108,38 @@ impl Seals {
         }
     }
 
-    /// A state for this argv in `ctx` under `policies`, good once and for [`STATE_TTL`].
-    fn seal(&self, ctx: &Context, argv: &[String], policies: &Policies) -> Option<String> {
+    /// A state for this argv in `ctx` under `policies`, for `subject`, good once
+    /// and for [`STATE_TTL`].
+    fn seal(
+        &self,
+        ctx: &Context,
+        subject: Option<&str>,
+        argv: &[String],
+        policies: &Policies,
+    ) -> Option<String> {
         let codec = self.codec()?;
         // Random, not counted: replicas sealing with one key never make the same.
         let nonce = hex(&random_bytes(16)?);
-        let context = sealed_context(ctx, argv, policies);
+        let context = sealed_context(ctx, subject, argv, policies);
         let options = SealOptions::new().associated_data(&context).ttl(STATE_TTL);
         codec.seal_json_with(&Sealed { nonce }, &options).ok()
     }
 
     /// Opens a sealed state for this very argv in `ctx`, once. Any failure is one
     /// answer.
-    fn open(&self, state: &str, ctx: &Context, argv: &[String], policies: &Policies) -> bool {
+    fn open(
+        &self,
+        state: &str,
+        ctx: &Context,
+        subject: Option<&str>,
+        argv: &[String],
+        policies: &Policies,
+    ) -> bool {
         let Some(codec) = self.codec() else {
             return false;
         };
-        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &sealed_context(ctx, argv, policies)) else {
+        let context = sealed_context(ctx, subject, argv, policies);
+        let Ok(sealed) = codec.open_json_with::<Sealed>(state, &context) else {
             return false;
         };
         self.spend(&sealed.nonce)
@@ -205,10 +220,22 @@ pub(super) fn random_bytes(len: usize) -> Option<Vec<u8>> {
 }
 
 /// The associated data a state is sealed with, so that it opens only for the same
-/// call: the argv, the working directory and the policy in force (what both policy
-/// files say, as the call read them once: the very policy its command decides by).
-fn sealed_context(ctx: &Context, argv: &[String], policies: &Policies) -> Vec<u8> {
-    let mut context = argv.join("\0").into_bytes();
+/// call of the same caller: the OAuth caller's subject (first, tagged and with its
+/// length, so that no subject, whatever bytes it holds, reads as another or as
+/// none: no other subject can answer for it), the argv, the working directory and
+/// the policy in force (what both policy files say, as the call read them once: the
+/// very policy its command decides by).
+fn sealed_context(ctx: &Context, subject: Option<&str>, argv: &[String], policies: &Policies) -> Vec<u8> {
+    let mut context = Vec::new();
+    match subject {
+        Some(subject) => {
+            context.push(b's');
+            context.extend((subject.len() as u64).to_be_bytes());
+            context.extend(subject.as_bytes());
+        }
+        None => context.push(b'-'),
+    }
+    context.extend(argv.join("\0").into_bytes());
     context.push(0);
     context.extend(ctx.cwd.display().to_string().into_bytes());
     context.push(0);
@@ -241,6 +268,7 @@ impl Server {
         resume: Option<(&InputResponses, &str)>,
         argv: &[String],
         policies: &Policies,
+        subject: Option<&str>,
     ) -> Result<Confirmation, Failure> {
         if !modern(request) {
             if request
@@ -265,7 +293,7 @@ impl Server {
         }
         match resume {
             Some((responses, state)) => {
-                if !self.seals.open(state, &self.base, argv, policies) {
+                if !self.seals.open(state, &self.base, subject, argv, policies) {
                     return Err(Failure::new(
                         Reason::NeedsConfirmation,
                         "that confirmation is expired, altered, for another command or already used; \
@@ -300,12 +328,13 @@ impl Server {
         confirmation: Confirmation,
         argv: &[String],
         policies: &Policies,
+        subject: Option<&str>,
         plan: Option<&Value>,
     ) -> Option<InputRequiredResult> {
         let question = confirmation
             .deferred
             .and_then(|asker| asker.asked.lock().ok().and_then(|mut asked| asked.take()))?;
-        let state = self.seals.seal(&self.base, argv, policies)?;
+        let state = self.seals.seal(&self.base, subject, argv, policies)?;
         let plan = plan.map(ToString::to_string).unwrap_or_default();
         let params = confirm_params(format!("{question}\nPlan: {plan}"))?;
         let mut requests = InputRequests::new();
@@ -431,28 +460,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (first, second) = replicas(dir.path());
         let argv = vec!["exec".to_owned(), "p".to_owned(), "c".to_owned()];
-        let state = first.seal(&ctx(), &argv, &policies()).unwrap();
-        let other = first.seal(&ctx(), &argv, &policies()).unwrap();
+        let state = first.seal(&ctx(), None, &argv, &policies()).unwrap();
+        let other = first.seal(&ctx(), None, &argv, &policies()).unwrap();
         assert!(
-            second.open(&state, &ctx(), &argv, &policies()),
+            second.open(&state, &ctx(), None, &argv, &policies()),
             "asked on one, answered on another"
         );
         assert!(
-            !first.open(&state, &ctx(), &argv, &policies()),
+            !first.open(&state, &ctx(), None, &argv, &policies()),
             "used once among them"
         );
-        assert!(!second.open(&state, &ctx(), &argv, &policies()));
+        assert!(!second.open(&state, &ctx(), None, &argv, &policies()));
         let mut elsewhere = argv.clone();
         elsewhere.push("x=1".to_owned());
         assert!(
-            !first.open(&other, &ctx(), &elsewhere, &policies()),
+            !first.open(&other, &ctx(), None, &elsewhere, &policies()),
             "another argv"
         );
-        assert!(first.open(&other, &ctx(), &argv, &policies()));
+        assert!(first.open(&other, &ctx(), None, &argv, &policies()));
         // A replica with a key of its own opens nothing of theirs.
         let alone = Seals::new();
-        let third = first.seal(&ctx(), &argv, &policies()).unwrap();
-        assert!(!alone.open(&third, &ctx(), &argv, &policies()));
+        let third = first.seal(&ctx(), None, &argv, &policies()).unwrap();
+        assert!(!alone.open(&third, &ctx(), None, &argv, &policies()));
     }
 
     #[test]
@@ -464,6 +493,56 @@ mod tests {
         assert!(spent.join("0123456789abcdef0123456789abcdef").is_file());
         for bad in ["../x", "", "0123456789abcdef0123456789abcdeg", "1"] {
             assert!(!spend_on_disk(&spent, bad), "{bad}");
+        }
+    }
+
+    /// A confirmation asked by one OAuth subject is answered by that subject only,
+    /// on any replica: another subject's answer (or a caller's without one) opens
+    /// nothing and spends nothing, so the asker can still answer it; nor does a
+    /// state sealed for no subject open for a subject.
+    #[test]
+    fn a_state_opens_only_for_the_subject_it_was_asked_by() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = replicas(dir.path());
+        let argv = vec!["exec".to_owned(), "p".to_owned(), "c".to_owned()];
+        let alices = first.seal(&ctx(), Some("alice"), &argv, &policies()).unwrap();
+        for intruder in [Some("bob"), Some("Alice"), Some(""), None] {
+            assert!(
+                !second.open(&alices, &ctx(), intruder, &argv, &policies()),
+                "{intruder:?} answered alice's"
+            );
+            assert!(!first.open(&alices, &ctx(), intruder, &argv, &policies()));
+        }
+        assert!(
+            second.open(&alices, &ctx(), Some("alice"), &argv, &policies()),
+            "alice answers on another replica"
+        );
+        assert!(!first.open(&alices, &ctx(), Some("alice"), &argv, &policies()));
+        let anyones = first.seal(&ctx(), None, &argv, &policies()).unwrap();
+        assert!(!second.open(&anyones, &ctx(), Some("alice"), &argv, &policies()));
+        assert!(second.open(&anyones, &ctx(), None, &argv, &policies()));
+        // One process's own key binds the subject too.
+        let alone = Seals::new();
+        let state = alone.seal(&ctx(), Some("alice"), &argv, &policies()).unwrap();
+        assert!(!alone.open(&state, &ctx(), Some("bob"), &argv, &policies()));
+        assert!(alone.open(&state, &ctx(), Some("alice"), &argv, &policies()));
+    }
+
+    /// The subject's bytes cannot pass for another subject's, nor for the argv's.
+    #[test]
+    fn no_subject_reads_as_another_in_the_sealed_context() {
+        let argv = |words: &[&str]| words.iter().map(|word| (*word).to_owned()).collect::<Vec<_>>();
+        let contexts = [
+            sealed_context(&ctx(), None, &argv(&["exec", "p"]), &policies()),
+            sealed_context(&ctx(), Some(""), &argv(&["exec", "p"]), &policies()),
+            sealed_context(&ctx(), Some("a"), &argv(&["exec", "p"]), &policies()),
+            sealed_context(&ctx(), Some("a\0exec"), &argv(&["p"]), &policies()),
+            sealed_context(&ctx(), Some("-exec"), &argv(&["p"]), &policies()),
+        ];
+        for (i, one) in contexts.iter().enumerate() {
+            for other in &contexts[i + 1..] {
+                assert_ne!(one, other);
+            }
         }
     }
 }

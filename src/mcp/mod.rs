@@ -168,6 +168,12 @@ impl Server {
         tool(self.options.read_only)
     }
 
+    /// The tool as `ctx`'s caller may use it: read-only on a read-only server, and
+    /// for an OAuth caller whose token grants only the read scope.
+    fn tool_for(&self, ctx: &RequestContext<RoleServer>) -> Tool {
+        tool(self.options.read_only || authorized(ctx).is_some_and(|caller| !caller.full))
+    }
+
     /// Cancels every running call (their children are killed) and ends every
     /// `subscriptions/listen` stream; resolves once the calls have returned.
     pub async fn shut_down(&self) {
@@ -180,6 +186,15 @@ impl Server {
 /// The server's name and version, as `initialize` and `server/discover` give it.
 fn implementation() -> Implementation {
     Implementation::new("hcpx", env!("CARGO_PKG_VERSION"))
+}
+
+/// The OAuth caller of an HTTP request, as the front end authorized it
+/// (`hcpx mcp --oauth-issuer`); `None` on stdio and on a server without OAuth.
+fn authorized(ctx: &RequestContext<RoleServer>) -> Option<&http::Authorized> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<http::Authorized>()
 }
 
 /// Whether a request is on protocol 2026-07-28 or later.
@@ -246,7 +261,7 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut result = ListToolsResult::with_all_items(vec![self.tool()]);
+        let mut result = ListToolsResult::with_all_items(vec![self.tool_for(&ctx)]);
         stamp(&mut result.meta, &ctx);
         Ok(result)
     }
@@ -371,7 +386,8 @@ impl ServerHandler for Server {
             stamp(&mut result.meta, &ctx);
             return Ok(result.into());
         }
-        match self.resource(uri).await {
+        let owner = authorized(&ctx).map(|caller| caller.caller.subject.as_str());
+        match self.resource(uri, owner).await {
             Some((text, mime)) => {
                 let mut result =
                     ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(mime)]);

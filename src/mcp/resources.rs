@@ -14,7 +14,8 @@ use super::{Server, fit, help};
 
 impl Server {
     /// A resource's text and MIME type, or `None` when there is no such resource.
-    pub async fn resource(&self, uri: &str) -> Option<(String, &'static str)> {
+    /// `owner` is the OAuth caller's subject: a kept output is only its own.
+    pub async fn resource(&self, uri: &str, owner: Option<&str>) -> Option<(String, &'static str)> {
         let run = |argv: &[&str]| {
             let argv: Vec<String> = argv.iter().map(|word| (*word).to_owned()).collect();
             let ctx = self.base.clone();
@@ -42,7 +43,7 @@ impl Server {
                     return executed.envelope.ok.then_some((executed.text, "text/markdown"));
                 }
                 let id = uri.strip_prefix("hcp://output/")?;
-                let stored = self.base.session.captures.get(id)?;
+                let stored = self.base.session.captures.get(id, owner)?;
                 let mut text = stored.stdout;
                 if !stored.stderr.is_empty() {
                     text.push_str("\n[stderr]\n");

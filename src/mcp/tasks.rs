@@ -57,6 +57,12 @@ pub(crate) enum Owner {
     Connection(u64),
     /// An HTTP session, by its `Mcp-Session-Id`.
     Session(String),
+    /// An OAuth caller (`hcpx mcp --oauth-issuer`): its token's subject, and its
+    /// HTTP session when it has one. No other subject sees its tasks.
+    Subject {
+        subject: String,
+        session: Option<String>,
+    },
     /// Stateless HTTP (and protocol 2026-07-28, which has no sessions): every
     /// request carries the server's one credential (its token, or its user on a
     /// socket), so a task belongs to that credential; its id, 128 random bits, is
@@ -73,13 +79,21 @@ pub(crate) fn connection_id() -> u64 {
 impl Server {
     /// Who is asking, for the tasks they may see.
     pub(crate) fn owner(&self, ctx: &RequestContext<RoleServer>) -> Owner {
-        match ctx.extensions.get::<axum::http::request::Parts>() {
-            Some(parts) => parts
-                .headers
-                .get("mcp-session-id")
-                .and_then(|value| value.to_str().ok())
-                .map_or(Owner::Credential, |id| Owner::Session(id.to_owned())),
-            None => Owner::Connection(self.connection),
+        let Some(parts) = ctx.extensions.get::<axum::http::request::Parts>() else {
+            return Owner::Connection(self.connection);
+        };
+        let session = parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        match (super::authorized(ctx), session) {
+            (Some(authorized), session) => Owner::Subject {
+                subject: authorized.caller.subject.clone(),
+                session,
+            },
+            (None, Some(session)) => Owner::Session(session),
+            (None, None) => Owner::Credential,
         }
     }
 }
@@ -417,6 +431,31 @@ mod tests {
             .map(|_| tasks.start(owner, CancellationToken::new()).unwrap().task_id)
             .collect();
         (tasks, ids)
+    }
+
+    /// An OAuth caller's task is its subject's: not another subject's in the same
+    /// session, nor a stateless request's of the server's credential.
+    #[test]
+    fn an_oauth_callers_task_is_its_subjects_alone() {
+        let owner = |subject: &str, session: Option<&str>| Owner::Subject {
+            subject: subject.to_owned(),
+            session: session.map(str::to_owned),
+        };
+        let tasks = Tasks::default();
+        let id = tasks
+            .start(&owner("alice", None), CancellationToken::new())
+            .unwrap()
+            .task_id;
+        assert!(tasks.get(&owner("alice", None), &id).is_ok());
+        for other in [
+            owner("bob", None),
+            owner("alice", Some("s")),
+            Owner::Credential,
+            Owner::Session("s".into()),
+        ] {
+            assert_eq!(tasks.get(&other, &id).unwrap_err().message, NO_SUCH_TASK);
+            assert_eq!(tasks.cancel(&other, &id).unwrap_err().message, NO_SUCH_TASK);
+        }
     }
 
     #[test]

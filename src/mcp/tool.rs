@@ -126,6 +126,14 @@ impl Server {
         };
         let mut call = self.base.clone();
         call.confirmed = input.confirm;
+        // An OAuth caller is its token's subject; a token with only the read scope
+        // makes the call read-only, as `--read-only` does the whole server.
+        if let Some(authorized) = ctx.and_then(super::authorized) {
+            call.caller = Some(authorized.caller.clone());
+            call.read_only |= !authorized.full;
+        }
+        let owner = call.caller.clone();
+        let subject = owner.as_deref().map(|caller| caller.subject.as_str());
         // The policy files, read once: a confirmation is sealed with (or opened
         // against) the very policy the command decides by.
         let policies = crate::commands::load_policies(&call);
@@ -149,7 +157,7 @@ impl Server {
         }));
         call.cancel = cancel;
         if let Some(request) = ctx {
-            let asked = match self.confirmation(request, resume, &input.argv, &policies) {
+            let asked = match self.confirmation(request, resume, &input.argv, &policies, subject) {
                 Ok(asked) => asked,
                 Err(failure) => return view::refusal(failure).into(),
             };
@@ -171,6 +179,7 @@ impl Server {
                 confirmation,
                 &input.argv,
                 &policies,
+                subject,
                 executed.envelope.data.as_ref(),
             )
         }) {
@@ -188,6 +197,7 @@ impl Server {
             &executed.text,
             &self.options,
             &self.base.session.captures,
+            subject,
         )
         .into()
     }

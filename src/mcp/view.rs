@@ -26,12 +26,13 @@ pub(crate) fn render(
     human: &str,
     options: &Options,
     outputs: &CaptureStore,
+    owner: Option<&str>,
 ) -> CallToolResult {
-    apply_view(&mut envelope, options, outputs);
+    apply_view(&mut envelope, options, outputs, owner);
     let mut text = model_text(&envelope, human);
     if fit::too_large(&envelope, &text) && envelope.output_id.is_none() && envelope.spawned {
         // What is about to be cut stays pageable.
-        let id = outputs.put(envelope.stdout.clone(), envelope.stderr.clone());
+        let id = outputs.put(owner, envelope.stdout.clone(), envelope.stderr.clone());
         envelope.output_id = Some(id);
         text = model_text(&envelope, human);
     }
@@ -49,7 +50,7 @@ pub(crate) fn refusal(failure: Failure) -> CallToolResult {
 
 /// Applies the result view limits (see docs/mcp.md): a head and a tail of each stream, the
 /// whole capture kept in the store and its id in the envelope.
-fn apply_view(envelope: &mut Envelope, options: &Options, store: &CaptureStore) {
+fn apply_view(envelope: &mut Envelope, options: &Options, store: &CaptureStore, owner: Option<&str>) {
     if envelope.stdout.len() <= options.view_bytes && envelope.stderr.len() <= VIEW_STDERR {
         return;
     }
@@ -75,7 +76,7 @@ fn apply_view(envelope: &mut Envelope, options: &Options, store: &CaptureStore) 
     };
     let (stdout, stdout_cut) = cut(&mut envelope.stdout, options.view_bytes, earlier.stdout);
     let (stderr, stderr_cut) = cut(&mut envelope.stderr, VIEW_STDERR, earlier.stderr);
-    store.insert(&id, stdout, stderr);
+    store.insert(&id, owner, stdout, stderr);
     envelope.output_truncated = true;
     envelope.truncation = Some(Truncation {
         stdout: stdout_cut,
@@ -112,7 +113,7 @@ mod tests {
         let mut envelope = Envelope::ok(vec![], None);
         envelope.stdout = "x".repeat(5000);
         envelope.stderr = "e".repeat(100);
-        apply_view(&mut envelope, &options, &store);
+        apply_view(&mut envelope, &options, &store, Some("alice"));
         let id = envelope.output_id.clone().unwrap();
         assert!(envelope.output_truncated);
         assert_eq!(
@@ -126,7 +127,8 @@ mod tests {
             })
         );
         assert!(envelope.stdout.contains(&format!("hcp://output/{id}")));
-        assert_eq!(store.get(&id).unwrap().stdout.len(), 5000);
+        assert_eq!(store.get(&id, Some("alice")).unwrap().stdout.len(), 5000);
+        assert!(store.get(&id, Some("bob")).is_none(), "another subject's");
         assert_eq!(envelope.stderr.len(), 100);
     }
 }

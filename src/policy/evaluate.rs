@@ -11,14 +11,20 @@ use serde::Serialize;
 
 use super::error::RECOVERY;
 use super::load::{Layer, Policies};
-use super::rules::{Decision, Matcher, PolicyFile, Principal, Scope, Subject, builtin_default, effect_slot};
+use super::rules::{
+    Decision, Matcher, PolicyFile, Principal, Scope, Subject, Who, builtin_default, effect_slot,
+};
 use crate::manifest::Effect;
 
 /// What kind of rule made a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RuleKind {
-    /// `rules[index]` of a policy file.
-    Rule { matcher: Matcher, index: usize },
+    /// `rules[index]` of a policy file, for `who`.
+    Rule {
+        matcher: Matcher,
+        index: usize,
+        who: Who,
+    },
     /// The default for an effect: a file's `defaults.EFFECT`, or the built-in one.
     Default { effect: Effect },
     /// The file cannot be parsed, and so denies everything: why.
@@ -58,6 +64,14 @@ impl RuleRef {
         }
     }
 
+    /// The OAuth subject or group the rule names, when it names one.
+    pub(crate) fn who(&self) -> Option<&Who> {
+        match &self.kind {
+            RuleKind::Rule { who, .. } if *who != Who::Anyone => Some(who),
+            _ => None,
+        }
+    }
+
     /// Why the file cannot be parsed, when it cannot.
     pub(crate) fn error(&self) -> Option<&str> {
         match &self.kind {
@@ -74,14 +88,25 @@ impl Serialize for RuleRef {
             scope: Scope,
             #[serde(rename = "match")]
             matcher: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            subject: Option<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            group: Option<&'a str>,
             file: Option<&'a Path>,
             index: Option<usize>,
             #[serde(skip_serializing_if = "Option::is_none")]
             error: Option<&'a str>,
         }
+        let (subject, group) = match self.who() {
+            Some(Who::Subject(subject)) => (Some(subject.as_str()), None),
+            Some(Who::Group(group)) => (None, Some(group.as_str())),
+            _ => (None, None),
+        };
         Wire {
             scope: self.scope,
             matcher: self.matcher(),
+            subject,
+            group,
             file: self.file.as_deref(),
             index: self.index(),
             error: self.error(),
@@ -98,6 +123,9 @@ impl fmt::Display for RuleRef {
             (Scope::Builtin, _, _) => write!(f, "built-in default `{matcher}`"),
             (_, RuleKind::Unparsable { error }, Some(file)) => {
                 write!(f, "unparsable policy file {file} ({error})")
+            }
+            (_, RuleKind::Rule { index, who, .. }, Some(file)) if *who != Who::Anyone => {
+                write!(f, "rule `{matcher}` for {who} (rules[{index}]) in {file}")
             }
             (_, RuleKind::Rule { index, .. }, Some(file)) => {
                 write!(f, "rule `{matcher}` (rules[{index}]) in {file}")
@@ -125,17 +153,19 @@ impl Evaluation {
     }
 }
 
-/// The decision of one layer: the most specific matching rule (the strictest among
-/// equally specific ones), else the file's own default for the effect.
+/// The decision of one layer: the most specific matching rule, else the file's own
+/// default for the effect. Specific is first the `match` (`pack.command` over
+/// `pack.*` over `*.effect`), then whom the rule names (a subject over a group over
+/// anyone); the strictest among equally specific ones.
 fn evaluate_file(file: &PolicyFile, path: &Path, scope: Scope, subject: &Subject<'_>) -> Option<Evaluation> {
     let best = file
         .rules
         .iter()
         .enumerate()
-        .filter(|(_, rule)| rule.matcher.matches(subject))
+        .filter(|(_, rule)| rule.applies(subject))
         .max_by(|(ia, a), (ib, b)| {
-            (a.matcher.specificity(), a.decision)
-                .cmp(&(b.matcher.specificity(), b.decision))
+            (a.matcher.specificity(), a.who.specificity(), a.decision)
+                .cmp(&(b.matcher.specificity(), b.who.specificity(), b.decision))
                 .then(ib.cmp(ia))
         });
     if let Some((index, rule)) = best {
@@ -147,6 +177,7 @@ fn evaluate_file(file: &PolicyFile, path: &Path, scope: Scope, subject: &Subject
                 kind: RuleKind::Rule {
                     matcher: rule.matcher.clone(),
                     index,
+                    who: rule.who.clone(),
                 },
             },
         });
@@ -249,8 +280,9 @@ pub(crate) fn access(principal: Principal) -> Evaluation {
 pub(crate) fn permits_any<'a>(
     pack: &str,
     commands: impl IntoIterator<Item = (&'a str, Effect)>,
+    caller: Option<&super::rules::Caller>,
     policies: &Policies,
-) -> Result<(), Evaluation> {
+) -> Result<(), Box<Evaluation>> {
     let mut last = None;
     for (command, effect) in commands {
         let evaluation = evaluate(
@@ -258,6 +290,7 @@ pub(crate) fn permits_any<'a>(
                 pack,
                 command,
                 effect,
+                caller,
             },
             policies,
         );
@@ -266,5 +299,5 @@ pub(crate) fn permits_any<'a>(
         }
         last = Some(evaluation);
     }
-    Err(last.unwrap_or_else(|| access(Principal::Agent)))
+    Err(Box::new(last.unwrap_or_else(|| access(Principal::Agent))))
 }

@@ -16,9 +16,11 @@ mod show;
 
 pub(crate) use evaluate::{Evaluation, RuleKind, RuleRef, access, evaluate, permits_any, read_only};
 pub(crate) use load::{Layer, Policies, load, load_layer};
-pub use rules::Principal;
-pub(crate) use rules::{Decision, Matcher, PolicyFile, Rule, Subject};
+pub use rules::{Caller, Principal};
+pub(crate) use rules::{Decision, Matcher, PolicyFile, Rule, Subject, Who};
 pub(crate) use show::{ShownRule, show};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_callers;

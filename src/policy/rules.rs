@@ -69,12 +69,82 @@ pub(crate) fn builtin_default(effect: Effect) -> Decision {
     }
 }
 
-/// What is being decided.
+/// Who an OAuth caller is (`hcpx mcp --oauth-issuer`): the access token's subject
+/// and groups, which rules can name (see docs/policy.md). Other callers have none.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's `sub`.
+    pub subject: String,
+    /// The groups its groups claim lists.
+    pub groups: Vec<String>,
+}
+
+/// What is being decided: a pack command, for a caller with or without a
+/// [`Caller`] identity.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Subject<'a> {
     pub pack: &'a str,
     pub command: &'a str,
     pub effect: Effect,
+    pub caller: Option<&'a Caller>,
+}
+
+/// Whom a rule applies to: anyone, or only the OAuth caller with that subject, or
+/// in that group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Who {
+    #[default]
+    Anyone,
+    Subject(String),
+    Group(String),
+}
+
+impl Who {
+    /// Among rules whose `match` is equally specific: 2 for a subject, 1 for a
+    /// group, 0 for anyone.
+    pub(super) fn specificity(&self) -> u8 {
+        match self {
+            Self::Anyone => 0,
+            Self::Group(_) => 1,
+            Self::Subject(_) => 2,
+        }
+    }
+
+    /// Whether a rule for `self` applies to `caller`.
+    pub(super) fn applies(&self, caller: Option<&Caller>) -> bool {
+        match (self, caller) {
+            (Self::Anyone, _) => true,
+            (Self::Subject(subject), Some(caller)) => *subject == caller.subject,
+            (Self::Group(group), Some(caller)) => caller.groups.iter().any(|own| own == group),
+            (_, None) => false,
+        }
+    }
+
+    /// A caller this rule applies to, and only through its own name: for judging
+    /// a rule against the user layer (`policy show`).
+    pub(super) fn stand_in(&self) -> Option<Caller> {
+        match self {
+            Self::Anyone => None,
+            Self::Subject(subject) => Some(Caller {
+                subject: subject.clone(),
+                groups: Vec::new(),
+            }),
+            Self::Group(group) => Some(Caller {
+                subject: String::new(),
+                groups: vec![group.clone()],
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Who {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Anyone => f.write_str("anyone"),
+            Self::Subject(subject) => write!(f, "subject {subject}"),
+            Self::Group(group) => write!(f, "group {group}"),
+        }
+    }
 }
 
 /// What a rule's `match` names, from most to least specific.
@@ -141,6 +211,15 @@ impl fmt::Display for Matcher {
 pub(crate) struct Rule {
     pub matcher: Matcher,
     pub decision: Decision,
+    /// `subject` or `group`: the rule applies only to that OAuth caller.
+    pub who: Who,
+}
+
+impl Rule {
+    /// Whether the rule decides for `subject`: its `match` and its caller.
+    pub(super) fn applies(&self, subject: &Subject<'_>) -> bool {
+        self.matcher.matches(subject) && self.who.applies(subject.caller)
+    }
 }
 
 /// A parsed policy file. `defaults` holds only what the file says.
@@ -165,6 +244,8 @@ const DECISIONS: &str = "one of allow, confirm, confirm-human, deny";
 const MATCH: &str = "a string pack.command, pack.* or *.effect (effect: read, write or destructive)";
 const EFFECT_MATCH: &str = "*.read, *.write or *.destructive";
 const RULE: &str = r#"an object such as {"match": "git.push", "decision": "deny"}"#;
+const RULE_KEYS: &str = "only match, decision, and subject or group";
+const NAME: &str = "a string: an OAuth subject or group, not empty";
 
 impl PolicyFile {
     /// Parses a policy file strictly: any unknown field or value is an error, since a
@@ -235,7 +316,15 @@ impl PolicyFile {
         let rules: Vec<Value> = self
             .rules
             .iter()
-            .map(|rule| serde_json::json!({ "match": rule.matcher.to_string(), "decision": rule.decision.as_str() }))
+            .map(|rule| {
+                let mut shown = serde_json::json!({ "match": rule.matcher.to_string(), "decision": rule.decision.as_str() });
+                match &rule.who {
+                    Who::Anyone => {}
+                    Who::Subject(subject) => shown["subject"] = Value::String(subject.clone()),
+                    Who::Group(group) => shown["group"] = Value::String(group.clone()),
+                }
+                shown
+            })
             .collect();
         serde_json::json!({ "defaults": defaults, "rules": rules })
     }
@@ -253,8 +342,11 @@ fn parse_rule(value: &Value, at: &str) -> Result<Rule, PolicyError> {
     let Value::Object(rule) = value else {
         return Err(PolicyError::wrong(at, value, RULE));
     };
-    if let Some(key) = rule.keys().find(|key| *key != "match" && *key != "decision") {
-        return Err(PolicyError::unknown(key_path(at, key), "only match and decision"));
+    if let Some(key) = rule
+        .keys()
+        .find(|key| !["match", "decision", "subject", "group"].contains(&key.as_str()))
+    {
+        return Err(PolicyError::unknown(key_path(at, key), RULE_KEYS));
     }
     let matcher = match rule.get("match") {
         None => return Err(PolicyError::field(format!("{at}.match"), "missing", MATCH)),
@@ -272,7 +364,28 @@ fn parse_rule(value: &Value, at: &str) -> Result<Rule, PolicyError> {
         None => return Err(PolicyError::field(format!("{at}.decision"), "missing", DECISIONS)),
         Some(decision) => parse_decision(decision, &format!("{at}.decision"))?,
     };
-    Ok(Rule { matcher, decision })
+    let name = |key: &str| match rule.get(key) {
+        None => Ok(None),
+        Some(Value::String(name)) if !name.is_empty() => Ok(Some(name.clone())),
+        Some(other) => Err(PolicyError::wrong(format!("{at}.{key}"), other, NAME)),
+    };
+    let who = match (name("subject")?, name("group")?) {
+        (None, None) => Who::Anyone,
+        (Some(subject), None) => Who::Subject(subject),
+        (None, Some(group)) => Who::Group(group),
+        (Some(_), Some(_)) => {
+            return Err(PolicyError::field(
+                format!("{at}.group"),
+                "beside a subject",
+                "a subject or a group, not both: write two rules",
+            ));
+        }
+    };
+    Ok(Rule {
+        matcher,
+        decision,
+        who,
+    })
 }
 
 /// Which file a layer came from.

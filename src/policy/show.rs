@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::evaluate::evaluate_user;
 use super::load::{Layer, Policies};
-use super::rules::{Decision, EFFECTS, Matcher, Rule, Scope, Subject, builtin_default, effect_slot};
+use super::rules::{Decision, EFFECTS, Matcher, Rule, Scope, Subject, Who, builtin_default, effect_slot};
 use crate::manifest::Effect;
 
 /// One line of `policy show`: a default or rule and where it came from.
@@ -17,6 +17,12 @@ pub(crate) struct ShownRule {
     #[serde(rename = "match")]
     pub matcher: String,
     pub decision: Decision,
+    /// The OAuth subject a rule is for, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The OAuth group a rule is for, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     pub scope: Scope,
     pub file: Option<PathBuf>,
     /// A project rule that tries to loosen what the user layer decides, which the
@@ -43,6 +49,10 @@ pub(crate) struct Ignored {
 /// matches. `commands` are the known `(pack, command, effect)`; a rule that matches
 /// none of them is judged for every effect it could meet.
 fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Option<Ignored> {
+    // A rule for a subject or group is judged against what the user layer decides
+    // for that caller.
+    let caller = rule.who.stand_in();
+    let caller = caller.as_ref();
     let mut subjects: Vec<(String, String, Effect)> = commands
         .iter()
         .filter(|(pack, command, effect)| {
@@ -50,6 +60,7 @@ fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Opti
                 pack,
                 command,
                 effect: *effect,
+                caller,
             })
         })
         .map(|(pack, command, effect)| ((*pack).to_owned(), (*command).to_owned(), *effect))
@@ -75,6 +86,7 @@ fn ignored(rule: &Rule, user: &Layer, commands: &[(&str, &str, Effect)]) -> Opti
             pack,
             command,
             effect: *effect,
+            caller,
         };
         let user = evaluate_user(&subject, user);
         if rule.decision < user.decision {
@@ -104,6 +116,8 @@ pub(crate) fn show(policies: &Policies, commands: &[(&str, &str, Effect)]) -> Ve
         let mut entry = ShownRule {
             matcher: format!("defaults.{}", effect.as_str()),
             decision: builtin_default(effect),
+            subject: None,
+            group: None,
             scope: Scope::Builtin,
             file: None,
             ignored: None,
@@ -134,9 +148,16 @@ pub(crate) fn show(policies: &Policies, commands: &[(&str, &str, Effect)]) -> Ve
     for (scope, layer) in [(Scope::User, &policies.user), (Scope::Project, &policies.project)] {
         if let Layer::Parsed { path, file } = layer {
             for rule in &file.rules {
+                let (subject, group) = match &rule.who {
+                    Who::Anyone => (None, None),
+                    Who::Subject(subject) => (Some(subject.clone()), None),
+                    Who::Group(group) => (None, Some(group.clone())),
+                };
                 shown.push(ShownRule {
                     matcher: rule.matcher.to_string(),
                     decision: rule.decision,
+                    subject,
+                    group,
                     scope,
                     file: Some(path.clone()),
                     ignored: (scope == Scope::Project)

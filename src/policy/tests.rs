@@ -29,6 +29,7 @@ fn decide(pack: &str, command: &str, effect: Effect, user: Layer, project: Layer
             pack,
             command,
             effect,
+            caller: None,
         },
         &Policies { user, project },
     )
@@ -41,6 +42,7 @@ fn rule(scope: Scope, matcher: &str, file: Option<&str>, index: Option<usize>) -
         Some(index) => RuleKind::Rule {
             matcher: Matcher::parse(matcher).unwrap(),
             index,
+            who: Who::Anyone,
         },
         None => RuleKind::Default {
             effect: Effect::parse(matcher.strip_prefix("defaults.").unwrap()).unwrap(),
@@ -275,7 +277,7 @@ fn parse_errors_name_the_field_what_it_holds_and_what_is_taken() {
         ),
         (
             r#"{"rules":[{"match":"git.*","decision":"deny","why":1}]}"#,
-            "rules[0].why is a field hcpx does not know, where the format takes only match and decision",
+            "rules[0].why is a field hcpx does not know, where the format takes only match, decision, and subject or group",
         ),
         (
             r#"{"rules":[{"decision":"deny"}]}"#,
@@ -323,7 +325,7 @@ fn parse_errors_show_the_file_s_text_escaped_and_short() {
         PolicyFile::parse("{\"rules\":[{\"match\":\"git.*\",\"decision\":\"deny\",\"\\u001b[2J\":1}]}")
             .unwrap_err()
             .to_string(),
-        r#"rules[0]["\u001b[2J"] is a field hcpx does not know, where the format takes only match and decision"#
+        r#"rules[0]["\u001b[2J"] is a field hcpx does not know, where the format takes only match, decision, and subject or group"#
     );
     assert_eq!(
         PolicyFile::parse("{\"defaults\":{\"write\":\"\\u001b[31mallow\"}}")
@@ -458,8 +460,8 @@ fn permitted_when_any_command_is_not_denied() {
         project: Layer::Absent,
     };
     let commands = [("status", Effect::Read), ("log", Effect::Read)];
-    assert!(permits_any("git", commands, &policies).is_ok());
-    let err = permits_any("git", [("log", Effect::Read)], &policies).unwrap_err();
+    assert!(permits_any("git", commands, None, &policies).is_ok());
+    let err = permits_any("git", [("log", Effect::Read)], None, &policies).unwrap_err();
     assert_eq!(err.rule.matcher(), "git.*");
 }
 
@@ -575,6 +577,30 @@ mod laws {
         ]
     }
 
+    /// Rules for anyone, the subject `s` and the group `g`.
+    fn who() -> impl Strategy<Value = Who> {
+        prop_oneof![
+            2 => Just(Who::Anyone),
+            1 => Just(Who::Subject("s".to_owned())),
+            1 => Just(Who::Group("g".to_owned())),
+        ]
+    }
+
+    /// No OAuth caller, the subject `s` in group `g`, or another subject in none.
+    fn caller() -> impl Strategy<Value = Option<Caller>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(Caller {
+                subject: "s".to_owned(),
+                groups: vec!["g".to_owned()]
+            })),
+            Just(Some(Caller {
+                subject: "t".to_owned(),
+                groups: Vec::new()
+            })),
+        ]
+    }
+
     fn file() -> impl Strategy<Value = PolicyFile> {
         (
             [
@@ -583,7 +609,11 @@ mod laws {
                 proptest::option::of(decision()),
             ],
             proptest::collection::vec(
-                (matcher(), decision()).prop_map(|(matcher, decision)| Rule { matcher, decision }),
+                (matcher(), decision(), who()).prop_map(|(matcher, decision, who)| Rule {
+                    matcher,
+                    decision,
+                    who,
+                }),
                 0..6,
             ),
         )
@@ -608,11 +638,13 @@ mod laws {
             pack in prop_oneof![Just("a"), Just("b"), Just("c")],
             command in prop_oneof![Just("x"), Just("y"), Just("z")],
             effect in effect(),
+            caller in caller(),
         ) {
             let subject = Subject {
                 pack,
                 command,
                 effect,
+                caller: caller.as_ref(),
             };
             let alone = evaluate(&subject, &Policies { user: user.clone(), project: Layer::Absent });
             let both = evaluate(&subject, &Policies { user, project });

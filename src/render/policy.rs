@@ -56,7 +56,16 @@ pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_pa
         )
     );
     let _ = writeln!(text);
-    let width = rules.iter().map(|rule| rule.matcher.len()).max().unwrap_or(0);
+    let label = |rule: &ShownRule| match (&rule.subject, &rule.group) {
+        (Some(subject), _) => format!("{} (subject {subject})", rule.matcher),
+        (_, Some(group)) => format!("{} (group {group})", rule.matcher),
+        _ => rule.matcher.clone(),
+    };
+    let width = rules
+        .iter()
+        .map(|rule| label(rule).chars().count())
+        .max()
+        .unwrap_or(0);
     for rule in rules {
         let source = match (&rule.file, rule.scope) {
             (Some(file), _) => file.display().to_string(),
@@ -65,7 +74,7 @@ pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_pa
         let _ = writeln!(
             text,
             "{:width$}  {:<13}  {source}",
-            rule.matcher,
+            label(rule),
             rule.decision.as_str()
         );
         if let Some(ignored) = &rule.ignored {
@@ -87,6 +96,16 @@ pub(crate) fn policy_show_text(policies: &Policies, rules: &[ShownRule], user_pa
         text,
         "\nThe most specific match wins (pack.command, pack.*, *.effect, defaults); the project can only tighten."
     );
+    if rules
+        .iter()
+        .any(|rule| rule.subject.is_some() || rule.group.is_some())
+    {
+        let _ = writeln!(
+            text,
+            "Between rules of one match, a rule for the OAuth caller's subject wins over one for its group, \
+             and that over one for anyone."
+        );
+    }
     text
 }
 

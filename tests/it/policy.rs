@@ -307,7 +307,7 @@ fn the_worked_examples_of_docs_policy_md_hold() {
     };
     let json = blocks("```json\n");
     let console = blocks("```console\n");
-    assert_eq!((json.len(), console.len()), (3, 3), "the doc's blocks changed");
+    assert_eq!((json.len(), console.len()), (4, 3), "the doc's blocks changed");
     let (user, project) = (&json[1], &json[2]);
     let env = TestEnv::new();
     let real = |text: &str| {
@@ -350,4 +350,27 @@ fn the_worked_examples_of_docs_policy_md_hold() {
     assert_ne!(&broken, user);
     env.write("home/policy.json", &broken);
     run_block(&console[2]);
+    // The rules for OAuth callers are a policy hcpx takes, listed with their callers
+    // (their decisions: src/policy/tests_callers.rs and tests/it/http/oauth.rs).
+    let team = TestEnv::new();
+    team.write("home/policy.json", &json[3]);
+    let (code, envelope) = team.json(&["policy", "show"]);
+    assert_eq!(code, 0, "{envelope}");
+    let named: Vec<(&str, &str)> = envelope["data"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|rule| {
+            let caller = rule.get("subject").or_else(|| rule.get("group"))?;
+            Some((rule["match"].as_str()?, caller.as_str()?))
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("git.push", "release"),
+            ("git.push", "alice@example.com"),
+            ("*.write", "admins")
+        ]
+    );
 }

@@ -90,7 +90,8 @@ impl Upstream {
         })
     }
 
-    pub(crate) fn config(&self) -> Arc<ClientConfig> {
+    /// The client configuration: these roots, ring, HTTP/1.1 by ALPN.
+    pub fn config(&self) -> Arc<ClientConfig> {
         Arc::clone(&self.config)
     }
 }

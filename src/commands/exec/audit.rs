@@ -47,6 +47,7 @@ impl<'a> Audit<'a> {
             let entry = audit::Entry {
                 ts: audit::now(),
                 principal: self.ctx.principal,
+                subject: self.ctx.subject(),
                 argv: &argv,
                 pack: &self.request.args.pack,
                 command: &self.request.args.command,
@@ -90,6 +91,7 @@ impl<'a> Audit<'a> {
         let entry = audit::Entry {
             ts: audit::now(),
             principal: self.ctx.principal,
+            subject: self.ctx.subject(),
             argv: &argv,
             pack: &self.request.args.pack,
             command: &self.request.args.command,

@@ -254,6 +254,7 @@ pub(super) async fn decide(
         pack: &target.pack.manifest.id,
         command: &target.command.name,
         effect: target.command.effect,
+        caller: ctx.caller.as_deref(),
     };
     let evaluation = match ctx
         .read_only

@@ -1,10 +1,10 @@
 //! `/healthz` and `/readyz`, for load balancers and orchestrators (see
-//! docs/deploy.md): answered before the token is checked and before rmcp's `Host`
-//! and `Origin` checks (a probe names the replica by its address), and they answer
-//! nothing but their status: no version, path, pack or error detail, which goes to
-//! the log instead. `/healthz` is 200 while the process answers; `/readyz` is 200
-//! once the server can serve (the sandbox probed, its state keys readable as they
-//! are now) and 503 otherwise.
+//! docs/deploy.md): answered before the token or the OAuth access token is checked
+//! and before rmcp's `Host` and `Origin` checks (a probe names the replica by its
+//! address), and they answer nothing but their status: no version, path, pack or
+//! error detail, which goes to the log instead. `/healthz` is 200 while the process
+//! answers; `/readyz` is 200 once the server can serve (the sandbox probed, its
+//! state keys readable as they are now) and 503 otherwise.
 
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};

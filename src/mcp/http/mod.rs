@@ -2,16 +2,19 @@
 //! rmcp's Streamable HTTP transport at `/mcp`. This module is only the front end:
 //! where to listen ([`listener`]), who may connect ([`peer`]: without a token, only
 //! the user who started it), who may call (a bearer token, checked in constant time
-//! and never logged), which `Host` and `Origin` values are accepted (against DNS
-//! rebinding and foreign web pages), what any one client may take ([`limits`],
-//! [`connections`], [`sessions`]), the probes of load balancers ([`health`]), and an orderly stop that cancels running calls
-//! so that their children are killed, and ends each open stream with its final
-//! result. The tool, the resources and confirmation are [`super::Server`]'s, unchanged.
+//! and never logged; or, exclusively, an OAuth access token: [`oauth`]), which
+//! `Host` and `Origin` values are accepted (against DNS rebinding and foreign web
+//! pages), what any one client may take ([`limits`], [`connections`],
+//! [`sessions`]), the probes of load balancers ([`health`], answered before either
+//! auth mode), and an orderly stop that cancels running calls so that their
+//! children are killed, and ends each open stream with its final result. The tool,
+//! the resources and confirmation are [`super::Server`]'s, unchanged.
 
 mod connections;
 mod health;
 mod limits;
 mod listener;
+pub mod oauth;
 mod peer;
 mod sessions;
 
@@ -30,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
 pub use limits::MAX_BODY;
+pub use oauth::{Authorized, OAuthSettings};
 
 /// The environment variable that holds the bearer token when no file is given.
 pub const TOKEN_VAR: &str = "HCP_MCP_TOKEN";
@@ -60,6 +64,15 @@ pub enum HttpError {
     },
     #[error("the bearer token is shorter than {MIN_TOKEN} characters; use a long random one")]
     TokenTooShort,
+    #[error(
+        "HCP_MCP_TOKEN is set, and --oauth-issuer makes OAuth access tokens the only way in: the two auth modes \
+         are exclusive, so unset HCP_MCP_TOKEN"
+    )]
+    TwoAuthModes,
+    #[error(transparent)]
+    OAuth(#[from] oauth::OAuthError),
+    #[error("OAuth: {0}")]
+    Discovery(#[from] oauth::DiscoveryError),
     #[error("--allow-origin `{0}` is not an origin: give scheme://host[:port], e.g. https://app.example.com")]
     Origin(String),
     #[error("{path} cannot be the server's socket: {reason}")]
@@ -110,6 +123,8 @@ pub enum Place {
 pub struct Settings {
     pub place: Place,
     pub token: Option<Token>,
+    /// The OAuth resource server mode, exclusive with `token`.
+    pub oauth: Option<OAuthSettings>,
     pub allow_hosts: Vec<String>,
     pub allow_origins: Vec<String>,
     pub session_idle: Duration,
@@ -138,10 +153,29 @@ impl Settings {
             None => ctx.var(TOKEN_VAR).map(|value| value.trim().to_owned()),
         }
         .filter(|token| !token.is_empty());
+        let oauth = match (&args.oauth_issuer, &args.audience) {
+            (Some(issuer), Some(audience)) => {
+                if token.is_some() {
+                    return Err(HttpError::TwoAuthModes);
+                }
+                let least = match args.scope {
+                    crate::cli::ScopeArg::Read => oauth::Least::Read,
+                    crate::cli::ScopeArg::Full => oauth::Least::Full,
+                };
+                Some(OAuthSettings::new(
+                    issuer,
+                    audience,
+                    least,
+                    &args.groups_claim,
+                    args.read_only,
+                )?)
+            }
+            _ => None,
+        };
         if token.as_ref().is_some_and(|token| token.len() < MIN_TOKEN) {
             return Err(HttpError::TokenTooShort);
         }
-        if let (Place::Tcp(address), None) = (&place, &token) {
+        if let (Place::Tcp(address), None, None) = (&place, &token, &oauth) {
             if !address.ip().is_loopback() {
                 return Err(HttpError::TokenRequired(*address));
             }
@@ -155,6 +189,7 @@ impl Settings {
         Ok(Self {
             place,
             token: token.map(|token| Token(Arc::from(token.into_bytes()))),
+            oauth,
             allow_hosts: args.allow_host.clone(),
             allow_origins: args.allow_origin.clone(),
             session_idle: Duration::from_secs(args.session_idle_secs),
@@ -167,6 +202,8 @@ impl Settings {
 pub struct Listening {
     listener: listener::Listener,
     settings: Settings,
+    /// The OAuth resource server, its issuer's keys found.
+    gate: Option<Arc<oauth::Gate>>,
 }
 
 /// Where a bound server can be reached, as its start line says.
@@ -186,8 +223,13 @@ impl std::fmt::Display for Endpoint {
 }
 
 /// Binds the address (port 0 picks a free one: see [`Listening::endpoint`]) or makes
-/// the socket file.
+/// the socket file; with OAuth, finds the issuer's keys first (a server that could
+/// check no token does not start).
 pub async fn bind(settings: Settings) -> Result<Listening, HttpError> {
+    let gate = match &settings.oauth {
+        Some(oauth) => Some(oauth::gate(oauth.clone()).await?),
+        None => None,
+    };
     let listener = match &settings.place {
         Place::Tcp(address) => listener::Listener::tcp(*address).await?,
         #[cfg(unix)]
@@ -200,7 +242,11 @@ pub async fn bind(settings: Settings) -> Result<Listening, HttpError> {
             });
         }
     };
-    Ok(Listening { listener, settings })
+    Ok(Listening {
+        listener,
+        settings,
+        gate,
+    })
 }
 
 /// The names a `Host` header may carry: loopback names, the bound address (unless it
@@ -311,7 +357,11 @@ impl Listening {
     /// their final result, sessions end, and open connections get a moment to send
     /// what they hold.
     pub async fn serve(self, server: super::Server) -> Result<(), HttpError> {
-        let Self { listener, settings } = self;
+        let Self {
+            listener,
+            settings,
+            gate,
+        } = self;
         let address = listener.tcp_address();
         let shutdown = server.base.cancel.clone();
         // rmcp cuts every event stream when its own token fires: it fires last, so
@@ -337,15 +387,23 @@ impl Listening {
         let app = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(middleware::from_fn(session_ended))
-            .layer(middleware::from_fn(limits::read_body))
-            .layer(middleware::from_fn_with_state(
+            .layer(middleware::from_fn(limits::read_body));
+        // One auth mode: OAuth access tokens, or the static token (or none).
+        let app = match &gate {
+            Some(oauth) => app.layer(middleware::from_fn_with_state(oauth.clone(), oauth::require)),
+            None => app.layer(middleware::from_fn_with_state(
                 settings.token.clone(),
                 require_token,
-            ))
-            // Outermost: probes are answered before the token is checked.
-            .layer(middleware::from_fn_with_state(server.clone(), health::answer));
+            )),
+        };
+        // Outermost, before either auth mode: probes are answered unauthenticated
+        // (OAuth's gate would answer them 401, the token's 401 too).
+        let app = app.layer(middleware::from_fn_with_state(server.clone(), health::answer));
         server.probe_sandbox();
-        let gate = peer::Gate::new(settings.token.is_some(), peer::Gate::effective_uid());
+        let gate = peer::Gate::new(
+            settings.token.is_some() || settings.oauth.is_some(),
+            peer::Gate::effective_uid(),
+        );
         let connections = connections::Connections::new(limits::connection_cap(limits::descriptor_limit()));
         connections.serve(&listener, app, gate, &shutdown).await;
         // No new connection from here on (and a socket file goes away).
@@ -384,6 +442,10 @@ mod tests {
             session_idle_secs: 60,
             stateless: false,
             state_key_file: None,
+            oauth_issuer: None,
+            audience: None,
+            scope: crate::cli::ScopeArg::Read,
+            groups_claim: "groups".to_owned(),
         }
     }
 
@@ -428,6 +490,29 @@ mod tests {
         assert!(matches!(
             Settings::resolve(&args("localhost"), &ctx(&[])),
             Err(HttpError::Address(_))
+        ));
+    }
+
+    /// OAuth is the boundary off loopback as a token is, and never beside one.
+    #[test]
+    fn oauth_is_one_auth_mode_and_needs_no_token() {
+        let mut oauth = args("0.0.0.0:0");
+        oauth.oauth_issuer = Some("https://id.example.com".to_owned());
+        oauth.audience = Some("https://hcp.example.com/mcp".to_owned());
+        let resolved = Settings::resolve(&oauth, &ctx(&[])).unwrap();
+        assert!(resolved.token.is_none());
+        assert_eq!(
+            resolved.oauth.map(|settings| settings.metadata_url()),
+            Some("https://hcp.example.com/.well-known/oauth-protected-resource/mcp".to_owned())
+        );
+        assert!(matches!(
+            Settings::resolve(&oauth, &ctx(&[(TOKEN_VAR, "0123456789abcdef0123")])),
+            Err(HttpError::TwoAuthModes)
+        ));
+        oauth.audience = Some("http://hcp.example.com/mcp".to_owned());
+        assert!(matches!(
+            Settings::resolve(&oauth, &ctx(&[])),
+            Err(HttpError::OAuth(oauth::OAuthError::Audience(_)))
         ));
     }
 

@@ -5,6 +5,8 @@
 
 mod access;
 mod flood;
+mod oauth;
+mod oidc;
 mod replicas;
 
 use std::time::Duration;
