@@ -6,6 +6,7 @@
 mod access;
 mod flood;
 mod oauth;
+mod oauth_replicas;
 mod oidc;
 mod replicas;
 

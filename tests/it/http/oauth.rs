@@ -14,7 +14,7 @@ use super::oidc::{self, Options};
 use crate::common::{HttpResponse, HttpServer, TestEnv, http_request, wait_until};
 
 /// A port free right now, for a server whose audience must name it before it starts.
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
