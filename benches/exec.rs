@@ -139,14 +139,13 @@ fn main() {
             String::from_utf8_lossy(&output.stderr)
         );
     };
-    // For a profiler: only the in-process exec with every layer, N times.
+    // For a profiler: only the in-process exec with every layer, N times; with the
+    // feature `marks`, the median time of each step it marks, and of a direct run.
     if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
         .ok()
         .and_then(|times| times.parse::<usize>().ok())
     {
-        for _ in 0..times {
-            runs[0]();
-        }
+        profile(times, &mut *runs[0], &mut direct);
         return;
     }
     let mut variants: Vec<&mut dyn FnMut()> = vec![&mut direct];
@@ -201,4 +200,48 @@ fn main() {
             ms(cli.cpu) - ms(direct.cpu)
         ),
     );
+}
+
+/// Runs `run` `times` times and prints the median of each step the code marks
+/// (`hcpx::mark`, with the feature `marks`), then the median of a direct run.
+fn profile(times: usize, run: &mut dyn FnMut(), direct: &mut dyn FnMut()) {
+    let median = |mut samples: Vec<f64>| {
+        samples.sort_by(f64::total_cmp);
+        samples.get(samples.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut samples: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..times {
+        let _ = hcpx::take_marks();
+        hcpx::mark("start");
+        run();
+        hcpx::mark("end");
+        let marks = hcpx::take_marks();
+        if names.is_empty() {
+            names = marks.iter().map(|(name, _)| *name).collect();
+            samples = vec![Vec::new(); names.len()];
+        }
+        // A call that marked other steps (an error, say) is left out.
+        if marks.len() == names.len() {
+            for (index, pair) in marks.windows(2).enumerate() {
+                samples[index + 1].push(ms(pair[1].1 - pair[0].1));
+            }
+        }
+    }
+    if names.len() > 2 {
+        println!("median of each marked step, {times} calls:");
+        for (name, step) in names.iter().zip(samples).skip(1) {
+            println!("  {name:<18}{:>8.4} ms", median(step));
+        }
+    } else {
+        println!("(build with --features marks for the time of each step)");
+    }
+    let direct: Vec<f64> = (0..times)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            direct();
+            ms(started.elapsed())
+        })
+        .collect();
+    println!("direct run, median: {:.4} ms", median(direct));
 }
