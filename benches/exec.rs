@@ -7,6 +7,8 @@
 //!   caches), with every
 //!   layer, then with one kernel layer left out at a time (best-effort mode and a
 //!   machine description without it), then with none of them;
+//! - the same with the pack's network on (`"network": true`): what taking the
+//!   network away costs;
 //! - a whole `hcpx exec …` process per call.
 //!
 //! Prints p50 and p99 and the added milliseconds, and the CPU time per call, which
@@ -49,6 +51,19 @@ fn main() {
     std::fs::create_dir_all(&work).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/packs/probe");
     copy_dir(&fixture, &home.join("packs/probe"));
+    // The same pack with the network as the user has it: what taking the network
+    // away costs is the difference.
+    let networked = home.join("packs/probenet");
+    copy_dir(&fixture, &networked);
+    for (file, from, to) in [
+        ("hcp.json", "\"network\": false", "\"network\": true"),
+        ("hcp.json", "\"id\": \"probe\"", "\"id\": \"probenet\""),
+        ("SKILL.md", "name: probe", "name: probenet"),
+    ] {
+        let text = std::fs::read_to_string(networked.join(file)).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        std::fs::write(networked.join(file), text.replacen(from, to, 1)).unwrap();
+    }
     let script: PathBuf = home.join("packs/probe/probe");
     let bin = env!("CARGO_BIN_EXE_hcpx");
     let path = "/usr/local/bin:/usr/bin:/bin";
@@ -124,6 +139,20 @@ fn main() {
             }) as Box<dyn FnMut()>
         })
         .collect();
+    // Every layer, the network on: the same server session as "every layer".
+    let networked_argv: Vec<String> = ["exec", "probenet", "args", "--json", "--", "text=hello"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut with_network = || {
+        let mut sink = hcpx::BufferSink::default();
+        let outcome = runtime.block_on(hcpx::run_to_sink(
+            networked_argv.clone(),
+            &contexts[0].1,
+            &mut sink,
+        ));
+        assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+    };
     let mut cli = || {
         let output = Command::new(bin)
             .args(["exec", "probe", "args", "--", "text=hello"])
@@ -139,20 +168,20 @@ fn main() {
             String::from_utf8_lossy(&output.stderr)
         );
     };
-    // For a profiler: only the in-process exec with every layer, N times.
+    // For a profiler: only the in-process exec with every layer, N times; with the
+    // feature `marks`, the median time of each step it marks, and of a direct run.
     if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
         .ok()
         .and_then(|times| times.parse::<usize>().ok())
     {
-        for _ in 0..times {
-            runs[0]();
-        }
+        profile(times, &mut *runs[0], &mut direct);
         return;
     }
     let mut variants: Vec<&mut dyn FnMut()> = vec![&mut direct];
     for run in &mut runs {
         variants.push(run.as_mut());
     }
+    variants.push(&mut with_network);
     variants.push(&mut cli);
     let runs = std::env::var("HCP_BENCH_RUNS")
         .ok()
@@ -191,6 +220,18 @@ fn main() {
         };
         line(&format!("in-process exec, {label}"), timing, added + &costs);
     }
+    let network = results[results.len() - 2];
+    line(
+        "in-process exec, every layer, network: true",
+        &network,
+        format!(
+            "  added {:>6.3} ms p50, {:>6.3} ms cpu; no network costs {:>6.3} ms p50, {:>6.3} ms cpu",
+            ms(network.p50) - ms(direct.p50),
+            ms(network.cpu) - ms(direct.cpu),
+            ms(every.p50) - ms(network.p50),
+            ms(every.cpu) - ms(network.cpu)
+        ),
+    );
     let cli = results[results.len() - 1];
     line(
         "hcpx exec CLI process, every layer",
@@ -201,4 +242,48 @@ fn main() {
             ms(cli.cpu) - ms(direct.cpu)
         ),
     );
+}
+
+/// Runs `run` `times` times and prints the median of each step the code marks
+/// (`hcpx::mark`, with the feature `marks`), then the median of a direct run.
+fn profile(times: usize, run: &mut dyn FnMut(), direct: &mut dyn FnMut()) {
+    let median = |mut samples: Vec<f64>| {
+        samples.sort_by(f64::total_cmp);
+        samples.get(samples.len() / 2).copied().unwrap_or(0.0)
+    };
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut samples: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..times {
+        let _ = hcpx::take_marks();
+        hcpx::mark("start");
+        run();
+        hcpx::mark("end");
+        let marks = hcpx::take_marks();
+        if names.is_empty() {
+            names = marks.iter().map(|(name, _)| *name).collect();
+            samples = vec![Vec::new(); names.len()];
+        }
+        // A call that marked other steps (an error, say) is left out.
+        if marks.len() == names.len() {
+            for (index, pair) in marks.windows(2).enumerate() {
+                samples[index + 1].push(ms(pair[1].1 - pair[0].1));
+            }
+        }
+    }
+    if names.len() > 2 {
+        println!("median of each marked step, {times} calls:");
+        for (name, step) in names.iter().zip(samples).skip(1) {
+            println!("  {name:<18}{:>8.4} ms", median(step));
+        }
+    } else {
+        println!("(build with --features marks for the time of each step)");
+    }
+    let direct: Vec<f64> = (0..times)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            direct();
+            ms(started.elapsed())
+        })
+        .collect();
+    println!("direct run, median: {:.4} ms", median(direct));
 }

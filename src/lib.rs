@@ -196,6 +196,7 @@ struct Version {
 /// Runs one hcpx command line (the words after `hcpx`) and returns the envelope and
 /// the human rendering. Prints nothing.
 pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
+    mark("execute");
     let started = Instant::now();
     // What the completion scripts ask is outside the clap tree (`commands::complete`).
     let completing = commands::complete::request(&argv);
@@ -205,7 +206,10 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
     };
     let result = match parsed {
         Ok(None) => commands::complete::complete(ctx, completing.unwrap_or(&[])),
-        Ok(Some(cli)) => dispatch::dispatch(cli.command, cli.json, &argv, ctx).await,
+        Ok(Some(cli)) => {
+            mark("parsed");
+            dispatch::dispatch(cli.command, cli.json, &argv, ctx).await
+        }
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp
             | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -276,6 +280,7 @@ pub async fn execute_for_program(mut argv: Vec<String>, ctx: &Context) -> Execut
 pub async fn run_to_sink(argv: Vec<String>, ctx: &Context, sink: &mut dyn Sink) -> Outcome {
     let json = wants_json(&argv);
     let executed = execute(argv, ctx).await;
+    mark("executed");
     if json {
         let mut writer = SinkWriter {
             sink,
@@ -414,6 +419,10 @@ fn parses(argv: &[String]) -> bool {
         Err(error) => error.kind() == clap::error::ErrorKind::DisplayHelp,
     }
 }
+
+/// Step marks for the exec bench's profile (feature `marks`).
+#[doc(hidden)]
+pub use hcpx_process::{mark, take_marks};
 
 #[cfg(test)]
 mod tests {

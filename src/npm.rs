@@ -39,6 +39,7 @@ pub(crate) async fn run(
         confinement: None,
         control: None,
         stdin: None,
+        meanwhile: None,
     };
     runtime::run_child(
         spawn,

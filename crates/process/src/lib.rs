@@ -19,3 +19,31 @@ pub mod sandbox;
 mod secret;
 
 pub use secret::Secret;
+
+/// Marks a step of a call, for `cargo bench --bench exec --features marks`
+/// (`HCP_BENCH_PROFILE=N`), which prints how long each step took; without the
+/// feature, nothing (and nothing is compiled in).
+#[cfg(feature = "marks")]
+pub fn mark(name: &'static str) {
+    MARKS.with(|marks| marks.borrow_mut().push((name, std::time::Instant::now())));
+}
+
+/// Without the feature `marks`: nothing.
+#[cfg(not(feature = "marks"))]
+#[inline(always)]
+pub fn mark(_name: &'static str) {}
+
+/// The steps marked on this thread since the last call, and when.
+#[doc(hidden)]
+pub fn take_marks() -> Vec<(&'static str, std::time::Instant)> {
+    #[cfg(feature = "marks")]
+    return MARKS.with(|marks| std::mem::take(&mut *marks.borrow_mut()));
+    #[cfg(not(feature = "marks"))]
+    Vec::new()
+}
+
+#[cfg(feature = "marks")]
+thread_local! {
+    static MARKS: std::cell::RefCell<Vec<(&'static str, std::time::Instant)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}

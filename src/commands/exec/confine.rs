@@ -198,7 +198,7 @@ pub(super) fn confine(
         sockets: plan.grants.socket_paths(),
         stdin: delivered.stdin,
     };
-    let spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
+    let mut spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
             .next(Next::advice(
                 "remove the link, or run the pack where its write path is a folder of the working directory",
@@ -220,6 +220,8 @@ pub(super) fn confine(
         }
         error => sandbox_failure(error.to_string()),
     })?;
+    // While the CLI runs, a server removes finished calls' folders and makes the next.
+    spawn.meanwhile = tmpdir.meanwhile();
     Ok((spawn, tmpdir, egress))
 }
 

@@ -82,14 +82,22 @@ impl Request {
 pub(crate) async fn run(ctx: &Context, request: Request) -> Result<Reply, Failure> {
     let mut audit = Audit::new(ctx, &request);
     let result = steps(ctx, &request, &mut audit).await;
-    audit.finish(result)
+    crate::mark("reported");
+    let reply = audit.finish(result);
+    crate::mark("audited");
+    reply
 }
 
 async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Result<Reply, Failure> {
+    crate::mark("dispatched");
     let catalog = super::load_one(ctx, &request.args.pack);
+    crate::mark("loaded");
     let target = validate::validate(&catalog, ctx, request)?;
+    crate::mark("validated");
     let mut bindings = bind::read_bindings(ctx, target.pack);
+    crate::mark("bindings read");
     let mut plan = decide::decide(ctx, request, &target, &bindings, audit).await?;
+    crate::mark("decided");
     let pinned = bindings.pinned.take();
     let every = std::mem::take(&mut bindings.every);
     let bound = bind::bind(target.pack, bindings)?;
@@ -98,9 +106,11 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
     if request.args.dry_run {
         return Ok(report::dry_run(ctx, &plan));
     }
+    crate::mark("bound, runnable");
     let (child, tmpdir, egress) = confine::confine(ctx, &target, &plan, program, pinned.as_ref(), &bound)?;
     // What ran: a file binding's real path where the plan showed where it would be.
     plan.args.clone_from(&child.args);
+    crate::mark("confined");
     let finished = confine::spawn(ctx, request, &target, child).await;
     // The proxy ends with the call: what it refused is on the result and the log.
     let refusals = egress.map(|egress| egress.refusals()).unwrap_or_default();
@@ -111,7 +121,9 @@ async fn steps(ctx: &Context, request: &Request, audit: &mut Audit<'_>) -> Resul
         .chain(unwritten.map(crate::reply::Warning::AuditLine))
         .collect();
     let finished = finished.map_err(|failure| failure.warnings(warnings.clone()))?;
+    crate::mark("run");
     drop(tmpdir);
+    crate::mark("folder dropped");
     audit.ran(&finished);
     match report::report(request, &target, &plan, finished, &audit.redactor) {
         Ok(mut reply) => {

@@ -12,6 +12,7 @@ mod environment;
 mod model;
 mod network;
 mod placement;
+mod problem;
 mod program;
 mod validate;
 mod walk;
@@ -19,6 +20,7 @@ mod walk;
 pub use environment::CACHE;
 pub use model::*;
 pub use network::{Endpoint, Host, MAX_ALLOW, Network};
+pub use problem::Problem;
 pub use validate::parse;
 
 /// The longest unix socket path the kernel takes (`sun_path` holds 108 bytes, the

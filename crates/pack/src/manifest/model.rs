@@ -2,7 +2,6 @@
 //! commands and their parameters, bindings and sandbox, and the checks a caller's
 //! value must pass against its parameter.
 
-use std::fmt;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -10,23 +9,6 @@ use serde::Serialize;
 
 use super::DEFAULT_TIMEOUT_MS;
 use crate::template::Element;
-
-/// One manifest problem: `commands.plan.argv[2]: unknown parameter "frm"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::model::Problem;
+use super::problem::Problem;
 
 /// Collects problems while walking the manifest.
 pub(super) struct Walk {

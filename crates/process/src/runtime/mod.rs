@@ -62,6 +62,18 @@ pub struct Spawn {
     /// (at most [`Secret::MAX_LEN`] bytes, nothing added); `None`: stdin is
     /// `/dev/null`.
     pub stdin: Option<Secret>,
+    /// Work done once the child has started, while hcpx only waits for it (a
+    /// server's temporary folders, see `sandbox::CallFolder::meanwhile`).
+    pub meanwhile: Option<Meanwhile>,
+}
+
+/// Work a call does while its child runs (see [`Spawn::meanwhile`]).
+pub struct Meanwhile(pub Box<dyn FnOnce() + Send>);
+
+impl std::fmt::Debug for Meanwhile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Meanwhile")
+    }
 }
 
 /// The runtime's line to the keeper: one byte asks it to TERM the child's process
@@ -497,6 +509,7 @@ pub async fn run_child(
 ) -> Result<Finished, RuntimeError> {
     let started = Instant::now();
     let input = spawn.stdin.take();
+    let meanwhile = spawn.meanwhile.take();
     if let Some(input) = &input
         && input.len() > Secret::MAX_LEN
     {
@@ -512,6 +525,11 @@ pub async fn run_child(
         mut stdin,
         mut stopper,
     } = start(spawn, input.is_some())?;
+    crate::mark("started");
+    if let Some(Meanwhile(work)) = meanwhile {
+        work();
+    }
+    crate::mark("meanwhile");
     // What is left to write to the child's stdin; an empty value closes it at once.
     let input = input.unwrap_or_else(|| Secret::new(String::new()));
     let mut fed = 0;
@@ -566,6 +584,7 @@ pub async fn run_child(
                 }
             }
             waited = process.wait(), if status.is_none() => {
+                crate::mark("waited");
                 status = Some(waited);
                 stopper.kill();
                 stop_reading_at = Some(tokio::time::Instant::now() + DRAIN);
@@ -597,6 +616,7 @@ pub async fn run_child(
             }
         }
     }
+    crate::mark("drained");
     Ok(Finished {
         ending,
         exit_code: status.unwrap_or(SIGNAL_BASE),

@@ -11,6 +11,7 @@ fn sh(script: &str) -> Spawn {
         confinement: None,
         control: None,
         stdin: None,
+        meanwhile: None,
     }
 }
 

@@ -1,26 +1,31 @@
 //! The calls' private temporary folders of a long-lived server, made ahead and
 //! removed behind: making one costs a `mkdir` on the temporary folder's filesystem
 //! (0.1 ms on ext4 here) and removing it an `rmdir` or more, both on the call's path
-//! when done inline. A server's cache keeps one folder made ahead for the next call
-//! and hands the folders of finished calls to a thread of its own, which removes
-//! them off the call's path.
+//! when done inline. A server's cache keeps one folder made ahead for the next call;
+//! a finished call's folder is removed later. Both are done by a call while its
+//! pack's CLI runs, when hcpx only waits ([`CallFolder::meanwhile`]): no thread of
+//! its own, which on two CPUs took one from the calls it was meant to spare.
 //!
 //! Nothing about a folder changes: it is made the same way (mode 0700, in the
 //! process's own 0700 folder, see `temp.rs`), empty until its call gets it, and taken
-//! by one call only. A finished call's folder is removed after its result is made,
-//! when no process of the call is left (the keeper has killed them all) to read it.
+//! by one call only. A finished call's folder is removed when no process of the call
+//! is left to read it (the keeper has killed them all); one that holds a
+//! credential's file is removed with its call ([`CallFolder::remove_inline`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 
 use tempfile::TempDir;
 
-/// A call's private temporary folder: removed when dropped, at once or (a server's)
-/// by the folder thread.
+/// A call's private temporary folder: removed when dropped, at once or (a
+/// server's) by a later call, while that one's CLI runs.
 #[derive(Debug)]
 pub struct CallFolder {
     dir: Option<TempDir>,
-    behind: Option<mpsc::Sender<Job>>,
+    /// A server's folders, and the process folder this one is in.
+    ahead: Option<(Arc<Folders>, PathBuf)>,
+    /// Removed at once when dropped, even in a server.
+    inline: bool,
 }
 
 impl CallFolder {
@@ -28,96 +33,54 @@ impl CallFolder {
     pub(super) fn inline(dir: TempDir) -> Self {
         Self {
             dir: Some(dir),
-            behind: None,
+            ahead: None,
+            inline: true,
         }
     }
 
     /// Removed at once when dropped, even in a server: the folder holds a
     /// credential's file, which goes with its call, not after it.
     pub fn remove_inline(&mut self) {
-        self.behind = None;
+        self.inline = true;
     }
 
     pub fn path(&self) -> &Path {
         // Taken only by `drop`.
         self.dir.as_ref().map_or_else(|| Path::new(""), TempDir::path)
     }
+
+    /// What a server's call does while its CLI runs: it removes the folders of the
+    /// calls that ended and makes the next call's folder. `None` outside a server.
+    pub fn meanwhile(&self) -> Option<crate::runtime::Meanwhile> {
+        let (folders, parent) = self.ahead.clone()?;
+        Some(crate::runtime::Meanwhile(Box::new(move || folders.tidy(&parent))))
+    }
 }
 
 impl Drop for CallFolder {
     fn drop(&mut self) {
-        if let (Some(dir), Some(behind)) = (self.dir.take(), self.behind.take())
-            && let Err(mpsc::SendError(Job::Remove(dir))) = behind.send(Job::Remove(dir))
-        {
-            // The thread is gone: removed here.
-            drop(dir);
+        let Some(dir) = self.dir.take() else {
+            return;
+        };
+        match &self.ahead {
+            Some((folders, _)) if !self.inline => folders.behind(dir),
+            _ => drop(dir),
         }
     }
 }
 
-enum Job {
-    /// Make the next call's folder in this process folder, unless one is made.
-    Make(PathBuf),
-    Remove(TempDir),
+/// A server's folders: the one made ahead, in which process folder, and those of
+/// finished calls.
+#[derive(Debug, Default)]
+pub(super) struct Folders {
+    spare: Mutex<Option<(PathBuf, TempDir)>>,
+    finished: Mutex<Vec<TempDir>>,
 }
 
-/// The folder made ahead: in which process folder, and the folder.
-type Spare = Option<(PathBuf, TempDir)>;
-
-/// The folder thread and the folder it made ahead.
-#[derive(Debug)]
-pub(super) struct Ahead {
-    jobs: Mutex<mpsc::Sender<Job>>,
-    spare: Arc<Mutex<Spare>>,
-}
-
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Make(parent) => write!(f, "Make({})", parent.display()),
-            Self::Remove(dir) => write!(f, "Remove({})", dir.path().display()),
-        }
-    }
-}
-
-impl Ahead {
-    /// Starts the folder thread; `None` when no thread can be started (folders are
-    /// then made and removed inline).
-    pub(super) fn start() -> Option<Self> {
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let spare: Arc<Mutex<Spare>> = Arc::default();
-        let made = Arc::clone(&spare);
-        std::thread::Builder::new()
-            .name("hcpx-folders".to_owned())
-            .spawn(move || {
-                // Ends when the cache, and every call folder it handed out, is gone.
-                for job in inbox {
-                    match job {
-                        Job::Make(parent) => {
-                            let wanted = made.lock().is_ok_and(|spare| spare.is_none());
-                            if wanted && let Ok(dir) = super::temp::call_folder(&parent) {
-                                match made.lock() {
-                                    Ok(mut spare) if spare.is_none() => *spare = Some((parent, dir)),
-                                    // Another was made meanwhile, or the lock is
-                                    // poisoned: this one goes.
-                                    _ => drop(dir),
-                                }
-                            }
-                        }
-                        Job::Remove(dir) => drop(dir),
-                    }
-                }
-            })
-            .ok()?;
-        Some(Self {
-            jobs: Mutex::new(jobs),
-            spare,
-        })
-    }
-
+impl Folders {
     /// A folder in process folder `parent` for a call: the one made ahead when it is
-    /// there, else one made now; either way the next one is then made ahead.
-    pub(super) fn take(&self, parent: &Path) -> std::io::Result<CallFolder> {
+    /// there, else one made now.
+    pub(super) fn take(self: &Arc<Self>, parent: &Path) -> std::io::Result<CallFolder> {
         let spare = self
             .spare
             .lock()
@@ -131,14 +94,38 @@ impl Ahead {
             Some(dir) => dir,
             None => super::temp::call_folder(parent)?,
         };
-        let behind = self.jobs.lock().ok().map(|jobs| jobs.clone());
-        if let Some(jobs) = &behind {
-            let _ = jobs.send(Job::Make(parent.to_path_buf()));
-        }
         Ok(CallFolder {
             dir: Some(dir),
-            behind,
+            ahead: Some((Arc::clone(self), parent.to_path_buf())),
+            inline: false,
         })
+    }
+
+    /// A finished call's folder, removed by a later call.
+    fn behind(&self, dir: TempDir) {
+        match self.finished.lock() {
+            Ok(mut finished) => finished.push(dir),
+            Err(_) => drop(dir),
+        }
+    }
+
+    /// Removes the finished calls' folders, and makes the next call's folder in
+    /// `parent` unless one is made.
+    fn tidy(&self, parent: &Path) {
+        let finished = self
+            .finished
+            .lock()
+            .map(|mut finished| std::mem::take(&mut *finished))
+            .unwrap_or_default();
+        drop(finished);
+        let Ok(mut spare) = self.spare.lock() else {
+            return;
+        };
+        if spare.is_none()
+            && let Ok(dir) = super::temp::call_folder(parent)
+        {
+            *spare = Some((parent.to_path_buf(), dir));
+        }
     }
 }
 
@@ -146,16 +133,8 @@ impl Ahead {
 mod tests {
     use super::*;
 
-    fn wait_for(what: impl Fn() -> bool) {
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !what() {
-            assert!(std::time::Instant::now() < until, "timed out");
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-    }
-
-    fn spare_path(ahead: &Ahead) -> Option<PathBuf> {
-        ahead
+    fn spare_path(folders: &Folders) -> Option<PathBuf> {
+        folders
             .spare
             .lock()
             .unwrap()
@@ -164,19 +143,21 @@ mod tests {
     }
 
     /// The folder made ahead goes to the next call, to that one only; a finished
-    /// call's folder is removed by the thread; each folder is private and empty.
+    /// call's folder is removed by a later call's work; each folder is private and
+    /// empty.
     #[test]
     fn folders_are_made_ahead_taken_once_and_removed_behind() {
         let parent = tempfile::tempdir().unwrap();
-        let ahead = Ahead::start().unwrap();
-        let first = ahead.take(parent.path()).unwrap();
-        wait_for(|| spare_path(&ahead).is_some());
-        let made = spare_path(&ahead).unwrap();
-        let second = ahead.take(parent.path()).unwrap();
+        let folders = Arc::new(Folders::default());
+        let first = folders.take(parent.path()).unwrap();
+        assert_eq!(spare_path(&folders), None, "made while a call runs, not before");
+        (first.meanwhile().unwrap().0)();
+        let made = spare_path(&folders).unwrap();
+        let second = folders.take(parent.path()).unwrap();
         assert_eq!(second.path(), made, "the folder made ahead is the next call's");
         assert_ne!(first.path(), second.path());
-        wait_for(|| spare_path(&ahead).is_some());
-        let third = spare_path(&ahead).unwrap();
+        (second.meanwhile().unwrap().0)();
+        let third = spare_path(&folders).unwrap();
         assert_ne!(third, made, "a folder made ahead is taken by one call only");
         #[cfg(unix)]
         {
@@ -188,7 +169,9 @@ mod tests {
         std::fs::write(first.path().join("left"), "by the pack").unwrap();
         let gone = first.path().to_path_buf();
         drop(first);
-        wait_for(|| !gone.exists());
+        assert!(gone.exists(), "removed by a later call, not on the call's path");
+        (second.meanwhile().unwrap().0)();
+        assert!(!gone.exists());
     }
 
     /// A folder made ahead that was removed meanwhile, or made in another process
@@ -196,45 +179,35 @@ mod tests {
     #[test]
     fn a_folder_made_ahead_that_is_gone_is_not_used() {
         let parent = tempfile::tempdir().unwrap();
-        let ahead = Ahead::start().unwrap();
-        drop(ahead.take(parent.path()).unwrap());
-        wait_for(|| spare_path(&ahead).is_some());
-        let made = spare_path(&ahead).unwrap();
+        let folders = Arc::new(Folders::default());
+        (folders.take(parent.path()).unwrap().meanwhile().unwrap().0)();
+        let made = spare_path(&folders).unwrap();
         std::fs::remove_dir(&made).unwrap();
-        let next = ahead.take(parent.path()).unwrap();
+        let next = folders.take(parent.path()).unwrap();
         assert!(next.path().is_dir());
         assert_ne!(next.path(), made);
+        (next.meanwhile().unwrap().0)();
         let other = tempfile::tempdir().unwrap();
-        wait_for(|| spare_path(&ahead).is_some());
-        let elsewhere = ahead.take(other.path()).unwrap();
+        let elsewhere = folders.take(other.path()).unwrap();
         assert!(elsewhere.path().starts_with(other.path()));
     }
 
     /// A folder that holds a credential's file is gone when its call's folder is
-    /// dropped, even while the thread is held up; any other goes when the thread
-    /// gets to it.
+    /// dropped; any other stays until a later call removes it.
     #[test]
     fn a_folder_removed_inline_is_gone_at_once() {
         let parent = tempfile::tempdir().unwrap();
-        let ahead = Ahead::start().unwrap();
-        let mut secret = ahead.take(parent.path()).unwrap();
-        let other = ahead.take(parent.path()).unwrap();
-        wait_for(|| spare_path(&ahead).is_some());
-        // The thread waits for this lock at its next job.
-        let held = ahead.spare.lock().unwrap();
-        ahead
-            .jobs
-            .lock()
-            .unwrap()
-            .send(Job::Make(parent.path().to_path_buf()))
-            .unwrap();
+        let folders = Arc::new(Folders::default());
+        let mut secret = folders.take(parent.path()).unwrap();
+        let other = folders.take(parent.path()).unwrap();
         std::fs::write(secret.path().join("hcpx-binding-TOKEN"), "value").unwrap();
         secret.remove_inline();
         let (secret_path, other_path) = (secret.path().to_path_buf(), other.path().to_path_buf());
         drop((secret, other));
         assert!(!secret_path.exists(), "removed with its call");
-        assert!(other_path.exists(), "the thread is held up");
-        drop(held);
-        wait_for(|| !other_path.exists());
+        assert!(other_path.exists(), "left for a later call");
+        // Gone with the server's folders at the latest.
+        drop(folders);
+        assert!(!other_path.exists());
     }
 }

@@ -101,7 +101,7 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
-        if let Ok(real) = existing.canonicalize() {
+        if let Ok(real) = real_path(&existing) {
             let mut out = real;
             out.extend(rest.iter().rev());
             return tidy(&out);
@@ -114,6 +114,25 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
             _ => return tidy(path),
         }
     }
+}
+
+/// Where `path` really is, every link followed, as `realpath(3)` says: on Linux from
+/// the descriptor that opening it gives (three system calls, where `realpath`
+/// reads every component of the path as a link in turn).
+pub(crate) fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    #[cfg(target_os = "linux")]
+    if path.is_absolute() {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
+        if let Ok(real) =
+            std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
+            && real.is_absolute()
+            && !real.to_string_lossy().ends_with(" (deleted)")
+        {
+            return Ok(real);
+        }
+    }
+    path.canonicalize()
 }
 
 /// `/proc/self/mountinfo`, kept open: the kernel marks it when a mount is made or

@@ -368,8 +368,8 @@ pub struct Cache {
     /// Whether to make the next call's namespace and temporary folder ahead (a
     /// long-lived server).
     prefetch: bool,
-    /// The folder thread of a prefetching cache, started by the first call.
-    folders: OnceLock<Option<ahead::Ahead>>,
+    /// A prefetching cache's calls' folders: one made ahead, those of finished calls.
+    folders: std::sync::Arc<ahead::Folders>,
 }
 
 /// A network namespace made ahead, with the addresses of its listeners.
@@ -502,10 +502,8 @@ impl Cache {
         };
         drop(slot);
         // A server makes the next call's folder ahead and removes this one behind.
-        if self.prefetch
-            && let Some(folders) = self.folders.get_or_init(ahead::Ahead::start)
-        {
-            return folders.take(&parent);
+        if self.prefetch {
+            return self.folders.take(&parent);
         }
         temp::call_folder(&parent).map(CallFolder::inline)
     }
@@ -553,6 +551,7 @@ pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> 
         confinement: Some(confinement),
         control,
         stdin: plan.stdin,
+        meanwhile: None,
     })
 }
 
