@@ -330,7 +330,7 @@ impl Detach {
                 false
             }
             Stage::Task(tasks, id) => {
-                tasks.progress(id, super::tool::progress_message(progress));
+                tasks.progress(id, super::text::progress_message(progress));
                 false
             }
             Stage::Kept => true,

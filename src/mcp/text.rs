@@ -51,6 +51,17 @@ pub(crate) fn model_text(envelope: &Envelope, human: &str) -> String {
     text
 }
 
+/// How a running call is getting on, in words.
+pub(super) fn progress_message(progress: &crate::runtime::Progress) -> String {
+    format!(
+        "running, {} of output so far",
+        crate::render::count(
+            usize::try_from(progress.output_bytes).unwrap_or(usize::MAX),
+            "byte"
+        )
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

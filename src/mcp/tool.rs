@@ -203,17 +203,6 @@ impl Server {
     }
 }
 
-/// How a running call is getting on, in words.
-pub(super) fn progress_message(progress: &Progress) -> String {
-    format!(
-        "running, {} of output so far",
-        crate::render::count(
-            usize::try_from(progress.output_bytes).unwrap_or(usize::MAX),
-            "byte"
-        )
-    )
-}
-
 /// When the request asks for progress, sends the call's progress to the client
 /// as notifications (a call that may become a task tells `detach` first, which
 /// says whether the request still hears it); the returned task ends once `call`
@@ -239,7 +228,7 @@ fn forward_progress(
         while let Some(progress) = receiver.recv().await {
             let seconds = progress.elapsed.as_secs_f64();
             let param = ProgressNotificationParam::new(token.clone(), seconds)
-                .with_message(progress_message(&progress));
+                .with_message(super::text::progress_message(&progress));
             let _ = peer.notify_progress(param).await;
         }
     });
