@@ -136,7 +136,16 @@ fn main() -> ExitCode {
         use tracing_subscriber::Layer as _;
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
-        let levels = tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into());
+        // Without `HCP_LOG`, warnings and errors: a fixed level, which spares every
+        // command the directive parser's start-up (about 0.06 ms a process).
+        #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
+        let levels: Box<dyn tracing_subscriber::layer::Filter<_> + Send + Sync> =
+            match std::env::var_os("HCP_LOG") {
+                Some(_) => Box::new(
+                    tracing_subscriber::EnvFilter::try_from_env("HCP_LOG").unwrap_or_else(|_| "warn".into()),
+                ),
+                None => Box::new(tracing_subscriber::filter::LevelFilter::WARN),
+            };
         // Logs go to stderr (stdout is the MCP channel), without rmcp's errors about
         // a client that merely went away.
         tracing_subscriber::registry()
