@@ -552,8 +552,13 @@ pub async fn run_child(
     let mut give_up_at: Option<tokio::time::Instant> = None;
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
-    let mut ticker = tokio::time::interval(PROGRESS_EVERY);
-    ticker.tick().await;
+    // The first report is due a period from now. Not `interval` with its first
+    // tick awaited here: tokio rounds that "immediate" tick up to the next
+    // millisecond of its timer wheel, and the call waited for it, output and exit
+    // unread meanwhile (up to 1 ms on every call).
+    let mut ticker = progress.map(|_| {
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY)
+    });
 
     loop {
         let reading = stdout.is_some() || stderr.is_some();
@@ -609,7 +614,7 @@ pub async fn run_child(
                 stdout = None;
                 stderr = None;
             }
-            _ = ticker.tick(), if progress.is_some() && status.is_none() => {
+            _ = async { Some(ticker.as_mut()?.tick().await) }, if ticker.is_some() && status.is_none() => {
                 if let Some(report) = progress {
                     report(Progress { elapsed: started.elapsed(), output_bytes: capture.total() });
                 }
