@@ -77,7 +77,10 @@ fn main() {
         .iter()
         .map(|s| (*s).to_owned())
         .collect();
-    let machine = hcpx::sandbox::probe();
+    // The machine as the MCP server sees it: the probe, and what its session's cache
+    // adds (the call's own /proc, and as root the secrets covered there, so that no
+    // Landlock layer has to hide them one entry at a time).
+    let machine = hcpx::Session::server().sandbox.machine().clone();
     let less = |turn_off: fn(&mut Machine)| {
         let mut m = machine.clone();
         turn_off(&mut m);
@@ -95,6 +98,8 @@ fn main() {
         ),
         ("no seccomp (network, syscalls)", less(|m| off(&mut m.seccomp))),
         ("no privilege drop", less(|m| off(&mut m.privileges))),
+        // As root, the secrets then take a Landlock layer of their own.
+        ("no /proc of its own", less(|m| off(&mut m.process_list))),
         ("no descriptor closing", less(|m| off(&mut m.descriptors))),
         ("no kernel layer at all", Machine::without_kernel_layers("off")),
     ];

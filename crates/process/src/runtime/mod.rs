@@ -556,9 +556,8 @@ pub async fn run_child(
     // tick awaited here: tokio rounds that "immediate" tick up to the next
     // millisecond of its timer wheel, and the call waited for it, output and exit
     // unread meanwhile (up to 1 ms on every call).
-    let mut ticker = progress.map(|_| {
-        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY)
-    });
+    let mut ticker = progress
+        .map(|_| tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY));
 
     loop {
         let reading = stdout.is_some() || stderr.is_some();
