@@ -95,8 +95,14 @@ impl Listener {
                 if metadata.uid() != super::peer::Gate::effective_uid() {
                     return Err(refuse("it is another user's socket".to_owned()));
                 }
-                // Something answers there: another server of ours is running.
-                if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                // Something listens there, and the process that listens is alive:
+                // another server is running. A killed server's socket may stay
+                // listening for a moment in a helper of its that shares its
+                // descriptors (making a namespace), answering nobody: it is taken
+                // over, as when nothing listens at all.
+                if let Ok(stream) = std::os::unix::net::UnixStream::connect(path)
+                    && listener_lives(&stream)
+                {
                     return Err(refuse("it is in use by a running server".to_owned()));
                 }
                 std::fs::remove_file(path)
@@ -120,6 +126,34 @@ impl Listener {
             identity: (metadata.dev(), metadata.ino()),
         }))
     }
+}
+
+/// Whether the process that made `stream`'s peer listen still runs: the kernel
+/// records it at `listen(2)` (`SO_PEERCRED`). When that cannot be told, it is taken
+/// to run, and the socket is left alone.
+#[cfg(unix)]
+fn listener_lives(stream: &std::os::unix::net::UnixStream) -> bool {
+    let Ok(peer) = rustix::net::sockopt::socket_peercred(stream) else {
+        return true;
+    };
+    match rustix::process::test_kill_process(peer.pid) {
+        // A process that has exited and is not yet reaped still takes signals.
+        Ok(()) => !exited(peer.pid),
+        Err(rustix::io::Errno::SRCH) => false,
+        Err(_) => true,
+    }
+}
+
+/// Whether `pid` has exited and waits to be reaped (its state in `/proc` is `Z`).
+#[cfg(unix)]
+fn exited(pid: rustix::process::Pid) -> bool {
+    std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()))
+        .ok()
+        .and_then(|stat| {
+            let (_, after) = stat.rsplit_once(')')?;
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
 }
 
 #[cfg(unix)]

@@ -333,3 +333,49 @@ fn a_unix_socket_is_made_safely_and_removed_on_stop() {
     let again = HttpServer::start_unix(&env, &socket, &[]);
     assert!(!again.session(&[]).is_empty());
 }
+
+/// A server killed while a helper of its own (which shares its descriptors, such as
+/// the one making a namespace) still runs leaves its socket listening for a moment
+/// after the server is gone: connecting succeeds, nobody answers. A server started
+/// then (a restart after a crash) takes the socket over; it refuses only one whose
+/// listening process lives. Played by a python3 process that listens and exits,
+/// leaving a child of its own holding the socket.
+#[test]
+fn a_socket_whose_server_is_gone_is_taken_over_even_while_a_leftover_holds_it() {
+    if !require(
+        Command::new("python3").arg("-V").output().is_ok(),
+        "python3 (plays the leftover)",
+    ) {
+        return;
+    }
+    let env = TestEnv::new();
+    let dir = env.root.path().join("sock");
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("hcp.sock");
+    let leftover = Command::new("python3")
+        .args([
+            "-c",
+            "import os, socket, sys, time\n\
+             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n\
+             s.bind(sys.argv[1]); s.listen(8)\n\
+             child = os.fork()\n\
+             if child == 0:\n\
+             \x20   os.setsid(); os.close(1); os.close(2); time.sleep(30); os._exit(0)\n\
+             print(child, flush=True)\n\
+             os._exit(0)\n",
+        ])
+        .arg(&socket)
+        .output()
+        .unwrap();
+    assert!(leftover.status.success(), "{leftover:?}");
+    // The one that listened is gone; its child holds the socket and never accepts.
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+
+    let server = HttpServer::start_unix(&env, &socket, &[]);
+    assert!(!server.session(&[]).is_empty());
+    let holder = String::from_utf8_lossy(&leftover.stdout).trim().to_owned();
+    assert!(
+        Command::new("kill").arg(&holder).status().unwrap().success(),
+        "{holder}"
+    );
+}
