@@ -165,3 +165,30 @@ pub(crate) fn plan(env: &TestEnv, pack: &str, command: &str, params: &[&str]) ->
     assert_eq!(code, 0, "{envelope}");
     envelope["data"].clone()
 }
+
+/// `pack.command` deletes or overwrites: by default a person confirms it, and the
+/// agent's `--yes` is refused before anything runs; then the person's policy lowers it
+/// to `confirm` (`hcpx policy set`), as for an agent they let run it.
+pub(crate) fn held_for_a_person_then_lowered(env: &TestEnv, pack: &str, command: &str, params: &[&str]) {
+    let mut args = vec!["exec", pack, command, "--yes", "--"];
+    args.extend_from_slice(params);
+    let (code, envelope) = env.json(&args);
+    assert_eq!(
+        (
+            code,
+            &envelope["spawned"],
+            &envelope["data"]["effect"],
+            &envelope["data"]["decision"]
+        ),
+        (
+            2,
+            &serde_json::json!(false),
+            &serde_json::json!("destructive"),
+            &serde_json::json!("confirm-human")
+        ),
+        "{envelope}"
+    );
+    let rule = format!("{pack}.{command}");
+    let output = env.run(&["policy", "set", &rule, "confirm"]);
+    assert_eq!(output.code, 0, "{output}");
+}

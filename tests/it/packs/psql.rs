@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, install_reaching_only, off_the_allowlist, tools_path};
+use super::{
+    env, have, held_for_a_person_then_lowered, install, install_reaching_only, off_the_allowlist, tools_path,
+};
 use crate::common::{TestEnv, is_root, require, terminate, wait_until};
 
 const PASSWORD: &str = "pg-test-s3cret";
@@ -146,13 +148,9 @@ fn connected(pg: &Postgres) -> TestEnv {
     env.bind("psql", "PGPORT", &pg.port.to_string());
     env.bind("psql", "PGDATABASE", "postgres");
     env.bind("psql", "PGPASSWORD", PASSWORD);
-    let (code, envelope) = exec(
-        &env,
-        "execute",
-        &[
-            "sql=CREATE TABLE users (id int PRIMARY KEY, email text NOT NULL); INSERT INTO users VALUES (1, 'ada@example.com'), (2, 'alan@example.com')",
-        ],
-    );
+    let create = "sql=CREATE TABLE users (id int PRIMARY KEY, email text NOT NULL); INSERT INTO users VALUES (1, 'ada@example.com'), (2, 'alan@example.com')";
+    held_for_a_person_then_lowered(&env, "psql", "execute", &[create]);
+    let (code, envelope) = exec(&env, "execute", &[create]);
     assert_eq!(
         (code, &envelope["stdout"]),
         (0, &json!("CREATE TABLE\nINSERT 0 2\n")),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install, install_reaching_only, off_the_allowlist};
+use super::{env, have, held_for_a_person_then_lowered, install, install_reaching_only, off_the_allowlist};
 use crate::common::{TestEnv, require, terminate, wait_until};
 
 const PASSWORD: &str = "redis-test-pw-42";
@@ -149,7 +149,8 @@ fn redis_cli_reads_keys_of_every_type() {
     );
 }
 
-/// set and setex are writes; del is destructive (a person's, or a person's policy).
+/// set and setex replace what a key held and del deletes it: destructive, each a
+/// person's, or a person's policy's.
 #[test]
 fn redis_cli_sets_expires_and_deletes() {
     if !have("redis-cli") {
@@ -158,6 +159,13 @@ fn redis_cli_sets_expires_and_deletes() {
     let Some(redis) = Redis::start() else { return };
     let (env, port) = bound(&redis);
     let port = port.as_str();
+    held_for_a_person_then_lowered(&env, "redis-cli", "set", &[port, "key=feature:x", "value=on"]);
+    held_for_a_person_then_lowered(
+        &env,
+        "redis-cli",
+        "setex",
+        &[port, "key=lock", "seconds=60", "value=w2"],
+    );
     assert_eq!(
         reply(&env, "set", &[port, "key=feature:x", "value=on"]),
         "\"OK\"\n"
@@ -169,13 +177,7 @@ fn redis_cli_sets_expires_and_deletes() {
     );
     let ttl: i64 = reply(&env, "ttl", &[port, "key=lock"]).trim().parse().unwrap();
     assert!((1..=60).contains(&ttl), "{ttl}");
-    let (code, envelope) = exec(&env, "del", &[port, "keys=feature:x"]);
-    assert_eq!(
-        (code, &envelope["data"]["decision"]),
-        (2, &json!("confirm-human")),
-        "{envelope}"
-    );
-    assert_eq!(env.run(&["policy", "set", "redis-cli.del", "confirm"]).code, 0);
+    held_for_a_person_then_lowered(&env, "redis-cli", "del", &[port, "keys=feature:x"]);
     assert_eq!(
         reply(&env, "del", &[port, "keys=feature:x", "keys=lock", "keys=absent"]),
         "2\n"

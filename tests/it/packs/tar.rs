@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use super::{env, have, install};
+use super::{env, have, held_for_a_person_then_lowered, install};
 use crate::common::TestEnv;
 
 fn exec(env: &TestEnv, command: &str, params: &[&str]) -> (i32, Value) {
@@ -58,16 +58,16 @@ fn tar_creates_lists_and_extracts_a_compressed_archive() {
         return;
     }
     let env = project();
-    let (code, envelope) = exec(
-        &env,
-        "create",
-        &[
-            "archive=demo.tar.gz",
-            "paths=src",
-            "paths=README.md",
-            "exclude=*.o",
-        ],
-    );
+    let create = [
+        "archive=demo.tar.gz",
+        "paths=src",
+        "paths=README.md",
+        "exclude=*.o",
+    ];
+    // It replaces a file of the archive's name.
+    held_for_a_person_then_lowered(&env, "tar", "create", &create);
+    assert!(!env.work().join("demo.tar.gz").exists());
+    let (code, envelope) = exec(&env, "create", &create);
     assert_eq!((code, &envelope["stderr"]), (0, &json!("")), "{envelope}");
     // gzip's magic number: the suffix picked the compression.
     assert_eq!(
