@@ -45,5 +45,6 @@ mod readme;
 mod registry;
 mod reparent;
 mod sandbox;
+mod server_layers;
 mod sockets;
 mod transit;

@@ -51,6 +51,10 @@ pub struct Confinement {
     /// The call's network namespace (`network.allow`), entered by the child first.
     #[cfg(target_os = "linux")]
     pub(crate) net: Option<Arc<NetJoin>>,
+    /// A server's thread that starts the keeper with `filters` loaded and the
+    /// bounding set dropped already (see `runtime::Spawner`).
+    #[cfg(target_os = "linux")]
+    pub(crate) spawner: Option<Arc<crate::runtime::Spawner>>,
     pub(crate) close_descriptors: bool,
     pub(crate) drop_privileges: bool,
     pub(crate) drop_bounding: bool,
@@ -149,7 +153,7 @@ impl Confinement {
         #[cfg(target_os = "linux")]
         // SAFETY: runs in the forked child, which has its own copy of memory.
         unsafe {
-            self.enter_child(None)
+            self.enter_child(None, false)
                 .map_err(|errno| std::io::Error::from_raw_os_error(errno.into_raw()))
         }
         #[cfg(not(target_os = "linux"))]
@@ -187,9 +191,12 @@ impl Confinement {
     /// layers, the seccomp filters (last: they may refuse what comes before).
     ///
     /// # Safety
-    /// Only in a child started by the runtime, before it execs.
+    /// Only in a child started by the runtime, before it execs. `inherited`: it was
+    /// started from a [`Confinement::spawner`] thread, whose filter and dropped
+    /// bounding set it holds already (the filter is loaded all the same if the
+    /// kernel says there is none).
     #[cfg(target_os = "linux")]
-    pub(crate) unsafe fn enter_child(&self, keeper: Option<i32>) -> Result<(), Errno> {
+    pub(crate) unsafe fn enter_child(&self, keeper: Option<i32>, inherited: bool) -> Result<(), Errno> {
         // SAFETY: system calls on integers, on descriptors owned by `self`, and on
         // structures on this stack or owned by `self`.
         unsafe {
@@ -213,7 +220,7 @@ impl Confinement {
                 syscall!(Sysno::close_range, 3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC)?;
             }
             if self.drop_privileges {
-                drop_capabilities(self.drop_bounding, self.cap_last)?;
+                drop_capabilities(self.drop_bounding && !inherited, self.cap_last)?;
                 syscall!(Sysno::prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)?;
             }
             for layer in [self.base.as_deref(), self.call.as_ref()].into_iter().flatten() {
@@ -222,13 +229,12 @@ impl Confinement {
             }
             if let Some(filters) = &self.filters {
                 syscall!(Sysno::prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)?;
-                let program = &filters.program;
-                let prog = libc::sock_fprog {
-                    len: u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?,
-                    // The same layout: the kernel's `struct sock_filter`.
-                    filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
-                };
-                syscall!(Sysno::seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const prog)?;
+                let on = inherited
+                    && syscall!(Sysno::prctl, libc::PR_GET_SECCOMP, 0, 0, 0, 0)?
+                        == usize::try_from(libc::SECCOMP_MODE_FILTER).unwrap_or(usize::MAX);
+                if !on {
+                    load_filter(filters)?;
+                }
             }
             if let Some(notify) = &self.notify {
                 let prog = libc::sock_fprog {
@@ -302,6 +308,46 @@ unsafe fn no_core_dumps() -> Result<(), Errno> {
     let zero = [0_u64; 2];
     // SAFETY: prlimit64 on this process reads the two limits on this stack.
     unsafe { syscall!(Sysno::prlimit64, 0, libc::RLIMIT_CORE, &raw const zero, 0) }.map(|_| ())
+}
+
+/// Loads the call's seccomp program on the calling thread (`no_new_privs` or
+/// CAP_SYS_ADMIN needed).
+#[cfg(target_os = "linux")]
+unsafe fn load_filter(filters: &Filters) -> Result<(), Errno> {
+    let program = &filters.program;
+    let prog = libc::sock_fprog {
+        len: u16::try_from(program.len()).map_err(|_| Errno::EINVAL)?,
+        // The same layout: the kernel's `struct sock_filter`.
+        filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+    };
+    // SAFETY: the kernel reads the program through `prog`, both alive here.
+    unsafe { syscall!(Sysno::seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &raw const prog) }.map(|_| ())
+}
+
+/// Makes the calling thread a spawner's (see `runtime::Spawner`): `no_new_privs`,
+/// the bounding set dropped when `drop_bounding`, and `filters` loaded. Each is a
+/// property of this thread alone, which every process cloned from it inherits, so
+/// the calls' children pay neither the filter's compilation nor the credential copy
+/// of each capability dropped.
+///
+/// # Safety
+/// Only on a thread of its own, which runs nothing but the spawner's work after.
+#[cfg(target_os = "linux")]
+pub(crate) unsafe fn make_spawner(
+    filters: &Filters,
+    drop_bounding: bool,
+    cap_last: u32,
+) -> Result<(), Errno> {
+    // SAFETY: prctl on integers, and the program as `load_filter` reads it.
+    unsafe {
+        syscall!(Sysno::prctl, libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)?;
+        if drop_bounding {
+            for cap in 0..=cap_last {
+                syscall!(Sysno::prctl, libc::PR_CAPBSET_DROP, cap, 0, 0, 0)?;
+            }
+        }
+        load_filter(filters)
+    }
 }
 
 /// Drops every capability: the bounding set (when we may), the ambient set, and the

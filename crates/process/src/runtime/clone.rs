@@ -108,6 +108,9 @@ struct Prepared<'a> {
     /// The keeper's end of the control pipe.
     control: RawFd,
     confinement: &'a Confinement,
+    /// The keeper was started from the confinement's spawner thread, whose filter
+    /// and dropped bounding set it and the child inherit.
+    inherited: bool,
 }
 
 /// A started call: the keeper, its stack, the read ends of the child's output, and
@@ -165,7 +168,7 @@ pub(super) fn start(
     let (stderr, stderr_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (report, report_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let stack = Stack::new()?;
-    let prepared = Prepared {
+    let mut prepared = Prepared {
         program,
         argv: pointers(&strings[..argc]),
         envp: pointers(&strings[argc..]),
@@ -178,20 +181,52 @@ pub(super) fn start(
         report: report_w.as_raw_fd(),
         control,
         confinement,
+        inherited: false,
     };
     let mut pidfd: libc::c_int = -1;
-    // SAFETY: the keeper runs `keeper_main` on its own stack with `prepared`, which
-    // lives until the child has exec'd (the read below).
-    let keeper = unsafe {
-        clone_blocked(
-            keeper_main,
-            stack.keeper_top(),
-            libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
-            std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>(),
-            &raw mut pidfd,
-        )?;
-        OwnedFd::from_raw_fd(pidfd)
+    let top = Raw(stack.keeper_top());
+    let flags = libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD;
+    let started = match &confinement.spawner {
+        Some(spawner) => {
+            prepared.inherited = true;
+            let arg = Raw(std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>());
+            let out = Raw((&raw mut pidfd).cast::<c_void>());
+            // SAFETY: as below, from the spawner's thread; this thread waits for it,
+            // so `prepared`, the stack and `pidfd` outlive the clone. The keeper's
+            // parent is this process, whichever of its threads cloned it.
+            match spawner.run(move || unsafe {
+                clone_blocked(
+                    keeper_main,
+                    top.get(),
+                    flags,
+                    arg.get(),
+                    out.get().cast::<libc::c_int>(),
+                )
+            }) {
+                Ok(started) => started,
+                Err(super::spawner::Gone::Before) => {
+                    prepared.inherited = false;
+                    // SAFETY: as below.
+                    unsafe { clone_blocked(keeper_main, top.get(), flags, arg.get(), &raw mut pidfd) }
+                }
+                Err(super::spawner::Gone::During) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            }
+        }
+        // SAFETY: the keeper runs `keeper_main` on its own stack with `prepared`,
+        // which lives until the child has exec'd (the read below).
+        None => unsafe {
+            clone_blocked(
+                keeper_main,
+                top.get(),
+                flags,
+                std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>(),
+                &raw mut pidfd,
+            )
+        },
     };
+    started?;
+    // SAFETY: CLONE_PIDFD wrote the keeper's pidfd, ours alone.
+    let keeper = unsafe { OwnedFd::from_raw_fd(pidfd) };
     drop((stdout_w, stderr_w, report_w, stdin));
     // The report pipe closes when the child has exec'd and the keeper has let go of
     // it; four bytes are the errno of what failed instead.
@@ -221,6 +256,22 @@ pub(super) fn start(
         stdin: stdin_w,
         stack,
     })
+}
+
+/// A pointer handed to the spawner's thread for one clone, while the thread that
+/// owns what it points to waits for that clone.
+#[derive(Clone, Copy)]
+struct Raw(*mut c_void);
+
+// SAFETY: only passed to the spawner's thread for a clone the owner waits for.
+unsafe impl Send for Raw {}
+
+impl Raw {
+    /// The pointer (a method, so that a closure takes the whole `Raw`, which is
+    /// `Send`, not its field).
+    fn get(self) -> *mut c_void {
+        self.0
+    }
 }
 
 /// What the helper reads and hands back through the memory it shares with its
@@ -561,7 +612,9 @@ unsafe fn exec(prepared: &Prepared<'_>, keeper: i32) -> Errno {
                 syscall!(Sysno::setns, mount, libc::CLONE_NEWNS)?;
             }
             syscall!(Sysno::chdir, prepared.cwd.as_ptr())?;
-            prepared.confinement.enter_child(Some(keeper))?;
+            prepared
+                .confinement
+                .enter_child(Some(keeper), prepared.inherited)?;
             let empty = 0_u64;
             syscall!(Sysno::rt_sigprocmask, libc::SIG_SETMASK, &raw const empty, 0, 8)?;
             syscall!(

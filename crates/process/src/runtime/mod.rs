@@ -25,7 +25,11 @@ pub(crate) use clone::{Cover, proc_namespace};
 #[cfg(target_os = "linux")]
 mod netns;
 #[cfg(target_os = "linux")]
+mod spawner;
+#[cfg(target_os = "linux")]
 pub use netns::{MAX_LISTENERS, NetNamespace, net_namespace};
+#[cfg(target_os = "linux")]
+pub use spawner::Spawner;
 
 /// Largest capture per call, both streams together (see docs/mcp.md).
 pub const MAX_OUTPUT: usize = 8 * 1024 * 1024;

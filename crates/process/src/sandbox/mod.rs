@@ -536,7 +536,7 @@ pub fn transform(plan: ChildPlan, cache: &Cache) -> Result<Spawn, SandboxError> 
         })?;
     }
     #[cfg(target_os = "linux")]
-    let (confinement, control) = linux::prepare(&plan, cache.machine(), &cache.linux, kept)?;
+    let (confinement, control) = linux::prepare(&plan, cache.machine(), &cache.linux, kept, cache.prefetch)?;
     #[cfg(not(target_os = "linux"))]
     let (confinement, control) = {
         #[cfg(unix)]

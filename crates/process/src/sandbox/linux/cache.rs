@@ -10,6 +10,7 @@ use super::ruleset::keeper_ruleset;
 use super::seccomp::seccomp_program;
 use super::*;
 use crate::confine::{Filters, ProcNamespace};
+use crate::runtime::Spawner;
 use crate::sandbox::hidden::{self, Hide, Shape};
 use crate::sandbox::rules::{Opened, open_root};
 use crate::sandbox::{DEVICES, HomeView, LINKED_CONFIG, Machine, SYSTEM_READS, SandboxError, Support};
@@ -35,6 +36,9 @@ pub(crate) struct Cache {
     filters: [OnceLock<Result<Arc<Filters>, String>>; 4],
     /// The filter that sends `connect` to hcpx, for packs that declare sockets.
     pub(super) notify: OnceLock<Arc<Vec<libc::sock_filter>>>,
+    /// A server's spawner threads, by filter as `filters`; `None` where one could not
+    /// be made (its calls then apply every layer themselves).
+    spawners: [OnceLock<Option<Arc<Spawner>>>; 4],
 }
 
 impl Cache {
@@ -218,6 +222,28 @@ impl Cache {
             .get_or_init(|| keeper_ruleset().map(Arc::new).map_err(|error| error.to_string()))
             .clone()
             .map_err(SandboxError::Landlock)
+    }
+
+    /// The spawner of calls with the filter `filters(network, sockets)` (see
+    /// `runtime::Spawner`), dropping the bounding set when `drop_bounding`.
+    pub(super) fn spawner(
+        &self,
+        network: bool,
+        sockets: bool,
+        drop_bounding: bool,
+        cap_last: u32,
+    ) -> Option<Arc<Spawner>> {
+        self.spawners[usize::from(network) + 2 * usize::from(sockets)]
+            .get_or_init(|| {
+                let filters = self.filters(network, sockets).ok()?;
+                Spawner::start(filters, drop_bounding, cap_last)
+                    .map(Arc::new)
+                    .map_err(|error| {
+                        tracing::debug!("no spawner thread; each call loads its filter: {error}")
+                    })
+                    .ok()
+            })
+            .clone()
     }
 
     pub(super) fn filters(&self, network: bool, sockets: bool) -> Result<Arc<Filters>, SandboxError> {

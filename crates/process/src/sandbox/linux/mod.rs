@@ -37,12 +37,14 @@ pub(super) const SCOPE_ABI: i32 = 6;
 pub(super) const WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
 /// Prepares everything the forked processes apply, with the layers this machine
-/// enforces.
+/// enforces. A `server` (a long-lived process) starts its keepers from a spawner
+/// thread that holds the filter and the dropped bounding set already.
 pub(super) fn prepare(
     plan: &ChildPlan,
     machine: &Machine,
     cache: &Cache,
     kept: Option<std::os::fd::OwnedFd>,
+    server: bool,
 ) -> Result<(Confinement, Option<Control>), SandboxError> {
     let landlock = machine.landlock.enforced;
     let mut writes = open_writes(&plan.cwd, &plan.writes)?;
@@ -77,6 +79,16 @@ pub(super) fn prepare(
             super::notify::prepare(&plan.sockets, plan.network.any(), program)
         })
         .transpose()?;
+    let spawner = (server && filters.is_some() && machine.containment.enforced)
+        .then(|| {
+            cache.spawner(
+                plan.network.any(),
+                sockets,
+                machine.privileges.enforced && machine.drop_bounding,
+                machine.cap_last,
+            )
+        })
+        .flatten();
     let (keeper, control) = if machine.containment.enforced {
         let scope = machine.scopes.enforced.then(|| cache.keeper()).transpose()?;
         let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
@@ -96,6 +108,7 @@ pub(super) fn prepare(
         call,
         filters,
         notify,
+        spawner,
         close_descriptors: machine.descriptors.enforced,
         drop_privileges: machine.privileges.enforced,
         drop_bounding: machine.drop_bounding,
