@@ -166,9 +166,10 @@ pub(crate) fn plan(env: &TestEnv, pack: &str, command: &str, params: &[&str]) ->
     envelope["data"].clone()
 }
 
-/// `pack.command` deletes or overwrites: by default a person confirms it, and the
-/// agent's `--yes` is refused before anything runs; then the person's policy lowers it
-/// to `confirm` (`hcpx policy set`), as for an agent they let run it.
+/// `pack.command` deletes or overwrites: by default only a person confirms it at a
+/// prompt, and `--yes` is refused (`needs_confirmation`) before anything runs; then
+/// the person's policy lowers it to `confirm` (`hcpx policy set`), as for an agent
+/// they let run it.
 pub(crate) fn held_for_a_person_then_lowered(env: &TestEnv, pack: &str, command: &str, params: &[&str]) {
     let mut args = vec!["exec", pack, command, "--yes", "--"];
     args.extend_from_slice(params);
@@ -177,12 +178,14 @@ pub(crate) fn held_for_a_person_then_lowered(env: &TestEnv, pack: &str, command:
         (
             code,
             &envelope["spawned"],
+            &envelope["error"]["reason"],
             &envelope["data"]["effect"],
             &envelope["data"]["decision"]
         ),
         (
             2,
             &serde_json::json!(false),
+            &serde_json::json!("needs_confirmation"),
             &serde_json::json!("destructive"),
             &serde_json::json!("confirm-human")
         ),

@@ -185,44 +185,36 @@ pub(super) fn start(
     };
     let mut pidfd: libc::c_int = -1;
     let top = Raw(stack.keeper_top());
-    let flags = libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD;
-    let started = match &confinement.spawner {
-        Some(spawner) => {
-            prepared.inherited = true;
-            let arg = Raw(std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>());
-            let out = Raw((&raw mut pidfd).cast::<c_void>());
-            // SAFETY: as below, from the spawner's thread; this thread waits for it,
-            // so `prepared`, the stack and `pidfd` outlive the clone. The keeper's
-            // parent is this process, whichever of its threads cloned it.
-            match spawner.run(move || unsafe {
-                clone_blocked(
-                    keeper_main,
-                    top.get(),
-                    flags,
-                    arg.get(),
-                    out.get().cast::<libc::c_int>(),
-                )
-            }) {
-                Ok(started) => started,
-                Err(super::spawner::Gone::Before) => {
-                    prepared.inherited = false;
-                    // SAFETY: as below.
-                    unsafe { clone_blocked(keeper_main, top.get(), flags, arg.get(), &raw mut pidfd) }
-                }
-                Err(super::spawner::Gone::During) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
-            }
-        }
-        // SAFETY: the keeper runs `keeper_main` on its own stack with `prepared`,
-        // which lives until the child has exec'd (the read below).
-        None => unsafe {
+    let out = Raw((&raw mut pidfd).cast::<c_void>());
+    // The clone of the keeper, on whichever thread runs it: `keeper_main` on its own
+    // stack with `prepared`, which lives, unchanged, until the child has exec'd (the
+    // read below), as do the stack and `pidfd`; this thread waits for the clone. The
+    // keeper's parent is this process, whichever of its threads cloned it.
+    let keeper_clone = |prepared: &Prepared<'_>| {
+        let arg = Raw(std::ptr::from_ref(prepared).cast_mut().cast::<c_void>());
+        // SAFETY: as above.
+        move || unsafe {
             clone_blocked(
                 keeper_main,
                 top.get(),
-                flags,
-                std::ptr::from_ref(&prepared).cast_mut().cast::<c_void>(),
-                &raw mut pidfd,
+                libc::CLONE_VM | libc::CLONE_PIDFD | libc::SIGCHLD,
+                arg.get(),
+                out.get().cast::<libc::c_int>(),
             )
+        }
+    };
+    prepared.inherited = confinement.spawner.is_some();
+    let started = match &confinement.spawner {
+        Some(spawner) => match spawner.run(keeper_clone(&prepared)) {
+            Ok(started) => started,
+            // Nothing of it ran: started here, the child applies every layer.
+            Err(super::spawner::Gone::Before) => {
+                prepared.inherited = false;
+                keeper_clone(&prepared)()
+            }
+            Err(super::spawner::Gone::During) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
         },
+        None => keeper_clone(&prepared)(),
     };
     started?;
     // SAFETY: CLONE_PIDFD wrote the keeper's pidfd, ours alone.

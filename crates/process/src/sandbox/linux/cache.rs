@@ -233,7 +233,7 @@ impl Cache {
         drop_bounding: bool,
         cap_last: u32,
     ) -> Option<Arc<Spawner>> {
-        self.spawners[usize::from(network) + 2 * usize::from(sockets)]
+        self.spawners[kind(network, sockets)]
             .get_or_init(|| {
                 let filters = self.filters(network, sockets).ok()?;
                 Spawner::start(filters, drop_bounding, cap_last)
@@ -247,7 +247,7 @@ impl Cache {
     }
 
     pub(super) fn filters(&self, network: bool, sockets: bool) -> Result<Arc<Filters>, SandboxError> {
-        self.filters[usize::from(network) + 2 * usize::from(sockets)]
+        self.filters[kind(network, sockets)]
             .get_or_init(|| {
                 seccomp_program(network, sockets)
                     .map(|program| Arc::new(Filters { program }))
@@ -256,6 +256,12 @@ impl Cache {
             .clone()
             .map_err(SandboxError::Seccomp)
     }
+}
+
+/// The index of a seccomp program, and of its spawner: by network, then declared
+/// sockets.
+fn kind(network: bool, sockets: bool) -> usize {
+    usize::from(network) + 2 * usize::from(sockets)
 }
 
 /// The system's secrets as the `/proc` namespace covers them (see
