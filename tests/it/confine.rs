@@ -45,7 +45,7 @@ fn bare(env: &TestEnv, id: &str, as_id: &str, edits: &[(&str, &str)]) {
 /// Runs `hcpx ARGS` in this process, as the binary would with `env`'s environment
 /// and `HCP_SANDBOX=best-effort`, on this machine with Landlock taken out: every other
 /// layer as probed. The exit code and the envelope.
-fn without_landlock(env: &TestEnv, args: &[&str]) -> (i32, Value) {
+pub(crate) fn without_landlock(env: &TestEnv, args: &[&str]) -> (i32, Value) {
     let mut environment: Vec<(String, String)> = vec![
         ("PATH".to_owned(), env.path.clone()),
         (

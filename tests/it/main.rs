@@ -46,5 +46,6 @@ mod registry;
 mod reparent;
 mod sandbox;
 mod server_layers;
+mod siblings;
 mod sockets;
 mod transit;

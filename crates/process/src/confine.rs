@@ -455,15 +455,24 @@ fn exit_code(raw_status: i32) -> i32 {
 
 /// Kills every process of the call and reaps it. With the signal scope, `kill(-1)`
 /// reaches exactly the processes of the call's Landlock domain (the keeper's layer
-/// scopes its signals, so nothing else), wherever they went in the process tree;
-/// without it, the keeper kills its children, whose orphans come to it as the
-/// subreaper, until none is left.
+/// scopes its signals, so nothing else); without it, the keeper kills its children,
+/// whose orphans come to it as the subreaper, until none is left.
+///
+/// First, though, it reaps what has exited: every process of the call is in the
+/// keeper's tree (an orphan comes to it as the subreaper, and `CLONE_PARENT` makes a
+/// sibling, which is in the tree too), so a keeper with no child left has nothing
+/// to sweep. Then it ends without `kill(-1)`, whose cost grows with every process of
+/// the machine (the kernel asks the scope about each): 36 µs a call here, with 84.
 #[cfg(target_os = "linux")]
 unsafe fn sweep(child: i32, scoped: bool, status: &mut Option<i32>) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: 1_000_000,
     };
+    // SAFETY: reaps children of ours only.
+    if unsafe { reap_exited(child, status) } {
+        return;
+    }
     loop {
         // SAFETY: signals processes; with `scoped` the kernel limits -1 to the call.
         unsafe {
@@ -474,20 +483,9 @@ unsafe fn sweep(child: i32, scoped: bool, status: &mut Option<i32>) {
                 kill_children();
             }
         }
-        loop {
-            let mut raw_status = 0_i32;
-            // SAFETY: reaps any child of ours; the status goes to this stack.
-            match unsafe { syscall!(Sysno::wait4, arg(-1), &raw mut raw_status, libc::WNOHANG, 0) } {
-                Ok(0) => break,
-                Ok(reaped) => {
-                    if pid(reaped) == child && status.is_none() {
-                        *status = Some(exit_code(raw_status));
-                    }
-                }
-                Err(Errno::EINTR) => {}
-                // ECHILD: no process of the call is left.
-                Err(_) => return,
-            }
+        // SAFETY: as above.
+        if unsafe { reap_exited(child, status) } {
+            return;
         }
         // SAFETY: sleeps on a timespec on this stack.
         let _ = unsafe {
@@ -499,6 +497,26 @@ unsafe fn sweep(child: i32, scoped: bool, status: &mut Option<i32>) {
                 0
             )
         };
+    }
+}
+
+/// Reaps every child of the keeper that has exited; whether none is left.
+#[cfg(target_os = "linux")]
+unsafe fn reap_exited(child: i32, status: &mut Option<i32>) -> bool {
+    loop {
+        let mut raw_status = 0_i32;
+        // SAFETY: reaps any child of ours without waiting; the status goes to this stack.
+        match unsafe { syscall!(Sysno::wait4, arg(-1), &raw mut raw_status, libc::WNOHANG, 0) } {
+            Ok(0) => return false,
+            Ok(reaped) => {
+                if pid(reaped) == child && status.is_none() {
+                    *status = Some(exit_code(raw_status));
+                }
+            }
+            Err(Errno::EINTR) => {}
+            // ECHILD: no process of the call is left (nor can any wait be made).
+            Err(_) => return true,
+        }
     }
 }
 
