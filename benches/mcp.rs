@@ -7,6 +7,7 @@
 //! (c) an exec through MCP against running the pack's CLI directly, interleaved;
 //!     with `HCP_BENCH_BASELINE=/path/to/an/older/hcpx`, that build's `hcpx mcp`
 //!     runs the same exec in the same rounds (before/after in one run);
+//!     `HCP_BENCH_RUNS=N` runs N rounds instead of 400;
 //! (d) spawn to `initialize` answered, and resident memory at rest;
 //! (e) `tools/call` of `search journey` through `hcpx mcp --http` (one session on
 //!     a kept-alive HTTP/1.1 connection), interleaved with (a) on stdio, 1,000 each.
@@ -221,7 +222,12 @@ fn main() {
             server.call(&["exec", "probe", "args", "--", "text=hello"]);
         }
     };
-    let results = interleaved(EXEC_RUNS, &mut [&mut direct, &mut exec, &mut baseline_exec]);
+    // `HCP_BENCH_RUNS=N`: more rounds, for a before/after closer than the noise.
+    let exec_runs = std::env::var("HCP_BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .unwrap_or(EXEC_RUNS);
+    let results = interleaved(exec_runs, &mut [&mut direct, &mut exec, &mut baseline_exec]);
     let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (results[0], results[1]);
 
     let mut http = HttpServer::start(&home, &work);
@@ -258,12 +264,12 @@ fn main() {
         cli_p50.as_secs_f64() / mcp_p50.as_secs_f64()
     );
     println!(
-        "  (c) pack CLI run directly               {:>8.3} ms / {:>8.3} ms  (n={EXEC_RUNS}, interleaved)",
+        "  (c) pack CLI run directly               {:>8.3} ms / {:>8.3} ms  (n={exec_runs}, interleaved)",
         ms(direct_p50),
         ms(direct_p99)
     );
     println!(
-        "      exec through hcpx mcp               {:>8.3} ms / {:>8.3} ms  (n={EXEC_RUNS}, every layer)",
+        "      exec through hcpx mcp               {:>8.3} ms / {:>8.3} ms  (n={exec_runs}, every layer)",
         ms(exec_p50),
         ms(exec_p99)
     );
