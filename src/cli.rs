@@ -425,11 +425,120 @@ pub enum PackCommand {
     },
 }
 
+/// Whether `argv` (the words after `hcpx`) is an `hcpx exec` call, which
+/// [`exec_tree`] can parse.
+pub fn names_exec(argv: &[String]) -> bool {
+    argv.iter()
+        .find(|word| *word != "--json")
+        .is_some_and(|word| word == "exec")
+}
+
+/// The command tree with `exec` alone under the root: what `hcpx exec` parses with.
+/// Building the whole tree (every command, its arguments and help) was most of what
+/// parsing cost a CLI process (200,000 of its 930,000 instructions for `hcpx
+/// --version`). It gives the same [`Cli`] as the whole tree for every call it
+/// accepts (see the tests); for help, a version, or any error, the caller parses
+/// with the whole tree again, so that every message stays the same.
+pub fn exec_tree() -> clap::Command {
+    use clap::Args as _;
+    clap::Command::new("hcpx")
+        .arg(
+            clap::Arg::new("json")
+                .long("json")
+                .global(true)
+                .action(clap::ArgAction::SetTrue),
+        )
+        .subcommand(ExecArgs::augment_args(clap::Command::new("exec")))
+}
+
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, FromArgMatches as _};
 
     use super::*;
+
+    /// Every call the exec tree accepts is parsed as the whole tree parses it; what
+    /// it refuses (help, versions, errors) the whole tree answers.
+    #[test]
+    fn the_exec_tree_parses_as_the_whole_tree_does() {
+        let calls: &[&[&str]] = &[
+            &["exec", "transit", "plan", "--", "from=A", "to=B"],
+            &["--json", "exec", "transit", "plan", "from=A"],
+            &[
+                "exec",
+                "--json",
+                "git",
+                "log",
+                "--dry-run",
+                "--yes",
+                "--timeout-ms",
+                "500",
+            ],
+            &[
+                "exec",
+                "git",
+                "log",
+                "--timeout-ms=7",
+                "--",
+                "--json",
+                "-x",
+                "a=-b",
+            ],
+            &["exec", "git", "commit", "message=Fix", "--json"],
+            &["exec", "git"],
+            &["exec"],
+            &["exec", "git", "log", "--help"],
+            &["exec", "-h"],
+            &["exec", "git", "log", "--version"],
+            &["--version", "exec", "git", "log"],
+            &["exec", "git", "log", "--timeout-ms", "0"],
+            &["exec", "git", "log", "--timeout-ms", "600001"],
+            &["exec", "git", "log", "--unknown"],
+            &["exec", "git", "log", "--dry-run", "--dry-run"],
+            &["--json", "--json", "exec", "a", "b"],
+            &["exec", "a", "b", "--", "--", "x"],
+        ];
+        let mut accepted = Vec::new();
+        for call in calls {
+            let words: Vec<String> = std::iter::once("hcpx")
+                .chain(call.iter().copied())
+                .map(str::to_owned)
+                .collect();
+            let whole = Cli::command()
+                .try_get_matches_from(&words)
+                .and_then(|m| Cli::from_arg_matches(&m));
+            let argv: Vec<String> = call.iter().map(|word| (*word).to_owned()).collect();
+            // As `crate::parse` does: the exec tree only for what names exec first.
+            let alone = names_exec(&argv).then(|| {
+                exec_tree()
+                    .try_get_matches_from(&words)
+                    .and_then(|m| Cli::from_arg_matches(&m))
+            });
+            if let Some(Ok(alone)) = alone {
+                accepted.push(*call);
+                let whole = whole.unwrap_or_else(|error| panic!("{call:?}: the whole tree refuses: {error}"));
+                assert_eq!(format!("{alone:?}"), format!("{whole:?}"), "{call:?}");
+            }
+        }
+        // The calls above that would run (or fail later, on the pack); `--json` twice
+        // before exec is one the whole tree answers.
+        assert_eq!(
+            accepted,
+            calls[..5].iter().chain(&calls[16..]).copied().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn only_exec_calls_name_exec() {
+        let names =
+            |words: &[&str]| names_exec(&words.iter().map(|word| (*word).to_owned()).collect::<Vec<_>>());
+        assert!(names(&["exec", "a", "b"]));
+        assert!(names(&["--json", "exec"]));
+        assert!(!names(&["search", "exec"]));
+        assert!(!names(&["--help", "exec"]));
+        assert!(!names(&["help", "exec"]));
+        assert!(!names(&[]));
+    }
 
     #[test]
     fn verify_cli() {

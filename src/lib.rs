@@ -159,13 +159,26 @@ fn wants_json(argv: &[String]) -> bool {
 }
 
 /// Parses an argv with a command tree built once per thread: building clap's tree
-/// was a fifth of what a call cost the MCP server.
+/// was a fifth of what a call cost the MCP server. `hcpx exec` is parsed with a
+/// tree of exec alone first ([`cli::exec_tree`]), which a CLI process builds in a
+/// fraction of the time.
 pub fn parse(argv: &[String]) -> Result<cli::Cli, clap::Error> {
     use clap::{CommandFactory as _, FromArgMatches as _};
     thread_local! {
         static TREE: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(cli::Cli::command());
+        static EXEC: std::cell::RefCell<clap::Command> = std::cell::RefCell::new(cli::exec_tree());
     }
     let words = std::iter::once("hcpx".to_owned()).chain(argv.iter().cloned());
+    // `hcpx exec` with exec's part of the tree only; anything it does not accept
+    // (help, a version, an error) again with the whole tree, which words it.
+    if cli::names_exec(argv)
+        && let Ok(cli) = EXEC.with(|tree| {
+            let matches = tree.borrow_mut().try_get_matches_from_mut(words.clone())?;
+            cli::Cli::from_arg_matches(&matches)
+        })
+    {
+        return Ok(cli);
+    }
     TREE.with(|tree| {
         let matches = tree.borrow_mut().try_get_matches_from_mut(words)?;
         cli::Cli::from_arg_matches(&matches)

@@ -208,11 +208,13 @@ fn main() -> ExitCode {
     };
     // `hcpx mcp`: the server owns stdin and stdout from here on. Anything else,
     // `hcpx mcp --help` and bad arguments included, goes through the command tree
-    // (which parses again, with the tree built once per thread).
-    if let Ok(hcpx::cli::Cli {
-        command: hcpx::cli::HcpxCommand::Mcp(args),
-        ..
-    }) = hcpx::parse(&argv)
+    // (which parses again, with the tree built once per thread). A call without the
+    // word is not parsed twice.
+    if argv.iter().any(|word| word == "mcp")
+        && let Ok(hcpx::cli::Cli {
+            command: hcpx::cli::HcpxCommand::Mcp(args),
+            ..
+        }) = hcpx::parse(&argv)
     {
         return serve_mcp(&args, ctx, &runtime);
     }
