@@ -191,20 +191,23 @@ pub fn parse_pack(
     bin_present: impl FnOnce(&str) -> Option<String>,
 ) -> Result<(Manifest, SkillDoc), Vec<Problem>> {
     let parsed = manifest::parse(manifest_text);
-    // Even when the manifest is refused, check the other two files against what it
-    // says, so that every problem of the pack is listed at once.
-    let raw: Option<serde_json::Value> = serde_json::from_str(manifest_text).ok();
-    let raw_field = |key: &str| -> Option<String> {
-        let value = raw.as_ref()?.get(key)?;
-        let value = if key == "bin" { value.get(0)? } else { value };
-        value.as_str().map(str::to_owned)
-    };
     let (id, bin_file) = match &parsed {
         Ok(manifest) => (Some(manifest.id.clone()), manifest.bin_file().map(str::to_owned)),
-        Err(_) => (
-            raw_field("id"),
-            raw_field("bin").and_then(|bin| bin.strip_prefix("./").map(str::to_owned)),
-        ),
+        // Even when the manifest is refused, check the other two files against what
+        // it says, so that every problem of the pack is listed at once (the text is
+        // read as JSON again only then).
+        Err(_) => {
+            let raw: Option<serde_json::Value> = serde_json::from_str(manifest_text).ok();
+            let raw_field = |key: &str| -> Option<String> {
+                let value = raw.as_ref()?.get(key)?;
+                let value = if key == "bin" { value.get(0)? } else { value };
+                value.as_str().map(str::to_owned)
+            };
+            (
+                raw_field("id"),
+                raw_field("bin").and_then(|bin| bin.strip_prefix("./").map(str::to_owned)),
+            )
+        }
     };
     let mut problems = parsed.as_ref().err().cloned().unwrap_or_default();
     let skill = match (skill_text, &id) {
