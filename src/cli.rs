@@ -18,11 +18,19 @@ use clap::{Parser, Subcommand};
     propagate_version = true
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: HcpxCommand,
+}
+
+// hcpx's own flags, which every command takes: one definition for the whole tree and
+// for [`exec_tree`]. (No doc comment: a flattened struct's would be the root's about.)
+#[derive(Debug, Clone, clap::Args)]
+pub struct Global {
     /// Print the result envelope as JSON instead of text (every command takes it).
     #[arg(long, global = true)]
     pub json: bool,
-    #[command(subcommand)]
-    pub command: HcpxCommand,
 }
 
 #[derive(Debug, Subcommand)]
@@ -425,12 +433,15 @@ pub enum PackCommand {
     },
 }
 
-/// Whether `argv` (the words after `hcpx`) is an `hcpx exec` call, which
-/// [`exec_tree`] can parse.
+/// The first of `argv` (the words after `hcpx`) that is not hcpx's own `--json`:
+/// the command's name, when it is one.
+pub fn first_word(argv: &[String]) -> Option<&str> {
+    argv.iter().map(String::as_str).find(|word| *word != "--json")
+}
+
+/// Whether `argv` is an `hcpx exec` call, which [`exec_tree`] can parse.
 pub fn names_exec(argv: &[String]) -> bool {
-    argv.iter()
-        .find(|word| *word != "--json")
-        .is_some_and(|word| word == "exec")
+    first_word(argv) == Some("exec")
 }
 
 /// The command tree with `exec` alone under the root: what `hcpx exec` parses with.
@@ -441,13 +452,7 @@ pub fn names_exec(argv: &[String]) -> bool {
 /// with the whole tree again, so that every message stays the same.
 pub fn exec_tree() -> clap::Command {
     use clap::Args as _;
-    clap::Command::new("hcpx")
-        .arg(
-            clap::Arg::new("json")
-                .long("json")
-                .global(true)
-                .action(clap::ArgAction::SetTrue),
-        )
+    Global::augment_args(clap::Command::new("hcpx"))
         .subcommand(ExecArgs::augment_args(clap::Command::new("exec")))
 }
 
@@ -548,8 +553,8 @@ mod tests {
     #[test]
     fn json_is_global() {
         let cli = Cli::try_parse_from(["hcpx", "--json", "search", "journey"]).unwrap();
-        assert!(cli.json);
+        assert!(cli.global.json);
         let cli = Cli::try_parse_from(["hcpx", "policy", "check", "git", "log", "--json"]).unwrap();
-        assert!(cli.json);
+        assert!(cli.global.json);
     }
 }

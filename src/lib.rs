@@ -221,7 +221,7 @@ pub async fn execute(argv: Vec<String>, ctx: &Context) -> Executed {
         Ok(None) => commands::complete::complete(ctx, completing.unwrap_or(&[])),
         Ok(Some(cli)) => {
             mark("parsed");
-            dispatch::dispatch(cli.command, cli.json, &argv, ctx).await
+            dispatch::dispatch(cli.command, cli.global.json, &argv, ctx).await
         }
         Err(error) => match error.kind() {
             clap::error::ErrorKind::DisplayHelp

@@ -47,8 +47,7 @@ struct Help<'a> {
 /// `argv` as clap should parse it: `hcpx help` takes no options, so a `--json`
 /// given with it is dropped for parsing (the envelope still follows it).
 pub(crate) fn parseable(argv: &[String]) -> Cow<'_, [String]> {
-    let first = argv.iter().find(|word| *word != "--json");
-    if first.is_some_and(|word| word == "help") {
+    if crate::cli::first_word(argv) == Some("help") {
         Cow::Owned(argv.iter().filter(|word| *word != "--json").cloned().collect())
     } else {
         Cow::Borrowed(argv)

@@ -14,7 +14,7 @@ use crate::common::{BIN, Nobody, TestEnv, is_root, pids_of, require, wait_until}
 use crate::mcp::Process;
 use crate::sockets::Server;
 
-fn attacker_env() -> TestEnv {
+pub(crate) fn attacker_env() -> TestEnv {
     let env = TestEnv::new();
     env.install_fixture("attacker", "attacker");
     env.install_fixture("probe", "probe");

@@ -10,13 +10,9 @@ use serde_json::json;
 use crate::common::{TestEnv, pids_of, require};
 use crate::confine::without_landlock;
 
+/// The attacker fixture's home, when python3 (which makes the clones) is here.
 fn attacker_env() -> Option<TestEnv> {
-    if !require(std::path::Path::new("/usr/bin/python3").exists(), "python3") {
-        return None;
-    }
-    let env = TestEnv::new();
-    env.install_fixture("attacker", "attacker");
-    Some(env)
+    require(std::path::Path::new("/usr/bin/python3").exists(), "python3").then(crate::sandbox::attacker_env)
 }
 
 const MADE: &str = "clone made\nclone3 made\n";
