@@ -86,8 +86,9 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
             cache: None,
         },
     );
-    // What packs with `network.allow` need on top: their namespace.
-    let egress = &ctx.session.sandbox.machine().egress;
+    // What packs with `network.allow` need on top: their namespace, tried here for
+    // real (settings can allow what a container's filter forbids).
+    let egress = ctx.session.sandbox.egress_tried();
     layers.push(crate::sandbox::LayerReport {
         layer: "egress",
         enforced: egress.enforced,

@@ -285,3 +285,57 @@ fn nothing_gets_past_an_allowlist_unprivileged() {
     assert!(stderr.is_empty() || code == 0, "{stderr}");
     check(&places, code, &stdout, &audit);
 }
+
+/// `hcpx doctor` tries the network namespace a pack with `network.allow` needs for
+/// real: where the system's settings allow one but making it fails (here
+/// `user.max_net_namespaces = 0`, set in a user namespace of the test's own), it
+/// says the egress layer is missing, and why.
+#[test]
+fn doctor_reports_a_network_namespace_it_cannot_make() {
+    let userns = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "true"])
+        .status()
+        .is_ok_and(|status| status.success());
+    if !require(userns, "unshare --user --map-root-user (a user namespace)") {
+        return;
+    }
+    let env = TestEnv::new();
+    let egress = |before: &str| {
+        let script = format!("{before}exec \"$0\" doctor --json");
+        let output = env
+            .command_of(
+                Path::new("unshare"),
+                &[
+                    "--user",
+                    "--map-root-user",
+                    "sh",
+                    "-c",
+                    &script,
+                    crate::common::BIN,
+                ],
+            )
+            .output()
+            .unwrap();
+        let doctor: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{error}: {output:?}"));
+        let layers = doctor["data"]["sandbox"]["layers"].as_array().unwrap();
+        layers
+            .iter()
+            .find(|layer| layer["layer"] == "egress")
+            .cloned()
+            .unwrap()
+    };
+    // The control: the same user namespace, no limit.
+    let allowed = egress("");
+    assert_eq!(allowed["enforced"], true, "{allowed}");
+    let forbidden = egress("echo 0 > /proc/sys/user/max_net_namespaces && ");
+    assert_eq!(
+        forbidden,
+        serde_json::json!({
+            "layer": "egress",
+            "enforced": false,
+            "needed": false,
+            "detail": "for packs with network.allow: the system's settings allow a network namespace, but making one failed: No space left on device (os error 28)",
+        })
+    );
+}

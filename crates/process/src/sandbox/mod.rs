@@ -376,6 +376,15 @@ pub struct Cache {
 #[cfg(target_os = "linux")]
 type Ahead = (Vec<std::net::SocketAddr>, crate::runtime::NetNamespace);
 
+/// A network namespace with listeners on `addrs`, in a user namespace of its own
+/// when this process lacks CAP_SYS_ADMIN.
+#[cfg(target_os = "linux")]
+fn make_net(addrs: &[std::net::SocketAddr]) -> std::io::Result<crate::runtime::NetNamespace> {
+    let admin = rustix::thread::capabilities(None)
+        .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN));
+    crate::runtime::net_namespace(!admin, addrs)
+}
+
 /// The most namespaces kept made ahead.
 #[cfg(target_os = "linux")]
 const NETS_AHEAD: usize = 4;
@@ -444,11 +453,6 @@ impl Cache {
         &self,
         addrs: &[std::net::SocketAddr],
     ) -> std::io::Result<crate::runtime::NetNamespace> {
-        let made = |addrs: &[std::net::SocketAddr]| {
-            let admin = rustix::thread::capabilities(None)
-                .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN));
-            crate::runtime::net_namespace(!admin, addrs)
-        };
         let (ahead, left) = match self.nets.lock() {
             Ok(mut nets) => {
                 let ahead = nets
@@ -465,7 +469,7 @@ impl Cache {
             let _ = std::thread::Builder::new()
                 .name("hcpx-netns".to_owned())
                 .spawn(move || {
-                    if let Ok(namespace) = made(&key)
+                    if let Ok(namespace) = make_net(&key)
                         && let Ok(mut nets) = nets.lock()
                         && nets.len() < NETS_AHEAD
                     {
@@ -475,7 +479,26 @@ impl Cache {
         }
         match ahead {
             Some(namespace) => Ok(namespace),
-            None => made(addrs),
+            None => make_net(addrs),
+        }
+    }
+
+    /// Whether a call can get a network namespace here, found by making one (and
+    /// dropping it at once), not only from the system's settings as the probe does: a
+    /// container's seccomp filter, an LSM or `user.max_net_namespaces = 0` can forbid
+    /// what the settings allow. For `hcpx doctor`; a call does not need it, since a
+    /// call that cannot make its namespace fails and never runs with more network.
+    #[cfg(target_os = "linux")]
+    pub fn egress_tried(&self) -> Support {
+        let egress = &self.machine().egress;
+        if !egress.enforced {
+            return egress.clone();
+        }
+        match make_net(&[]) {
+            Ok(_) => egress.clone(),
+            Err(error) => Support::no(format!(
+                "the system's settings allow a network namespace, but making one failed: {error}"
+            )),
         }
     }
 
