@@ -72,6 +72,8 @@ pub(super) struct UnixSocket {
     path: PathBuf,
     /// The file's device and inode, so that only our own socket is removed.
     identity: (u64, u64),
+    /// The lock beside the socket, held while this server runs (see `lock_beside`).
+    _lock: std::fs::File,
 }
 
 #[cfg(unix)]
@@ -85,6 +87,9 @@ impl Listener {
             path: path.to_path_buf(),
             reason,
         };
+        // Held from before the socket is looked at until the server stops: of two
+        // servers started at once, one cannot remove the socket the other just made.
+        let lock = lock_beside(path).map_err(refuse)?;
         match std::fs::symlink_metadata(path) {
             Ok(metadata) if !metadata.file_type().is_socket() => {
                 return Err(refuse(
@@ -100,10 +105,8 @@ impl Listener {
                 // listening for a moment in a helper of its that shares its
                 // descriptors (making a namespace), answering nobody: it is taken
                 // over, as when nothing listens at all.
-                if let Ok(stream) = std::os::unix::net::UnixStream::connect(path)
-                    && listener_lives(&stream)
-                {
-                    return Err(refuse("it is in use by a running server".to_owned()));
+                if serving(path) {
+                    return Err(refuse(IN_USE.to_owned()));
                 }
                 std::fs::remove_file(path)
                     .map_err(|error| refuse(format!("the stale socket cannot be removed: {error}")))?;
@@ -124,7 +127,67 @@ impl Listener {
             listener,
             path: path.to_path_buf(),
             identity: (metadata.dev(), metadata.ino()),
+            _lock: lock,
         }))
+    }
+}
+
+#[cfg(unix)]
+const IN_USE: &str = "it is in use by a running server";
+
+/// How long a lock held by a server that does not serve yet (or no longer) is
+/// waited for: one starting takes it for a few milliseconds, and a killed one's
+/// helper (which shares its descriptors) keeps it only until it exits.
+#[cfg(unix)]
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether a server listens at `path` and the process that listens lives.
+#[cfg(unix)]
+fn serving(path: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(path).is_ok_and(|stream| listener_lives(&stream))
+}
+
+/// Takes the lock file `PATH.lock` beside the socket (made 0600, never followed as
+/// a link, kept afterwards: removing it would let two servers lock two files). A
+/// running server holds it; one that holds it without serving is waited for.
+#[cfg(unix)]
+fn lock_beside(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&lock_path)
+        .map_err(|error| format!("its lock file {} cannot be opened: {error}", lock_path.display()))?;
+    let metadata = file.metadata().map_err(|error| error.to_string())?;
+    if !metadata.is_file() || metadata.uid() != super::peer::Gate::effective_uid() {
+        return Err(format!(
+            "its lock file {} is not a file of this user's",
+            lock_path.display()
+        ));
+    }
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                if serving(path) || std::time::Instant::now() > deadline {
+                    return Err(IN_USE.to_owned());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(error) => {
+                return Err(format!(
+                    "its lock file {} cannot be locked: {error}",
+                    lock_path.display()
+                ));
+            }
+        }
     }
 }
 

@@ -379,3 +379,83 @@ fn a_socket_whose_server_is_gone_is_taken_over_even_while_a_leftover_holds_it() 
         "{holder}"
     );
 }
+
+/// Servers started at the same instant on a socket left by a server that is gone
+/// (a supervisor restarting several at once, two terminals): exactly one serves;
+/// each of the others is refused. Without a lock, one could remove the socket
+/// another had just made, and that one would serve nobody, unreachable, unnoticed.
+#[test]
+fn servers_started_at_once_on_a_stale_socket_leave_exactly_one_serving() {
+    use std::sync::{Arc, Mutex};
+    let env = TestEnv::new();
+    let dir = env.root.path().join("sock");
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("hcp.sock");
+    let path = socket.to_str().unwrap();
+    for round in 0..25 {
+        // Left by a server that is gone: bound, then closed without removing it.
+        drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+        let mut servers: Vec<(std::process::Child, Arc<Mutex<String>>)> = (0..5)
+            .map(|_| {
+                let mut child = env
+                    .command(&["mcp", "--unix", path])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let log = Arc::new(Mutex::new(String::new()));
+                let (mut stderr, into) = (child.stderr.take().unwrap(), Arc::clone(&log));
+                std::thread::spawn(move || {
+                    let mut buffer = [0_u8; 4096];
+                    while let Ok(read @ 1..) = std::io::Read::read(&mut stderr, &mut buffer) {
+                        into.lock()
+                            .unwrap()
+                            .push_str(&String::from_utf8_lossy(&buffer[..read]));
+                    }
+                });
+                (child, log)
+            })
+            .collect();
+        // Each one either serves (and says so) or is refused (and exits).
+        let settled = crate::common::wait_until(std::time::Duration::from_secs(20), || {
+            servers.iter_mut().all(|(child, log)| {
+                log.lock().unwrap().contains("serving MCP") || child.try_wait().unwrap().is_some()
+            })
+        });
+        assert!(settled, "round {round}: a server neither serves nor exits");
+        let mut serving = Vec::new();
+        let mut refused = Vec::new();
+        for (child, log) in &mut servers {
+            match child.try_wait().unwrap() {
+                None => serving.push(child.id()),
+                Some(status) => {
+                    // Its last words are read to the end.
+                    crate::common::wait_until(std::time::Duration::from_secs(5), || {
+                        log.lock().unwrap().contains("in use")
+                    });
+                    refused.push((status.code(), log.lock().unwrap().clone()));
+                }
+            }
+        }
+        assert_eq!(serving.len(), 1, "round {round}: {refused:?}");
+        for (code, stderr) in &refused {
+            assert_eq!(*code, Some(1), "round {round}: {stderr}");
+            assert!(stderr.contains("in use"), "round {round}: {stderr}");
+        }
+        // The one that serves is the one the socket reaches.
+        let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        let peer = rustix::net::sockopt::socket_peercred(&stream).unwrap();
+        assert_eq!(
+            u32::try_from(peer.pid.as_raw_nonzero().get()).unwrap(),
+            serving[0],
+            "round {round}"
+        );
+        drop(stream);
+        for (child, _) in &mut servers {
+            if child.try_wait().unwrap().is_none() {
+                crate::common::terminate(child).expect("stopped within 8 s");
+            }
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+}
