@@ -14,6 +14,13 @@ use crate::common::{HttpResponse, HttpServer, TestEnv, http_request, is_root, pa
 
 const TOKEN: &str = "test-token-0123456789abcdef";
 
+/// Where a test's server makes its socket: `sock/hcp.sock` in the test's folder.
+fn socket_path(env: &TestEnv) -> std::path::PathBuf {
+    let dir = env.root.path().join("sock");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("hcp.sock")
+}
+
 /// A client in python3, run as any user: connects (TCP, an IPv4-mapped IPv6
 /// socket, or a unix socket), sends an `initialize` (or nothing at all, with
 /// `silent`), and prints what came back, or `NO RESPONSE`.
@@ -285,9 +292,7 @@ fn a_unix_socket_refuses_another_user_even_when_its_mode_would_let_them() {
 #[test]
 fn a_unix_socket_is_made_safely_and_removed_on_stop() {
     let env = TestEnv::new();
-    let dir = env.root.path().join("sock");
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = dir.join("hcp.sock");
+    let socket = socket_path(&env);
     let mut server = HttpServer::start_unix(&env, &socket, &[]);
     let line = server.stderr.lock().unwrap().clone();
     assert!(line.contains(socket.to_str().unwrap()), "{line}");
@@ -318,7 +323,7 @@ fn a_unix_socket_is_made_safely_and_removed_on_stop() {
     assert!(!socket.exists(), "the socket file stayed");
 
     // A path that is not a socket is never replaced.
-    let file = dir.join("notes.txt");
+    let file = socket.with_file_name("notes.txt");
     std::fs::write(&file, "keep me").unwrap();
     let refused = env.run(&["mcp", "--unix", file.to_str().unwrap()]);
     assert_eq!(refused.code, 1, "{refused}");
@@ -349,9 +354,7 @@ fn a_socket_whose_server_is_gone_is_taken_over_even_while_a_leftover_holds_it() 
         return;
     }
     let env = TestEnv::new();
-    let dir = env.root.path().join("sock");
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = dir.join("hcp.sock");
+    let socket = socket_path(&env);
     let leftover = Command::new("python3")
         .args([
             "-c",
@@ -388,9 +391,7 @@ fn a_socket_whose_server_is_gone_is_taken_over_even_while_a_leftover_holds_it() 
 fn servers_started_at_once_on_a_stale_socket_leave_exactly_one_serving() {
     use std::sync::{Arc, Mutex};
     let env = TestEnv::new();
-    let dir = env.root.path().join("sock");
-    std::fs::create_dir_all(&dir).unwrap();
-    let socket = dir.join("hcp.sock");
+    let socket = socket_path(&env);
     let path = socket.to_str().unwrap();
     for round in 0..25 {
         // Left by a server that is gone: bound, then closed without removing it.

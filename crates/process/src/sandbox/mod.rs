@@ -488,18 +488,17 @@ impl Cache {
     /// container's seccomp filter, an LSM or `user.max_net_namespaces = 0` can forbid
     /// what the settings allow. For `hcpx doctor`; a call does not need it, since a
     /// call that cannot make its namespace fails and never runs with more network.
-    #[cfg(target_os = "linux")]
     pub fn egress_tried(&self) -> Support {
         let egress = &self.machine().egress;
-        if !egress.enforced {
-            return egress.clone();
-        }
-        match make_net(&[]) {
-            Ok(_) => egress.clone(),
-            Err(error) => Support::no(format!(
+        #[cfg(target_os = "linux")]
+        if egress.enforced
+            && let Err(error) = make_net(&[])
+        {
+            return Support::no(format!(
                 "the system's settings allow a network namespace, but making one failed: {error}"
-            )),
+            ));
         }
+        egress.clone()
     }
 
     /// A call's private temporary folder (mode 0700), removed when dropped. It is
