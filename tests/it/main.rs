@@ -37,6 +37,7 @@ mod mcp;
 mod mcp_skills;
 mod mcp_tasks;
 mod npm;
+mod own_servers;
 mod pack;
 mod packs;
 mod policy;

@@ -79,7 +79,7 @@ fn no_unix_socket_opens_with_or_without_the_network() {
 }
 
 /// Declares `sockets` for the attacker pack.
-fn declare(env: &TestEnv, sockets: &[&std::path::Path]) {
+pub(crate) fn declare(env: &TestEnv, sockets: &[&std::path::Path]) {
     let manifest = env.home().join("packs/attacker/hcp.json");
     let list: Vec<String> = sockets.iter().map(|path| path.display().to_string()).collect();
     let text = std::fs::read_to_string(&manifest).unwrap().replace(

@@ -171,6 +171,9 @@ impl Confinement {
     pub(crate) unsafe fn enter_keeper(&self) -> Result<bool, Errno> {
         // SAFETY: system calls on integers and on the ruleset descriptor we own.
         unsafe {
+            // First: from here on, whoever the call's processes connect to can tell
+            // they are a call's (see `runtime::tie`).
+            name_keeper()?;
             leave_terminal()?;
             no_core_dumps()?;
             let scoped = match self.keeper.as_ref().and_then(|keeper| keeper.scope.as_deref()) {
@@ -333,6 +336,17 @@ unsafe fn leave_terminal() -> Result<(), Errno> {
     }
 }
 
+/// Names the calling process (the keeper) `hcpx-keeper`, which the processes of its
+/// call cannot change.
+#[cfg(target_os = "linux")]
+unsafe fn name_keeper() -> Result<(), Errno> {
+    let name = crate::runtime::KEEPER_NAME_C;
+    // SAFETY: PR_SET_NAME reads the NUL-terminated name (at most 16 bytes) from this
+    // static; it renames the calling process, the keeper.
+    unsafe { syscall!(Sysno::prctl, libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) }.map(|_| ())
+}
+
+/// No core files: a crashing child would write hcpx's memory to disk.
 #[cfg(target_os = "linux")]
 unsafe fn no_core_dumps() -> Result<(), Errno> {
     let zero = [0_u64; 2];

@@ -22,6 +22,11 @@ pub(super) enum Refusal {
     OtherUser,
     /// The peer could not be identified (it left, or the table could not be read).
     Unknown(String),
+    /// The peer is a process of a pack's call, or hcpx connecting for one (a
+    /// declared socket, the allowlist's proxy): a pack never drives hcpx.
+    Call { acting: bool },
+    /// A process of a pack's call hides its descriptors, so the peer may be it.
+    HiddenCall,
 }
 
 impl std::fmt::Display for Refusal {
@@ -29,6 +34,13 @@ impl std::fmt::Display for Refusal {
         match self {
             Self::OtherUser => f.write_str("this connection comes from another user"),
             Self::Unknown(reason) => write!(f, "the user behind this connection is unknown ({reason})"),
+            Self::Call { acting: false } => f.write_str("this connection comes from a pack's call"),
+            Self::Call { acting: true } => {
+                f.write_str("this connection comes from hcpx connecting for a pack's call")
+            }
+            Self::HiddenCall => f.write_str(
+                "a process of a pack's call hides its descriptors, so this connection may come from a pack's call",
+            ),
         }
     }
 }
@@ -36,6 +48,12 @@ impl std::fmt::Display for Refusal {
 impl Refusal {
     /// The message sent to the peer: what happened and how to connect instead.
     pub(super) fn message(&self) -> String {
+        if matches!(self, Self::Call { .. } | Self::HiddenCall) {
+            return format!(
+                "Forbidden: {self}. A pack's CLI cannot drive hcpx: it would run other packs with \
+                 their bindings. Call hcpx from outside the pack.\n"
+            );
+        }
         format!(
             "Forbidden: this hcpx server has no token, so it serves only the user who started it, and \
              {self}. Connect as that user, over its --unix socket, or start the server with a bearer \
@@ -81,15 +99,17 @@ impl Gate {
         let Some(own) = self.own_uid else {
             return Ok(());
         };
-        // The tables can be long on a busy host: read them off the server's thread.
-        let owner = tokio::task::spawn_blocking(move || tcp_owner(local, peer))
-            .await
-            .map_err(|error| Refusal::Unknown(error.to_string()))??;
-        if owner == own {
-            Ok(())
-        } else {
-            Err(Refusal::OtherUser)
-        }
+        // The tables can be long on a busy host, and finding a call's process reads
+        // `/proc`: off the server's thread.
+        tokio::task::spawn_blocking(move || {
+            let (owner, inode) = tcp_owner(local, peer)?;
+            if owner != own {
+                return Err(Refusal::OtherUser);
+            }
+            not_a_call_holding(inode)
+        })
+        .await
+        .map_err(|error| Refusal::Unknown(error.to_string()))?
     }
 
     /// Checks a unix socket connection by the credentials the kernel recorded.
@@ -101,19 +121,67 @@ impl Gate {
         let credentials = stream
             .peer_cred()
             .map_err(|error| Refusal::Unknown(format!("no peer credentials: {error}")))?;
-        if credentials.uid() == own {
-            Ok(())
-        } else {
-            Err(Refusal::OtherUser)
+        if credentials.uid() != own {
+            return Err(Refusal::OtherUser);
+        }
+        // The process that connected (for a declared socket, hcpx connecting for
+        // the pack); 0 or none when it is in a PID namespace this one cannot see,
+        // where hcpx starts no call.
+        match credentials
+            .pid()
+            .and_then(|pid| u32::try_from(pid).ok())
+            .filter(|pid| *pid > 0)
+        {
+            Some(pid) => not_a_call(pid),
+            None => Ok(()),
         }
     }
+}
+
+/// Refuses process `pid` when it is tied to a pack's call; one that left before it
+/// was looked at cannot be told apart, and is refused too.
+#[cfg(target_os = "linux")]
+fn not_a_call(pid: u32) -> Result<(), Refusal> {
+    use hcpx_process::runtime::Tie;
+    match hcpx_process::runtime::tie(pid) {
+        Ok(None) => Ok(()),
+        Ok(Some(tie)) => Err(Refusal::Call {
+            acting: tie == Tie::ActsForCall,
+        }),
+        Err(error) => Err(Refusal::Unknown(error)),
+    }
+}
+
+/// Off Linux hcpx runs no sandboxed call.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn not_a_call(_pid: u32) -> Result<(), Refusal> {
+    Ok(())
+}
+
+/// Refuses a TCP connection whose socket (`inode`) a process of a pack's call
+/// holds, or may hold.
+#[cfg(target_os = "linux")]
+fn not_a_call_holding(inode: u64) -> Result<(), Refusal> {
+    use hcpx_process::runtime::{Holder, Tie};
+    match hcpx_process::runtime::socket_holder(inode) {
+        Holder::None => Ok(()),
+        Holder::Tied(_, tie) => Err(Refusal::Call {
+            acting: tie == Tie::ActsForCall,
+        }),
+        Holder::Hidden(_) => Err(Refusal::HiddenCall),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn not_a_call_holding(_inode: u64) -> Result<(), Refusal> {
+    Ok(())
 }
 
 /// The owner of the socket that connected from `peer` to `local`: the entry of
 /// `/proc/net/tcp` or `tcp6` whose own address is `peer` and whose remote one is
 /// `local` (the client's side of the connection; ours is the reverse).
 #[cfg(target_os = "linux")]
-fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, Refusal> {
+fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<(u32, u64), Refusal> {
     let mut found = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         match std::fs::read_to_string(table) {
@@ -126,7 +194,7 @@ fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, Refusal> {
     found.sort_unstable();
     found.dedup();
     match found.as_slice() {
-        [owner] => Ok(*owner),
+        [socket] => Ok(*socket),
         [] => Err(Refusal::Unknown("its socket is not in /proc/net/tcp".to_owned())),
         _ => Err(Refusal::Unknown(
             "its address is listed for several users".to_owned(),
@@ -135,29 +203,35 @@ fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<u32, Refusal> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn tcp_owner(_local: SocketAddr, _peer: SocketAddr) -> Result<u32, Refusal> {
+fn tcp_owner(_local: SocketAddr, _peer: SocketAddr) -> Result<(u32, u64), Refusal> {
     Err(Refusal::Unknown(
         "hcpx can tell TCP peers apart only on Linux".to_owned(),
     ))
 }
 
-/// The uids of the connected sockets in a `/proc/net/tcp`-style `table` whose own
-/// address is `address` and whose remote one is `remote`.
-fn owners_in(table: &str, address: SocketAddr, remote: SocketAddr) -> Vec<u32> {
+/// The owners (uid) and inodes of the connected sockets in a `/proc/net/tcp`-style
+/// `table` whose own address is `address` and whose remote one is `remote`.
+fn owners_in(table: &str, address: SocketAddr, remote: SocketAddr) -> Vec<(u32, u64)> {
     let (address, remote) = (canonical(address), canonical(remote));
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let (own, other, state, uid) = (fields.get(1)?, fields.get(2)?, fields.get(3)?, fields.get(7)?);
+            let (own, other, state, uid, inode) = (
+                fields.get(1)?,
+                fields.get(2)?,
+                fields.get(3)?,
+                fields.get(7)?,
+                fields.get(9)?,
+            );
             // A socket in TIME_WAIT is listed with uid 0 and belongs to nobody;
             // listening and half-open ones are not a client's side of a connection.
             if !CONNECTED.contains(state) {
                 return None;
             }
             (parse_address(own)? == address && parse_address(other)? == remote)
-                .then(|| uid.parse().ok())
+                .then(|| Some((uid.parse().ok()?, inode.parse().ok()?)))
                 .flatten()
         })
         .collect()
@@ -221,12 +295,12 @@ mod tests {
     #[test]
     fn the_client_side_of_the_connection_names_its_owner() {
         let server = at("127.0.0.1:8080");
-        assert_eq!(owners_in(TCP, at("127.0.0.1:40000"), server), [65534]);
+        assert_eq!(owners_in(TCP, at("127.0.0.1:40000"), server), [(65534, 2)]);
         // Our own side of the same connection is the reverse: not the client's.
-        assert_eq!(owners_in(TCP, server, at("127.0.0.1:40000")), [0]);
+        assert_eq!(owners_in(TCP, server, at("127.0.0.1:40000")), [(0, 3)]);
         assert_eq!(
             owners_in(TCP, at("127.0.0.1:40000"), at("127.0.0.1:8081")),
-            Vec::<u32>::new()
+            Vec::<(u32, u64)>::new()
         );
     }
 
@@ -234,7 +308,7 @@ mod tests {
     fn a_socket_in_time_wait_belongs_to_nobody() {
         assert_eq!(
             owners_in(TCP, at("127.0.0.1:40001"), at("127.0.0.1:8080")),
-            Vec::<u32>::new()
+            Vec::<(u32, u64)>::new()
         );
     }
 
@@ -243,7 +317,7 @@ mod tests {
         // An IPv6 socket that reached an IPv4 server through ::ffff:127.0.0.1.
         assert_eq!(
             owners_in(TCP6, at("127.0.0.1:40002"), at("127.0.0.1:8080")),
-            [1000]
+            [(1000, 4)]
         );
         assert_eq!(
             owners_in(
@@ -251,9 +325,9 @@ mod tests {
                 at("[::ffff:127.0.0.1]:40002"),
                 at("[::ffff:127.0.0.1]:8080")
             ),
-            [1000]
+            [(1000, 4)]
         );
-        assert_eq!(owners_in(TCP6, at("[::1]:40960"), at("[::1]:8081")), [1001]);
+        assert_eq!(owners_in(TCP6, at("[::1]:40960"), at("[::1]:8081")), [(1001, 5)]);
     }
 
     #[test]
@@ -263,7 +337,7 @@ mod tests {
         assert_eq!(parse_address("0100007F:1F90"), Some(at("127.0.0.1:8080")));
         assert_eq!(
             owners_in("header only\n  0: 1 2\n", at("127.0.0.1:1"), at("127.0.0.1:2")),
-            Vec::<u32>::new()
+            Vec::<(u32, u64)>::new()
         );
     }
 
@@ -278,15 +352,22 @@ mod tests {
         );
     }
 
-    /// This very process's connection to itself is found, and is its own.
+    /// This very process's connection to itself is found, and is its own, with the
+    /// client's socket's inode.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_live_connection_is_found_in_the_kernels_table() {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::fs::MetadataExt as _;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (_server_side, peer) = listener.accept().unwrap();
         assert_eq!(peer, client.local_addr().unwrap());
-        let owner = tcp_owner(listener.local_addr().unwrap(), peer).unwrap();
+        let (owner, inode) = tcp_owner(listener.local_addr().unwrap(), peer).unwrap();
         assert_eq!(owner, Gate::effective_uid());
+        let client_inode = std::fs::metadata(format!("/proc/self/fd/{}", client.as_raw_fd()))
+            .unwrap()
+            .ino();
+        assert_eq!(inode, client_inode);
     }
 }

@@ -19,6 +19,12 @@ use crate::Secret;
 use crate::confine::{Confinement, SIGNAL_BASE};
 
 #[cfg(target_os = "linux")]
+mod calls;
+#[cfg(target_os = "linux")]
+pub(crate) use calls::KEEPER_NAME_C;
+#[cfg(target_os = "linux")]
+pub use calls::{Holder, KEEPER_NAME, Tie, socket_holder, tie};
+#[cfg(target_os = "linux")]
 mod clone;
 #[cfg(target_os = "linux")]
 pub(crate) use clone::{Cover, proc_namespace};

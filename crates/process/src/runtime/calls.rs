@@ -1,0 +1,342 @@
+//! Whether a process belongs to a call hcpx runs, or acts for one: what an hcpx
+//! server asks of the process at the other end of a connection, so that no pack
+//! can drive hcpx. A pack's CLI runs as the user who runs hcpx, so the user id
+//! alone cannot tell it from that user.
+//!
+//! Every call's processes descend from its keeper, which names itself
+//! [`KEEPER_NAME`] before it starts the child and is the call's subreaper (a
+//! process of the call that loses its parent comes to it; the child dies with it).
+//! So a process with the keeper among its ancestors is in a call. hcpx connecting
+//! for a call (a declared unix socket, the allowlist's proxy) is the keeper's
+//! parent while the call runs. A pack cannot rename its keeper (only a thread
+//! group's own threads write its `comm`, and Landlock keeps it from tracing the
+//! keeper); naming itself so only marks itself.
+//!
+//! Everything is read from `/proc` (each process's `stat`), as this process sees it; a process gone
+//! before it was read is reported as such (the caller refuses it).
+
+use std::path::Path;
+
+/// The name (`comm`) of a call's keeper, which it gives itself first.
+pub const KEEPER_NAME: &str = "hcpx-keeper";
+/// [`KEEPER_NAME`] as the keeper passes it to the kernel.
+pub(crate) const KEEPER_NAME_C: &std::ffi::CStr = c"hcpx-keeper";
+
+/// How a process is tied to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tie {
+    /// It runs in a call: a keeper is among its ancestors (or it is one).
+    InCall,
+    /// It starts calls: a keeper is its child (hcpx, connecting for a pack).
+    ActsForCall,
+}
+
+/// How process `pid` is tied to a call, if at all; `Err` when it could not be read
+/// (gone, or hidden from this process).
+pub fn tie(pid: u32) -> Result<Option<Tie>, String> {
+    tie_in(Path::new("/proc"), pid)
+}
+
+fn tie_in(proc: &Path, pid: u32) -> Result<Option<Tie>, String> {
+    let own = status(proc, pid).ok_or_else(|| format!("process {pid} cannot be read"))?;
+    if own.name == KEEPER_NAME {
+        return Ok(Some(Tie::InCall));
+    }
+    // Up the tree to the first process (pid 1 has parent 0); a bound in case the
+    // table changes under the walk.
+    let mut parent = own.parent;
+    for _ in 0..4096 {
+        if parent <= 1 {
+            break;
+        }
+        let Some(ancestor) = status(proc, parent) else {
+            break;
+        };
+        if ancestor.name == KEEPER_NAME {
+            return Ok(Some(Tie::InCall));
+        }
+        parent = ancestor.parent;
+    }
+    if children(proc, pid).into_iter().any(|child| {
+        status(proc, child).is_some_and(|child| child.name == KEEPER_NAME && child.parent == pid)
+    }) {
+        return Ok(Some(Tie::ActsForCall));
+    }
+    Ok(None)
+}
+
+/// Who holds a socket, among the processes tied to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// No process tied to a call holds it.
+    None,
+    /// This process, tied to a call so, holds it.
+    Tied(u32, Tie),
+    /// This process is tied to a call and hides its descriptors (it made itself
+    /// non-dumpable): it may hold the socket.
+    Hidden(u32),
+}
+
+/// Whether a process tied to a call holds the socket with inode `inode` (one end
+/// of a TCP connection, found in `/proc/net/tcp`). Only the processes of calls and
+/// their starters are searched: on a machine that runs no call, no descriptor is
+/// read at all.
+pub fn socket_holder(inode: u64) -> Holder {
+    socket_holder_in(Path::new("/proc"), inode)
+}
+
+fn socket_holder_in(proc: &Path, inode: u64) -> Holder {
+    let wanted = format!("socket:[{inode}]");
+    let mut hidden = None;
+    for (pid, tie) in tied(proc) {
+        match std::fs::read_dir(proc.join(pid.to_string()).join("fd")) {
+            Ok(fds) => {
+                let holds = fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|target| target.as_os_str() == std::ffi::OsStr::new(&wanted))
+                });
+                if holds {
+                    return Holder::Tied(pid, tie);
+                }
+            }
+            // Gone meanwhile: it holds nothing.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => hidden = Some(pid),
+        }
+    }
+    hidden.map_or(Holder::None, Holder::Hidden)
+}
+
+/// Every process tied to a call, from one pass over `/proc`: the keepers, their
+/// descendants, and the keepers' parents.
+fn tied(proc: &Path) -> Vec<(u32, Tie)> {
+    let Ok(entries) = std::fs::read_dir(proc) else {
+        return Vec::new();
+    };
+    let table: std::collections::HashMap<u32, Status> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, status(proc, pid)?)))
+        .collect();
+    if !table.values().any(|status| status.name == KEEPER_NAME) {
+        return Vec::new();
+    }
+    let in_call = |mut pid: u32| {
+        for _ in 0..4096 {
+            match table.get(&pid) {
+                Some(status) if status.name == KEEPER_NAME => return true,
+                Some(status) if status.parent > 1 => pid = status.parent,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let starters: std::collections::HashSet<u32> = table
+        .values()
+        .filter(|status| status.name == KEEPER_NAME)
+        .map(|status| status.parent)
+        .collect();
+    let mut tied: Vec<(u32, Tie)> = table
+        .keys()
+        .filter_map(|pid| {
+            if in_call(*pid) {
+                Some((*pid, Tie::InCall))
+            } else {
+                starters.contains(pid).then_some((*pid, Tie::ActsForCall))
+            }
+        })
+        .collect();
+    tied.sort_unstable_by_key(|(pid, _)| *pid);
+    tied
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Status {
+    name: String,
+    parent: u32,
+}
+
+/// The name and the parent, from `/proc/PID/stat` (shorter for the kernel to
+/// write than `status`, which matters when every process is read).
+fn status(proc: &Path, pid: u32) -> Option<Status> {
+    let text = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// `PID (NAME) STATE PPID ...`: the name may hold spaces and parentheses, so it
+/// ends at the last `)`.
+fn parse_stat(text: &str) -> Option<Status> {
+    let (head, rest) = text.rsplit_once(')')?;
+    let (_, name) = head.split_once('(')?;
+    let mut fields = rest.split_whitespace();
+    let _state = fields.next()?;
+    Some(Status {
+        name: name.to_owned(),
+        parent: fields.next()?.parse().ok()?,
+    })
+}
+
+/// The children of every thread of `pid` (`/proc/PID/task/TID/children`); where
+/// the kernel does not list them, every process whose parent is `pid`.
+fn children(proc: &Path, pid: u32) -> Vec<u32> {
+    let task = proc.join(pid.to_string()).join("task");
+    let mut found = Vec::new();
+    let mut listed = false;
+    if let Ok(threads) = std::fs::read_dir(&task) {
+        for thread in threads.flatten() {
+            if let Ok(text) = std::fs::read_to_string(thread.path().join("children")) {
+                listed = true;
+                found.extend(
+                    text.split_whitespace()
+                        .filter_map(|child| child.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    if !listed && let Ok(entries) = std::fs::read_dir(proc) {
+        found.extend(
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|other| status(proc, *other).is_some_and(|status| status.parent == pid)),
+        );
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake `/proc`: each process with its name and parent, and its threads'
+    /// children files when `listed`.
+    fn table(processes: &[(u32, &str, u32)], listed: bool) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (pid, name, parent) in processes {
+            let at = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(at.join("task").join(pid.to_string())).unwrap();
+            std::fs::write(
+                at.join("stat"),
+                format!("{pid} ({name}) S {parent} {pid} {pid} 0 -1 4194560 107 0 0 0 0 0 0 0 20 0 1 0\n"),
+            )
+            .unwrap();
+            if listed {
+                let kids: Vec<String> = processes
+                    .iter()
+                    .filter(|(_, _, of)| of == pid)
+                    .map(|(kid, _, _)| kid.to_string())
+                    .collect();
+                std::fs::write(
+                    at.join("task").join(pid.to_string()).join("children"),
+                    kids.join(" "),
+                )
+                .unwrap();
+            }
+        }
+        dir
+    }
+
+    const TREE: [(u32, &str, u32); 7] = [
+        (1, "init", 0),
+        (10, "bash", 1),
+        (20, "hcpx", 10),
+        (21, KEEPER_NAME, 20),
+        (22, "python3", 21),
+        (23, "sh", 22),
+        (30, "claude", 10),
+    ];
+
+    #[test]
+    fn a_calls_processes_its_keeper_and_its_starter_are_told_apart_from_the_rest() {
+        for listed in [true, false] {
+            let proc = table(&TREE, listed);
+            let ties: Vec<(u32, Option<Tie>)> = [1, 10, 20, 21, 22, 23, 30]
+                .into_iter()
+                .map(|pid| (pid, tie_in(proc.path(), pid).unwrap()))
+                .collect();
+            assert_eq!(
+                ties,
+                vec![
+                    (1, None),
+                    (10, None),
+                    (20, Some(Tie::ActsForCall)),
+                    (21, Some(Tie::InCall)),
+                    (22, Some(Tie::InCall)),
+                    (23, Some(Tie::InCall)),
+                    (30, None),
+                ],
+                "children listed: {listed}"
+            );
+            assert_eq!(tie_in(proc.path(), 99).unwrap_err(), "process 99 cannot be read");
+        }
+    }
+
+    #[test]
+    fn the_keeper_gives_itself_the_name_looked_for() {
+        assert_eq!(KEEPER_NAME_C.to_str(), Ok(KEEPER_NAME));
+        // The kernel keeps 15 bytes of a name.
+        assert!(KEEPER_NAME.len() <= 15);
+    }
+
+    #[test]
+    fn stat_gives_the_name_and_the_parent_whatever_the_name_holds() {
+        assert_eq!(
+            parse_stat("4243 (hcpx-keeper) S 4242 4242 4242 0 -1 4194560 107 0 0 0\n"),
+            Some(Status {
+                name: KEEPER_NAME.to_owned(),
+                parent: 4242
+            })
+        );
+        // A pack may name itself anything: `) S 1 (` does not make pid 1 its parent.
+        assert_eq!(
+            parse_stat("4244 (a) S 1 (b) R 4243 4242 4242 0 -1\n"),
+            Some(Status {
+                name: "a) S 1 (b".to_owned(),
+                parent: 4243
+            })
+        );
+        assert_eq!(parse_stat("4245 (x\n"), None);
+    }
+
+    #[test]
+    fn the_calls_processes_are_found_in_one_pass() {
+        let proc = table(&TREE, false);
+        assert_eq!(
+            tied(proc.path()),
+            vec![
+                (20, Tie::ActsForCall),
+                (21, Tie::InCall),
+                (22, Tie::InCall),
+                (23, Tie::InCall)
+            ]
+        );
+        let quiet = table(&TREE[..3], false);
+        assert_eq!(tied(quiet.path()), Vec::new());
+    }
+
+    #[test]
+    fn a_socket_is_found_with_the_call_process_that_holds_it() {
+        let proc = table(&TREE, false);
+        for pid in [20, 22, 23, 30] {
+            std::fs::create_dir_all(proc.path().join(pid.to_string()).join("fd")).unwrap();
+        }
+        std::os::unix::fs::symlink("socket:[777]", proc.path().join("23/fd/3")).unwrap();
+        std::os::unix::fs::symlink("socket:[888]", proc.path().join("30/fd/3")).unwrap();
+        std::os::unix::fs::symlink("socket:[999]", proc.path().join("20/fd/7")).unwrap();
+        assert_eq!(socket_holder_in(proc.path(), 777), Holder::Tied(23, Tie::InCall));
+        assert_eq!(
+            socket_holder_in(proc.path(), 999),
+            Holder::Tied(20, Tie::ActsForCall)
+        );
+        // Held by a process of no call (the user's host): not ours to refuse.
+        assert_eq!(socket_holder_in(proc.path(), 888), Holder::None);
+        // The keeper's descriptors cannot be listed here: as if it hid them.
+        std::fs::write(proc.path().join("21/fd"), "").unwrap();
+        assert_eq!(socket_holder_in(proc.path(), 555), Holder::Hidden(21));
+    }
+
+    #[test]
+    fn this_test_is_in_no_call() {
+        assert_eq!(tie(std::process::id()), Ok(None));
+    }
+}
