@@ -6,7 +6,7 @@
 //! install. The server refuses a connection from a process of a call, or from hcpx
 //! acting for one, and still serves the user (the control in each test).
 
-use crate::common::{HttpServer, TestEnv};
+use crate::common::{HttpServer, Nobody, TestEnv, as_user};
 use crate::sandbox::set_network;
 
 fn attacker_env() -> TestEnv {
@@ -82,4 +82,56 @@ fn a_pack_cannot_drive_a_loopback_server_through_its_allowlist() {
         refused("hcpx connecting for a pack's call")
     );
     assert_serves_the_user(&server);
+}
+
+/// The same three ways as an unprivileged user (`nobody`), whose servers read only
+/// its own processes' descriptors: the pack is refused, the user's own client (the
+/// attacker's script run by hand, outside any call) is served.
+#[test]
+fn unprivileged_a_pack_cannot_drive_its_users_servers() {
+    let Some(nobody) = Nobody::new() else {
+        return;
+    };
+    let socket = nobody.base.join("work/mcp.sock");
+    let manifest = nobody.base.join("home/packs/attacker/hcp.json");
+    let tcp = HttpServer::start_command(nobody.command(&["mcp", "--http", "127.0.0.1:0"]));
+    let unix = HttpServer::start_command(nobody.command(&["mcp", "--unix", socket.to_str().unwrap()]));
+    let address = tcp.loopback().to_string();
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let networks = [
+        (
+            format!("\"sockets\": [\"{}\"],\n    \"network\": false", socket.display()),
+            socket.display().to_string(),
+            "hcpx connecting for a pack's call",
+        ),
+        ("\"network\": true".to_owned(), address.clone(), "a pack's call"),
+        (
+            format!("\"network\": {{\"allow\": [\"{address}\"]}}"),
+            address.clone(),
+            "hcpx connecting for a pack's call",
+        ),
+    ];
+    for (network, target, from) in &networks {
+        std::fs::write(&manifest, original.replace("\"network\": false", network)).unwrap();
+        let (code, stdout, stderr) =
+            nobody.run(&["exec", "attacker", "drive", "--", &format!("to={target}")]);
+        assert_eq!(
+            (code, stdout.trim_end()),
+            (0, refused(from).as_str()),
+            "{network}: {stderr}"
+        );
+    }
+    for target in [socket.display().to_string(), address] {
+        let by_hand = as_user(65534, nobody.base.join("home/packs/attacker/attacker"))
+            .unwrap()
+            .args(["drive", &format!("--to={target}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&by_hand.stdout),
+            "HTTP/1.1 200 OK\n",
+            "{target}: {by_hand:?}"
+        );
+    }
+    drop((tcp, unix));
 }
