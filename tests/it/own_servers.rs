@@ -121,6 +121,25 @@ fn unprivileged_a_pack_cannot_drive_its_users_servers() {
             "{network}: {stderr}"
         );
     }
+    // A pack that hides its descriptors (non-dumpable) cannot be found holding the
+    // socket by its own user: any such call process gets the connection refused.
+    std::fs::write(
+        &manifest,
+        original.replace("\"network\": false", "\"network\": true"),
+    )
+    .unwrap();
+    let (code, stdout, stderr) =
+        nobody.run(&["exec", "attacker", "drive-hidden", "--", &format!("to={address}")]);
+    assert_eq!(
+        (code, stdout.trim_end()),
+        (
+            0,
+            "HTTP/1.1 403 Forbidden\nForbidden: a process of a pack's call hides its descriptors, so this \
+             connection may come from a pack's call. A pack's CLI cannot drive hcpx: it would run other \
+             packs with their bindings. Call hcpx from outside the pack."
+        ),
+        "{stderr}"
+    );
     for target in [socket.display().to_string(), address] {
         let by_hand = as_user(65534, nobody.base.join("home/packs/attacker/attacker"))
             .unwrap()
