@@ -106,7 +106,7 @@ impl Gate {
             if owner != own {
                 return Err(Refusal::OtherUser);
             }
-            not_a_call_holding(inode)
+            not_a_call_holding(inode, owner)
         })
         .await
         .map_err(|error| Refusal::Unknown(error.to_string()))?
@@ -158,12 +158,12 @@ fn not_a_call(_pid: u32) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Refuses a TCP connection whose socket (`inode`) a process of a pack's call
-/// holds, or may hold.
+/// Refuses a TCP connection whose socket (`inode`, made by user `owner`) a process
+/// of a pack's call holds, or may hold.
 #[cfg(target_os = "linux")]
-fn not_a_call_holding(inode: u64) -> Result<(), Refusal> {
+fn not_a_call_holding(inode: u64, owner: u32) -> Result<(), Refusal> {
     use hcpx_process::runtime::{Holder, Tie};
-    match hcpx_process::runtime::socket_holder(inode) {
+    match hcpx_process::runtime::socket_holder(inode, owner) {
         Holder::None => Ok(()),
         Holder::Tied(_, tie) => Err(Refusal::Call {
             acting: tie == Tie::ActsForCall,
@@ -173,7 +173,7 @@ fn not_a_call_holding(inode: u64) -> Result<(), Refusal> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn not_a_call_holding(_inode: u64) -> Result<(), Refusal> {
+fn not_a_call_holding(_inode: u64, _owner: u32) -> Result<(), Refusal> {
     Ok(())
 }
 

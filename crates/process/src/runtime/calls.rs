@@ -78,14 +78,16 @@ pub enum Holder {
 }
 
 /// Whether a process tied to a call holds the socket with inode `inode` (one end
-/// of a TCP connection, found in `/proc/net/tcp`). Only the processes of calls and
-/// their starters are searched: on a machine that runs no call, no descriptor is
-/// read at all.
-pub fn socket_holder(inode: u64) -> Holder {
-    socket_holder_in(Path::new("/proc"), inode)
+/// of a TCP connection, found in `/proc/net/tcp`), which user `owner` made. Only
+/// the processes of calls and their starters are searched: on a machine that runs
+/// no call, no descriptor is read at all. A call's process whose descriptors
+/// cannot be listed counts as [`Holder::Hidden`] only when it runs as `owner`
+/// (another user's calls, unreadable to a user's server, made no socket of its).
+pub fn socket_holder(inode: u64, owner: u32) -> Holder {
+    socket_holder_in(Path::new("/proc"), inode, owner)
 }
 
-fn socket_holder_in(proc: &Path, inode: u64) -> Holder {
+fn socket_holder_in(proc: &Path, inode: u64, owner: u32) -> Holder {
     let wanted = format!("socket:[{inode}]");
     let mut hidden = None;
     for (pid, tie) in tied(proc) {
@@ -101,10 +103,21 @@ fn socket_holder_in(proc: &Path, inode: u64) -> Holder {
             }
             // Gone meanwhile: it holds nothing.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(_) => hidden = Some(pid),
+            Err(_) if runs_as(proc, pid, owner) => hidden = Some(pid),
+            Err(_) => {}
         }
     }
     hidden.map_or(Holder::None, Holder::Hidden)
+}
+
+/// Whether any of the uids of `pid` (real, effective, saved, file system) is `uid`;
+/// `/proc/PID/status` stays readable when the process is not dumpable.
+fn runs_as(proc: &Path, pid: u32, uid: u32) -> bool {
+    std::fs::read_to_string(proc.join(pid.to_string()).join("status")).is_ok_and(|text| {
+        text.lines()
+            .find_map(|line| line.strip_prefix("Uid:"))
+            .is_some_and(|uids| uids.split_whitespace().any(|one| one.parse() == Ok(uid)))
+    })
 }
 
 /// Every process tied to a call, from one pass over `/proc`: the keepers, their
@@ -323,16 +336,26 @@ mod tests {
         std::os::unix::fs::symlink("socket:[777]", proc.path().join("23/fd/3")).unwrap();
         std::os::unix::fs::symlink("socket:[888]", proc.path().join("30/fd/3")).unwrap();
         std::os::unix::fs::symlink("socket:[999]", proc.path().join("20/fd/7")).unwrap();
-        assert_eq!(socket_holder_in(proc.path(), 777), Holder::Tied(23, Tie::InCall));
         assert_eq!(
-            socket_holder_in(proc.path(), 999),
+            socket_holder_in(proc.path(), 777, 1000),
+            Holder::Tied(23, Tie::InCall)
+        );
+        assert_eq!(
+            socket_holder_in(proc.path(), 999, 1000),
             Holder::Tied(20, Tie::ActsForCall)
         );
         // Held by a process of no call (the user's host): not ours to refuse.
-        assert_eq!(socket_holder_in(proc.path(), 888), Holder::None);
-        // The keeper's descriptors cannot be listed here: as if it hid them.
+        assert_eq!(socket_holder_in(proc.path(), 888, 1000), Holder::None);
+        // The keeper's descriptors cannot be listed here: as if it hid them. It may
+        // hold a socket of its own user's, not one of another user's.
         std::fs::write(proc.path().join("21/fd"), "").unwrap();
-        assert_eq!(socket_holder_in(proc.path(), 555), Holder::Hidden(21));
+        std::fs::write(
+            proc.path().join("21/status"),
+            "Name:\thcpx-keeper\nUid:\t1000\t1000\t1000\t1000\n",
+        )
+        .unwrap();
+        assert_eq!(socket_holder_in(proc.path(), 555, 1000), Holder::Hidden(21));
+        assert_eq!(socket_holder_in(proc.path(), 555, 65534), Holder::None);
     }
 
     #[test]
