@@ -10,7 +10,14 @@
 //!     `HCP_BENCH_RUNS=N` runs N rounds instead of 400;
 //! (d) spawn to `initialize` answered, and resident memory at rest;
 //! (e) `tools/call` of `search journey` through `hcpx mcp --http` (one session on
-//!     a kept-alive HTTP/1.1 connection), interleaved with (a) on stdio, 1,000 each.
+//!     a kept-alive HTTP/1.1 connection), interleaved with (a) on stdio, 1,000 each;
+//! (f) `GET /healthz` on a new loopback connection each time, which the peer gate
+//!     checks first (its owner in `/proc/net/tcp`, then whether a pack's call holds
+//!     it), against the same on the kept-alive connection, interleaved, 300 each
+//!     (and on a new connection to the baseline's `hcpx mcp --http`, when given).
+//!     Each closed connection stays in `/proc/net/tcp` (TIME_WAIT) for a minute, and
+//!     the gate reads that whole table: the cost grows with the machine's sockets,
+//!     these runs' own included.
 //!
 //! Prints p50 and p99 and the ratios; never asserts on time.
 
@@ -48,8 +55,8 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start(home: &Path, work: &Path) -> Self {
-        let mut child = Command::new(BIN)
+    fn start(bin: &std::ffi::OsStr, home: &Path, work: &Path) -> Self {
+        let mut child = Command::new(bin)
             .args(["mcp", "--http", "127.0.0.1:0"])
             .current_dir(work)
             .env_clear()
@@ -144,6 +151,29 @@ impl HttpServer {
             .collect()
     }
 
+    /// `GET /healthz` on the kept-alive connection.
+    fn health(&mut self) {
+        let head = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", self.host);
+        self.stream.get_mut().write_all(head.as_bytes()).unwrap();
+        let mut length = 0;
+        let mut status = String::new();
+        self.stream.read_line(&mut status).unwrap();
+        assert!(status.contains(" 200 "), "{status}");
+        loop {
+            let mut line = String::new();
+            self.stream.read_line(&mut line).unwrap();
+            let line = line.trim_end().to_ascii_lowercase();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(value) = line.strip_prefix("content-length:") {
+                length = value.trim().parse::<usize>().unwrap();
+            }
+        }
+        let mut body = vec![0_u8; length];
+        std::io::Read::read_exact(&mut self.stream, &mut body).unwrap();
+    }
+
     fn call(&mut self, argv: &[&str]) {
         let id = self.next_id;
         self.next_id += 1;
@@ -152,6 +182,18 @@ impl HttpServer {
         let reply = answer.iter().find(|message| message["id"] == json!(id)).unwrap();
         assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
     }
+}
+
+/// `GET /healthz` on a connection of its own to `host`, which the server's gate
+/// checks before it reads the request.
+fn health_on_a_new_connection(host: &str) {
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let head = format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
 }
 
 impl Drop for HttpServer {
@@ -230,7 +272,7 @@ fn main() {
     let results = interleaved(exec_runs, &mut [&mut direct, &mut exec, &mut baseline_exec]);
     let ((direct_p50, direct_p99), (exec_p50, exec_p99)) = (results[0], results[1]);
 
-    let mut http = HttpServer::start(&home, &work);
+    let mut http = HttpServer::start(BIN.as_ref(), &home, &work);
     let mut over_stdio = || {
         server.call(&["search", "journey"]);
     };
@@ -242,6 +284,22 @@ fn main() {
     };
     let transports = interleaved(1000, &mut [&mut over_stdio, &mut over_http, &mut baseline_search]);
     let ((stdio_p50, stdio_p99), (http_p50, http_p99)) = (transports[0], transports[1]);
+    let host = http.host.clone();
+    let baseline_host = baseline_bin
+        .as_deref()
+        .map(|bin| HttpServer::start(bin, &home, &work));
+    let mut kept = || http.health();
+    let mut new_connection = || health_on_a_new_connection(&host);
+    let mut baseline_new_connection = || {
+        if let Some(server) = &baseline_host {
+            health_on_a_new_connection(&server.host);
+        }
+    };
+    let health = interleaved(
+        300,
+        &mut [&mut kept, &mut new_connection, &mut baseline_new_connection],
+    );
+    let ((kept_p50, kept_p99), (new_p50, new_p99)) = (health[0], health[1]);
 
     println!("MCP benchmark (p50 / p99):");
     println!(
@@ -292,6 +350,20 @@ fn main() {
         "      HTTP / stdio at p50                 {:>8.2}x",
         http_p50.as_secs_f64() / stdio_p50.as_secs_f64()
     );
+    println!(
+        "  (f) GET /healthz, kept-alive connection {:>8.3} ms / {:>8.3} ms  (n=300, interleaved)",
+        ms(kept_p50),
+        ms(kept_p99)
+    );
+    println!(
+        "      GET /healthz, a new connection      {:>8.3} ms / {:>8.3} ms  (n=300, the peer gate each time)",
+        ms(new_p50),
+        ms(new_p99)
+    );
+    println!(
+        "      a new connection costs              {:>8.3} ms at p50",
+        ms(new_p50) - ms(kept_p50)
+    );
     if let Some(bin) = baseline_bin {
         let (base_p50, base_p99) = results[2];
         println!("      baseline {}:", bin.to_string_lossy());
@@ -301,6 +373,13 @@ fn main() {
             ms(base_p99),
             ms(base_p50) - ms(direct_p50),
             base_p50.as_secs_f64() / direct_p50.as_secs_f64()
+        );
+        let (base_p50, base_p99) = health[2];
+        println!(
+            "      GET /healthz, its new connection    {:>8.3} ms / {:>8.3} ms  (this build costs {:.3} ms more at p50)",
+            ms(base_p50),
+            ms(base_p99),
+            ms(new_p50) - ms(base_p50)
         );
         let (base_p50, base_p99) = transports[2];
         println!(

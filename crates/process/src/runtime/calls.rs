@@ -120,6 +120,31 @@ fn runs_as(proc: &Path, pid: u32, uid: u32) -> bool {
     })
 }
 
+/// Whether any of `pids` is named [`KEEPER_NAME`].
+fn any_keeper(proc: &Path, pids: &[u32]) -> bool {
+    use rustix::fs::{Mode, OFlags};
+    let Ok(dir) = rustix::fs::open(
+        proc,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let wanted = format!("{KEEPER_NAME}\n");
+    pids.iter().any(|pid| {
+        let Ok(file) = rustix::fs::openat(
+            &dir,
+            format!("{pid}/comm"),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return false;
+        };
+        let mut name = [0_u8; 32];
+        rustix::io::read(&file, &mut name).is_ok_and(|read| name.get(..read) == Some(wanted.as_bytes()))
+    })
+}
+
 /// Every process tied to a call, from one pass over `/proc`: the keepers, their
 /// descendants, and the keepers' parents.
 fn tied(proc: &Path) -> Vec<(u32, Tie)> {
@@ -131,11 +156,9 @@ fn tied(proc: &Path) -> Vec<(u32, Tie)> {
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
         .collect();
     // Most often no call runs: then each process's `comm` (half the cost of its
-    // `stat` for the kernel to write) is all that is read.
-    let keeper = format!("{KEEPER_NAME}\n");
-    if !pids.iter().any(|pid| {
-        std::fs::read_to_string(proc.join(pid.to_string()).join("comm")).is_ok_and(|name| name == keeper)
-    }) {
+    // `stat` for the kernel to write) is all that is read, with one `openat` and one
+    // `read` each.
+    if !any_keeper(proc, &pids) {
         return Vec::new();
     }
     let table: std::collections::HashMap<u32, Status> = pids
