@@ -109,6 +109,16 @@ impl HttpServer {
         head.push_str("\r\n");
         head.push_str(&body);
         self.stream.get_mut().write_all(head.as_bytes()).unwrap();
+        String::from_utf8_lossy(&self.answer())
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str(data.trim()).ok())
+            .collect()
+    }
+
+    /// Reads one answer off the connection: its body, de-chunked (the session id
+    /// it names is kept).
+    fn answer(&mut self) -> Vec<u8> {
         let mut length = None;
         let mut chunked = false;
         loop {
@@ -144,34 +154,14 @@ impl HttpServer {
             body.resize(length, 0);
             std::io::Read::read_exact(&mut self.stream, &mut body).unwrap();
         }
-        String::from_utf8_lossy(&body)
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str(data.trim()).ok())
-            .collect()
+        body
     }
 
     /// `GET /healthz` on the kept-alive connection.
     fn health(&mut self) {
         let head = format!("GET /healthz HTTP/1.1\r\nHost: {}\r\n\r\n", self.host);
         self.stream.get_mut().write_all(head.as_bytes()).unwrap();
-        let mut length = 0;
-        let mut status = String::new();
-        self.stream.read_line(&mut status).unwrap();
-        assert!(status.contains(" 200 "), "{status}");
-        loop {
-            let mut line = String::new();
-            self.stream.read_line(&mut line).unwrap();
-            let line = line.trim_end().to_ascii_lowercase();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(value) = line.strip_prefix("content-length:") {
-                length = value.trim().parse::<usize>().unwrap();
-            }
-        }
-        let mut body = vec![0_u8; length];
-        std::io::Read::read_exact(&mut self.stream, &mut body).unwrap();
+        self.answer();
     }
 
     fn call(&mut self, argv: &[&str]) {
