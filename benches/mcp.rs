@@ -12,12 +12,12 @@
 //! (e) `tools/call` of `search journey` through `hcpx mcp --http` (one session on
 //!     a kept-alive HTTP/1.1 connection), interleaved with (a) on stdio, 1,000 each;
 //! (f) `GET /healthz` on a new loopback connection each time, which the peer gate
-//!     checks first (its owner in `/proc/net/tcp`, then whether a pack's call holds
-//!     it), against the same on the kept-alive connection, interleaved, 300 each
-//!     (and on a new connection to the baseline's `hcpx mcp --http`, when given).
-//!     Each closed connection stays in `/proc/net/tcp` (TIME_WAIT) for a minute, and
-//!     the gate reads that whole table: the cost grows with the machine's sockets,
-//!     these runs' own included.
+//!     checks first (its owner, asked of the kernel by sock_diag, then whether a
+//!     pack's call holds it), against the same on the kept-alive connection,
+//!     interleaved, 300 each (and on a new connection to the baseline's
+//!     `hcpx mcp --http`, when given). Each closed connection stays in TIME_WAIT for a
+//!     minute, so these runs leave thousands of sockets: a gate that reads the whole
+//!     of `/proc/net/tcp` (builds before sock_diag) grows slower as they pile up.
 //!
 //! Prints p50 and p99 and the ratios; never asserts on time.
 

@@ -11,6 +11,8 @@
 //! the resources and confirmation are [`super::Server`]'s, unchanged.
 
 mod connections;
+#[cfg(target_os = "linux")]
+mod diag;
 mod health;
 mod limits;
 mod listener;

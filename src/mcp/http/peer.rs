@@ -177,11 +177,28 @@ fn not_a_call_holding(_inode: u64, _owner: u32) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The owner of the socket that connected from `peer` to `local`: the entry of
-/// `/proc/net/tcp` or `tcp6` whose own address is `peer` and whose remote one is
-/// `local` (the client's side of the connection; ours is the reverse).
+/// The owner and inode of the socket that connected from `peer` to `local`: asked
+/// of the kernel for that one socket (sock_diag), or, where it cannot answer, the
+/// entry of `/proc/net/tcp` or `tcp6` whose own address is `peer` and whose remote
+/// one is `local` (the client's side of the connection; ours is the reverse).
 #[cfg(target_os = "linux")]
 fn tcp_owner(local: SocketAddr, peer: SocketAddr) -> Result<(u32, u64), Refusal> {
+    use super::diag::{ClientSocket, client_socket};
+    match client_socket(local, peer) {
+        Ok(ClientSocket::Connected { uid, inode }) => Ok((uid, inode)),
+        Ok(ClientSocket::Absent) => Err(Refusal::Unknown(
+            "the kernel lists no connected socket at its address".to_owned(),
+        )),
+        Err(error) => {
+            tracing::debug!("sock_diag cannot look up a TCP peer here ({error}); reading /proc/net/tcp");
+            tcp_owner_in_tables(local, peer)
+        }
+    }
+}
+
+/// The same, from the tables: every TCP socket of the machine, read and parsed.
+#[cfg(target_os = "linux")]
+fn tcp_owner_in_tables(local: SocketAddr, peer: SocketAddr) -> Result<(u32, u64), Refusal> {
     let mut found = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         match std::fs::read_to_string(table) {
@@ -242,7 +259,7 @@ fn owners_in(table: &str, address: SocketAddr, remote: SocketAddr) -> Vec<(u32, 
 const CONNECTED: [&str; 6] = ["01", "04", "05", "08", "09", "0B"];
 
 /// An IPv4 address as an IPv6 socket sees it (`::ffff:a.b.c.d`) is the IPv4 one.
-fn canonical(address: SocketAddr) -> SocketAddr {
+pub(super) fn canonical(address: SocketAddr) -> SocketAddr {
     match address.ip() {
         IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
             Some(four) => SocketAddr::new(IpAddr::V4(four), address.port()),
@@ -353,7 +370,7 @@ mod tests {
     }
 
     /// This very process's connection to itself is found, and is its own, with the
-    /// client's socket's inode.
+    /// client's socket's inode: asked of the kernel, and read from the tables alike.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_live_connection_is_found_in_the_kernels_table() {
@@ -363,11 +380,12 @@ mod tests {
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (_server_side, peer) = listener.accept().unwrap();
         assert_eq!(peer, client.local_addr().unwrap());
-        let (owner, inode) = tcp_owner(listener.local_addr().unwrap(), peer).unwrap();
-        assert_eq!(owner, Gate::effective_uid());
         let client_inode = std::fs::metadata(format!("/proc/self/fd/{}", client.as_raw_fd()))
             .unwrap()
             .ino();
-        assert_eq!(inode, client_inode);
+        let local = listener.local_addr().unwrap();
+        let expected = (Gate::effective_uid(), client_inode);
+        assert_eq!(tcp_owner(local, peer), Ok(expected));
+        assert_eq!(tcp_owner_in_tables(local, peer), Ok(expected));
     }
 }

@@ -1,5 +1,5 @@
 //! Who may use a server that has no token: only the user who started it, over
-//! TCP on loopback (found by the connection's owner in /proc/net/tcp and tcp6) and
+//! TCP on loopback (found by the connection's owner, asked of the kernel) and
 //! over `--unix PATH` (a 0600 socket file, the peer's uid from SO_PEERCRED). The
 //! other user is played by `nobody`, through runuser(1), so these tests need root
 //! (CI runs as root) and python3 for the other user's client.

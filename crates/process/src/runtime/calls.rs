@@ -78,7 +78,7 @@ pub enum Holder {
 }
 
 /// Whether a process tied to a call holds the socket with inode `inode` (one end
-/// of a TCP connection, found in `/proc/net/tcp`), which user `owner` made. Only
+/// of a TCP connection, as the kernel names it), which user `owner` made. Only
 /// the processes of calls and their starters are searched: on a machine that runs
 /// no call, no descriptor is read at all. A call's process whose descriptors
 /// cannot be listed counts as [`Holder::Hidden`] only when it runs as `owner`
