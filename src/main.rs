@@ -128,6 +128,7 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
 }
 
 fn main() -> ExitCode {
+    hcpx::mark("main");
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
@@ -158,6 +159,7 @@ fn main() -> ExitCode {
             )
             .init();
     }
+    hcpx::mark("logs");
     #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
     let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
     let Ok(cwd) = cwd else {
@@ -206,6 +208,7 @@ fn main() -> ExitCode {
             );
         }
     };
+    hcpx::mark("context, runtime");
     // `hcpx mcp`: the server owns stdin and stdout from here on. Anything else,
     // `hcpx mcp --help` and bad arguments included, goes through the command tree
     // (which parses again, with the tree built once per thread). A call without the
@@ -227,5 +230,25 @@ fn main() -> ExitCode {
         };
         hcpx::run_to_sink(argv, &ctx, &mut streams).await
     });
+    print_marks();
     ExitCode::from(outcome.exit_code)
+}
+
+/// Built with the feature `marks` and run with `HCP_MARKS` set: how long each marked
+/// step of this process took, on stderr (for profiling the CLI; see the README's
+/// benchmarks). Otherwise nothing.
+fn print_marks() {
+    #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
+    if cfg!(feature = "marks") && std::env::var_os("HCP_MARKS").is_some() {
+        let marks = hcpx::take_marks();
+        let mut text = String::new();
+        for pair in marks.windows(2) {
+            let [(_, from), (name, to)] = pair else { continue };
+            text.push_str(&format!(
+                "{:>8.3} ms  {name}\n",
+                (*to - *from).as_secs_f64() * 1e3
+            ));
+        }
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
 }
