@@ -9,6 +9,7 @@
 //! to stdout. [`logs`] keeps rmcp's "the client went away" out of the error log.
 
 pub mod args;
+mod changes;
 mod confirm;
 pub mod fit;
 mod help;
@@ -38,10 +39,10 @@ use serde_json::json;
 
 use crate::context::{Context, env_vars};
 
+pub use changes::Changes;
 /// No serialized result is larger (see docs/mcp.md): some hosts and SDKs drop bigger ones.
 pub use fit::MAX_MESSAGE as MAX_RESULT;
 pub use keys::{KeyFileError, StateKeys};
-pub use resources::Changes;
 pub use tool::tool;
 pub use view::{VIEW_STDERR, VIEW_STDOUT};
 
@@ -113,10 +114,11 @@ impl Server {
         let mut base = ctx.as_agent();
         base.read_only = options.read_only;
         base.session = Arc::new(crate::context::Session::server());
+        let changes = Arc::new(Changes::new(base.packs_dir(), base.cancel.clone()));
         Self {
             base,
             options,
-            changes: Arc::default(),
+            changes,
             calls: tokio_util::task::TaskTracker::new(),
             seals: Arc::new(confirm::Seals::new()),
             tasks: Arc::default(),

@@ -1,14 +1,10 @@
 //! The MCP resources (see docs/mcp.md): `hcp://catalog`, `hcp://help`, one
 //! `hcp://skill/{pack_id}` a pack and `hcp://output/{id}` for kept outputs, read
-//! through the same command tree as the tool; and [`Changes`], which tells clients
-//! that the list of resources changed when the tool installed or uninstalled a pack.
+//! through the same command tree as the tool. [`super::Changes`] tells clients
+//! when their list changes.
 
 use rmcp::model::ResourceTemplate;
-use rmcp::service::SubscriptionContext;
-use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::{Value, json};
-use tokio::sync::broadcast::{self, error::RecvError};
-use tokio_util::sync::CancellationToken;
 
 use super::{Server, fit, help};
 
@@ -102,79 +98,4 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
         ResourceTemplate::new("hcp://skill/{pack_id}", "skill").with_mime_type("text/markdown"),
         ResourceTemplate::new("hcp://output/{id}", "output").with_mime_type("text/plain"),
     ]
-}
-
-/// Who hears that the list of resources changed (an install or uninstall through
-/// the tool): every open `subscriptions/listen` stream (protocol 2026-07-28, which
-/// allows the notification nowhere else), and every session that began with
-/// `initialize` (earlier protocols, which get the plain notification). Shared by
-/// all the sessions of one server, so an install in one is heard in the others.
-pub struct Changes {
-    listeners: broadcast::Sender<()>,
-    sessions: std::sync::Mutex<Vec<Peer<RoleServer>>>,
-}
-
-impl Default for Changes {
-    fn default() -> Self {
-        Self {
-            listeners: broadcast::channel(16).0,
-            sessions: std::sync::Mutex::default(),
-        }
-    }
-}
-
-impl Changes {
-    /// A session that began with `initialize` hears of changes from now on.
-    pub(crate) fn join(&self, peer: Peer<RoleServer>) {
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.retain(|peer| !peer.is_transport_closed());
-            sessions.push(peer);
-        }
-    }
-
-    /// Tells every listener and every session; a session that is gone is forgotten.
-    pub(crate) async fn announce(&self) {
-        // No listener is not an error: nobody asked.
-        let _ = self.listeners.send(());
-        let sessions = self
-            .sessions
-            .lock()
-            .map(|mut sessions| std::mem::take(&mut *sessions))
-            .unwrap_or_default();
-        let mut alive = Vec::with_capacity(sessions.len());
-        for peer in sessions {
-            if !peer.is_transport_closed() && peer.notify_resource_list_changed().await.is_ok() {
-                alive.push(peer);
-            }
-        }
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.extend(alive);
-        }
-    }
-
-    /// Serves one `subscriptions/listen` stream until the client ends it, it goes
-    /// away, or `shutdown` fires (the stream then ends with its final result).
-    pub(crate) async fn listen(
-        &self,
-        context: SubscriptionContext,
-        shutdown: &CancellationToken,
-    ) -> Result<(), McpError> {
-        let mut changes = self.listeners.subscribe();
-        let wanted = context.accepted().resources_list_changed == Some(true);
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                // The server is going away: the stream ends with its final result.
-                () = shutdown.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(()) | Err(RecvError::Lagged(_)) => {
-                        if wanted && context.sink().notify_resource_list_changed().await.is_err() {
-                            return Ok(());
-                        }
-                    }
-                    Err(RecvError::Closed) => return Ok(()),
-                },
-            }
-        }
-    }
 }

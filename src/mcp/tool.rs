@@ -188,9 +188,10 @@ impl Server {
         let mut envelope = executed.envelope;
         // This caller acts on a suggestion through the tool.
         envelope.next = envelope.next.take().map(crate::next::Next::for_tool);
-        // An install or uninstall changed the skills there are: tell the client.
+        // An install or uninstall changed the skills there are: tell the client
+        // (unless the watch of the packs folder told it already).
         if executed.effects.packs_changed {
-            self.changes.announce().await;
+            self.changes.announce_if_changed().await;
         }
         view::render(
             envelope,

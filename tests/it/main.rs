@@ -34,6 +34,7 @@ mod ipc;
 mod layouts;
 mod leftovers;
 mod mcp;
+mod mcp_changes;
 mod mcp_skills;
 mod mcp_tasks;
 mod npm;
