@@ -174,6 +174,24 @@ mod tests {
     }
 
     #[test]
+    fn an_ipv6_loopback_connection_is_found_as_ipv6() {
+        let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+            panic!("this test needs IPv6 loopback (::1)");
+        };
+        let local = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(local).unwrap();
+        let peer = client.local_addr().unwrap();
+        assert!(peer.is_ipv6() && peer.ip().is_loopback(), "{peer}");
+        assert_eq!(
+            client_socket(local, peer).unwrap(),
+            ClientSocket::Connected {
+                uid: rustix::process::geteuid().as_raw(),
+                inode: socket_inode(&client)
+            }
+        );
+    }
+
+    #[test]
     fn a_closed_or_unknown_connection_is_absent() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let local = listener.local_addr().unwrap();
