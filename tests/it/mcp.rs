@@ -1092,32 +1092,23 @@ async fn install_and_uninstall_through_the_tool_announce_list_changed() {
     assert_eq!(count(), 2);
 }
 
-/// On 2026-07-28 a list change travels only on a `subscriptions/listen` stream:
-/// the listener hears the install, and no bare notification reaches the client.
-/// Results there name the server in `_meta`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_2026_07_28_list_changes_come_only_through_listen() {
-    let env = TestEnv::new();
-    let client = Client::default();
-    let bare = client.list_changed.clone();
-    let session = connect_modern(&env, client).await;
+/// A `subscriptions/listen` stream (2026-07-28) for changes of the list of
+/// resources, acknowledged as asked.
+pub(crate) async fn listen_for_list_changes(
+    session: &RunningService<RoleClient, Client>,
+) -> rmcp::service::Subscription {
     let mut filter = rmcp::model::SubscriptionFilter::new();
     filter.resources_list_changed = Some(true);
-    let mut subscription = session.listen(filter).await.unwrap();
+    let subscription = session.listen(filter).await.unwrap();
     assert_eq!(subscription.acknowledged().resources_list_changed, Some(true));
-    let result = call(
-        &session,
-        json!({ "argv": ["install", "transit"], "confirm": true }),
-    )
-    .await;
-    assert_eq!(result.is_error, Some(false), "{}", text(&result));
-    assert_eq!(
-        result.meta.as_ref().unwrap().0["io.modelcontextprotocol/serverInfo"]["name"],
-        json!("hcpx")
-    );
+    subscription
+}
+
+/// The next thing `subscription` hears, within 5 s, is that the list changed.
+pub(crate) async fn hears_list_changed(subscription: &mut rmcp::service::Subscription) {
     let heard = tokio::time::timeout(Duration::from_secs(5), subscription.next())
         .await
-        .expect("the listener heard of the install")
+        .expect("the listener heard of the change in 5 s")
         .unwrap();
     assert!(
         matches!(
@@ -1128,6 +1119,29 @@ async fn on_2026_07_28_list_changes_come_only_through_listen() {
         ),
         "{heard:?}"
     );
+}
+
+/// On 2026-07-28 a list change travels only on a `subscriptions/listen` stream:
+/// the listener hears the install, and no bare notification reaches the client.
+/// Results there name the server in `_meta`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_2026_07_28_list_changes_come_only_through_listen() {
+    let env = TestEnv::new();
+    let client = Client::default();
+    let bare = client.list_changed.clone();
+    let session = connect_modern(&env, client).await;
+    let mut subscription = listen_for_list_changes(&session).await;
+    let result = call(
+        &session,
+        json!({ "argv": ["install", "transit"], "confirm": true }),
+    )
+    .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert_eq!(
+        result.meta.as_ref().unwrap().0["io.modelcontextprotocol/serverInfo"]["name"],
+        json!("hcpx")
+    );
+    hears_list_changed(&mut subscription).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(bare.load(std::sync::atomic::Ordering::SeqCst), 0);
 }

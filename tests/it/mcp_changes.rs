@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::common::TestEnv;
-use crate::mcp::{Client, call, connect, connect_modern, envelope};
+use crate::mcp::{
+    Client, call, connect, connect_modern, envelope, hears_list_changed, listen_for_list_changes,
+};
 
 /// Waits up to 5 s for `seen` to reach `count`, then a little longer to see that it
 /// stays there (a change told twice would show).
@@ -54,24 +56,9 @@ async fn an_install_and_uninstall_in_a_terminal_are_announced_to_a_running_serve
 async fn a_listener_hears_an_install_made_by_another_process() {
     let env = TestEnv::new();
     let session = connect_modern(&env, Client::default()).await;
-    let mut filter = rmcp::model::SubscriptionFilter::new();
-    filter.resources_list_changed = Some(true);
-    let mut subscription = session.listen(filter).await.unwrap();
-    assert_eq!(subscription.acknowledged().resources_list_changed, Some(true));
+    let mut subscription = listen_for_list_changes(&session).await;
 
     let output = env.run(&["install", "transit", "--yes"]);
     assert_eq!(output.code, 0, "{}", output.stderr);
-    let heard = tokio::time::timeout(Duration::from_secs(5), subscription.next())
-        .await
-        .expect("the listener heard of the install in 5 s")
-        .unwrap();
-    assert!(
-        matches!(
-            heard,
-            Some(rmcp::model::ServerNotification::ResourceListChangedNotification(
-                _
-            ))
-        ),
-        "{heard:?}"
-    );
+    hears_list_changed(&mut subscription).await;
 }
