@@ -20,5 +20,5 @@ mod tls;
 pub use authority::{Authority, AuthorityError};
 pub use call::{Call, Header, Limits, Policy, Refusal, Resolver};
 pub use rule::{Allow, RuleError};
-pub use serve::{Running, ServeError};
+pub use serve::{Destination, Running, ServeError};
 pub use tls::{TlsError, Upstream};

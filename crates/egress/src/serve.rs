@@ -9,8 +9,30 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::call::{Call, Ctx, over_cap};
+use crate::call::{Call, Ctx, Denied, over_cap};
 use crate::proxy;
+
+/// Where a port forward leads: a host as the allowlist writes it (a name, which is
+/// resolved and checked as the proxy checks one, or an IP, `[v6]` in brackets) and
+/// a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub host: String,
+    pub port: u16,
+}
+
+impl From<SocketAddr> for Destination {
+    fn from(addr: SocketAddr) -> Self {
+        let host = match addr {
+            SocketAddr::V4(v4) => v4.ip().to_string(),
+            SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+        };
+        Self {
+            host,
+            port: addr.port(),
+        }
+    }
+}
 
 /// Why a listener could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -28,11 +50,13 @@ pub struct Running {
 impl Call {
     /// Serves the proxy listener and each (listener, destination) forward until the
     /// returned handle is dropped; dropping it ends every connection of the call.
+    /// A forward's destination is decided as the proxy decides one (allowed, and a
+    /// name resolving only to addresses it may reach), on each connection.
     /// Must be called inside a tokio runtime.
     pub fn serve(
         self: &Arc<Self>,
         proxy: std::net::TcpListener,
-        forwards: Vec<(std::net::TcpListener, SocketAddr)>,
+        forwards: Vec<(std::net::TcpListener, Destination)>,
     ) -> Result<Running, ServeError> {
         let adopt = |listener: std::net::TcpListener| {
             listener.set_nonblocking(true).map_err(ServeError::Listener)?;
@@ -59,7 +83,7 @@ impl Call {
 }
 
 /// Accepts connections on one listener: the proxy (`to` none) or a port forward.
-async fn accept(ctx: Ctx, listener: TcpListener, to: Option<SocketAddr>) {
+async fn accept(ctx: Ctx, listener: TcpListener, to: Option<Destination>) {
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -84,26 +108,28 @@ async fn accept(ctx: Ctx, listener: TcpListener, to: Option<SocketAddr>) {
                 }
                 (None, Err(_)) => ctx.call.refuse("", 0, &over_cap(&ctx.call)),
             },
-            Some(to) => match slot {
-                Some(slot) => {
-                    ctx.spawn(forward(stream, to, ctx.call.limits.connect_timeout, slot));
-                }
-                None => ctx
-                    .call
-                    .refuse(&to.ip().to_string(), to.port(), &over_cap(&ctx.call)),
+            Some(ref to) => match slot {
+                Some(slot) => ctx.spawn(forward(ctx.clone(), stream, to.clone(), slot)),
+                None => ctx.call.refuse(&to.host, to.port, &over_cap(&ctx.call)),
             },
         }
     }
 }
 
-/// Copies one forwarded connection to its destination and back.
-async fn forward(mut stream: TcpStream, to: SocketAddr, within: Duration, _slot: Arc<OwnedSemaphorePermit>) {
-    match tokio::time::timeout(within, TcpStream::connect(to)).await {
-        Ok(Ok(mut out)) => {
-            let _ = out.set_nodelay(true);
+/// Copies one forwarded connection to its destination and back, once the call's
+/// policy lets it through (a refusal is recorded like the proxy's).
+async fn forward(ctx: Ctx, mut stream: TcpStream, to: Destination, _slot: Arc<OwnedSemaphorePermit>) {
+    let target = match ctx.call.decide(&to.host, to.port).await {
+        Ok(target) => target,
+        Err(Denied::Refused(why)) => return ctx.call.refuse(&to.host, to.port, &why),
+        Err(Denied::Failed(why)) => {
+            return tracing::warn!(to = %to.host, port = to.port, why, "egress forward");
+        }
+    };
+    match ctx.call.connect(&target).await {
+        Ok(mut out) => {
             let _ = tokio::io::copy_bidirectional(&mut stream, &mut out).await;
         }
-        Ok(Err(e)) => tracing::warn!(to = %to, error = %e, "egress forward could not connect"),
-        Err(_) => tracing::warn!(to = %to, "egress forward: no answer in time"),
+        Err(why) => tracing::warn!(why, "egress forward could not connect"),
     }
 }

@@ -146,7 +146,12 @@ pub(super) fn prepare(
     };
     let call = Call::new(policy, Arc::clone(&authority), upstream);
     let running = call
-        .serve(proxy, listeners.zip(forwards).collect())
+        .serve(
+            proxy,
+            listeners
+                .zip(forwards.into_iter().map(hcpx_egress::Destination::from))
+                .collect(),
+        )
         .map_err(|error| failure(format!("cannot serve the proxy: {error}")))?;
     let mut env: Vec<(String, String)> = PROXY_VARIABLES
         .iter()

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hcpx_egress::{Limits, Refusal};
 use hyper::StatusCode;
-use tokio::io::AsyncReadExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use support::{Answer, Setup, connect, echo, proxy, round_trip, send};
@@ -170,7 +170,7 @@ async fn connections_past_the_cap_are_refused() {
             connections: 2,
             ..Limits::default()
         },
-        forwards: vec![(forward, echo)],
+        forwards: vec![(forward, echo.into())],
         ..Setup::default()
     });
     let mut open = Vec::new();
@@ -206,13 +206,91 @@ async fn port_forwards_copy_to_their_destination() {
     let echo = echo().await;
     let forward = support::std_listener();
     let addr = forward.local_addr().unwrap();
+    let entry = echo.to_string();
     let proxy = proxy(Setup {
-        forwards: vec![(forward, echo)],
+        allow: &[&entry],
+        forwards: vec![(forward, echo.into())],
         ..Setup::default()
     });
     let mut stream = TcpStream::connect(addr).await.unwrap();
     assert_eq!(round_trip(&mut stream, b"PING\r\n").await, b"PING\r\n");
     assert_eq!(proxy.call.refusals(), vec![]);
+}
+
+/// A forward to a name: resolved by the proxy on each connection, and reached only
+/// where the proxy would reach it (here the name leads to loopback, which the
+/// allowlist names as well).
+#[tokio::test]
+async fn a_forward_to_a_name_reaches_what_the_name_resolves_to() {
+    let echo = echo().await;
+    let named = format!("db.example.test:{}", echo.port());
+    let address = echo.to_string();
+    let forward = support::std_listener();
+    let addr = forward.local_addr().unwrap();
+    let proxy = proxy(Setup {
+        allow: &[&named, &address],
+        names: &[("db.example.test", "127.0.0.1")],
+        forwards: vec![(
+            forward,
+            hcpx_egress::Destination {
+                host: "db.example.test".into(),
+                port: echo.port(),
+            },
+        )],
+        ..Setup::default()
+    });
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(round_trip(&mut stream, b"SELECT 1").await, b"SELECT 1");
+    assert_eq!(proxy.call.refusals(), vec![]);
+}
+
+/// A forward is held to the proxy's rules on every connection: a name that resolves
+/// to loopback the allowlist does not name is refused, recorded, and the connection
+/// closed without reaching it; so is a destination the policy does not allow.
+#[tokio::test]
+async fn a_forward_is_refused_what_the_proxy_would_refuse() {
+    let echo = echo().await;
+    let named = format!("db.example.test:{}", echo.port());
+    let (by_name, by_address) = (support::std_listener(), support::std_listener());
+    let (name_addr, address_addr) = (by_name.local_addr().unwrap(), by_address.local_addr().unwrap());
+    let proxy = proxy(Setup {
+        allow: &[&named],
+        names: &[("db.example.test", "127.0.0.1")],
+        forwards: vec![
+            (
+                by_name,
+                hcpx_egress::Destination {
+                    host: "db.example.test".into(),
+                    port: echo.port(),
+                },
+            ),
+            (by_address, echo.into()),
+        ],
+        ..Setup::default()
+    });
+    for addr in [name_addr, address_addr] {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let _ = stream.write_all(b"x").await;
+        let mut buf = [0; 1];
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await;
+        assert!(matches!(read, Ok(Ok(0) | Err(_))), "{addr}: {read:?}");
+    }
+    let port = echo.port();
+    assert_eq!(
+        proxy.call.refusals(),
+        vec![
+            refusal(
+                "db.example.test",
+                port,
+                "db.example.test resolves to 127.0.0.1, a loopback address, which the allowlist does not name"
+            ),
+            refusal(
+                "127.0.0.1",
+                port,
+                &format!("127.0.0.1:{port} is not in the allowlist")
+            ),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -241,7 +319,7 @@ async fn dropping_running_closes_an_open_tunnel() {
     let forward_addr = forward.local_addr().unwrap();
     let mut proxy = proxy(Setup {
         allow: &[&entry],
-        forwards: vec![(forward, echo)],
+        forwards: vec![(forward, echo.into())],
         ..Setup::default()
     });
     let mut tunnel = connect(proxy.addr, &entry).await.unwrap();

@@ -50,7 +50,7 @@ pub(crate) struct Setup<'a> {
     pub(crate) headers: Vec<Header>,
     pub(crate) extra_root: Option<&'a str>,
     pub(crate) limits: Limits,
-    pub(crate) forwards: Vec<(std::net::TcpListener, SocketAddr)>,
+    pub(crate) forwards: Vec<(std::net::TcpListener, hcpx_egress::Destination)>,
 }
 
 pub(crate) fn header(name: &str, value: &str, hosts: &[&str]) -> Header {
