@@ -21,6 +21,7 @@ mod cli;
 mod confine;
 mod docs_wrap;
 mod egress;
+mod egress_forwards;
 mod egress_header;
 mod exec;
 mod grants;

@@ -112,6 +112,10 @@ pub struct NetJoin {
     pub(crate) user: Option<std::os::fd::OwnedFd>,
     #[cfg(target_os = "linux")]
     pub(crate) net: std::os::fd::OwnedFd,
+    /// A mount namespace of the call's own, whose `/etc/hosts` names the call's
+    /// forwards; entered instead of the `/proc` namespace (it is a copy of it).
+    #[cfg(target_os = "linux")]
+    pub(crate) mount: Option<std::os::fd::OwnedFd>,
 }
 
 #[cfg(target_os = "linux")]
@@ -142,7 +146,33 @@ impl Confinement {
     /// The descriptor of the mount namespace the child enters, if any.
     #[cfg(target_os = "linux")]
     pub(crate) fn mount_namespace(&self) -> Option<usize> {
-        self.proc.as_deref().map(|proc| raw(&proc.mount))
+        let own = self.net.as_deref().and_then(|join| join.mount.as_ref());
+        own.or(self.proc.as_deref().map(|proc| &proc.mount)).map(raw)
+    }
+
+    /// Into the call's network namespace (and its user namespace, which gives the
+    /// capabilities to enter it), then into its mount namespace: the call's own
+    /// (owned by that user namespace, so entered after it), else the `/proc`
+    /// namespace. Entering a mount namespace moves a process to its root: the
+    /// caller sets the working folder after.
+    ///
+    /// # Safety
+    /// Only in a child started by the runtime, before it execs.
+    #[cfg(target_os = "linux")]
+    pub(crate) unsafe fn enter_namespaces(&self) -> Result<(), Errno> {
+        // SAFETY: `setns` on descriptors owned by `self`.
+        unsafe {
+            if let Some(join) = &self.net {
+                if let Some(user) = &join.user {
+                    syscall!(Sysno::setns, raw(user), libc::CLONE_NEWUSER)?;
+                }
+                syscall!(Sysno::setns, raw(&join.net), libc::CLONE_NEWNET)?;
+            }
+            if let Some(mount) = self.mount_namespace() {
+                syscall!(Sysno::setns, mount, libc::CLONE_NEWNS)?;
+            }
+        }
+        Ok(())
     }
 
     /// For a process started without a keeper, between fork and exec: the child's
@@ -151,10 +181,25 @@ impl Confinement {
     pub fn enter(&self) -> std::io::Result<()> {
         common().map_err(std::io::Error::from)?;
         #[cfg(target_os = "linux")]
-        // SAFETY: runs in the forked child, which has its own copy of memory.
+        // SAFETY: runs in the forked child, which has its own copy of memory. The
+        // working folder (set by the caller before this runs) is kept by its
+        // descriptor across the namespaces.
         unsafe {
-            self.enter_child(None, false)
-                .map_err(|errno| std::io::Error::from_raw_os_error(errno.into_raw()))
+            (|| {
+                let here = syscall!(
+                    Sysno::openat,
+                    libc::AT_FDCWD,
+                    c".".as_ptr(),
+                    libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC
+                )?;
+                let entered = self.enter_namespaces();
+                let back = syscall!(Sysno::fchdir, here);
+                let _ = syscall!(Sysno::close, here);
+                entered?;
+                back?;
+                self.enter_child(None, false)
+            })()
+            .map_err(|errno| std::io::Error::from_raw_os_error(errno.into_raw()))
         }
         #[cfg(not(target_os = "linux"))]
         Ok(())
@@ -204,14 +249,6 @@ impl Confinement {
         // SAFETY: system calls on integers, on descriptors owned by `self`, and on
         // structures on this stack or owned by `self`.
         unsafe {
-            // Into the call's network namespace, while it still may (entering takes
-            // the capabilities dropped below; its user namespace gives them there).
-            if let Some(join) = &self.net {
-                if let Some(user) = &join.user {
-                    syscall!(Sysno::setns, raw(user), libc::CLONE_NEWUSER)?;
-                }
-                syscall!(Sysno::setns, raw(&join.net), libc::CLONE_NEWNET)?;
-            }
             syscall!(Sysno::prctl, libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0)?;
             if let Some(keeper) = keeper {
                 syscall!(Sysno::setpgid, 0, 0)?;

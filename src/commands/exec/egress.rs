@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use hcpx_egress::{Allow, Call, Header, Policy, Refusal, Running};
+use hcpx_egress::{Allow, Call, Destination, Header, Policy, Refusal, Running};
 use hcpx_pack::manifest::{Endpoint, Host};
 
 use crate::binding::Secret;
@@ -43,6 +43,8 @@ const SYSTEM_BUNDLES: [&str; 3] = [
     "/etc/pki/tls/certs/ca-bundle.crt",
     "/etc/ssl/ca-bundle.pem",
 ];
+/// The machine's hosts file, whose loopback names the namespace's keeps.
+const ETC_HOSTS: &str = "/etc/hosts";
 /// The variable that names extra roots the proxy trusts for real servers (a
 /// company's TLS inspection, a test's own authority).
 pub(crate) const EXTRA_ROOTS: &str = "HCP_EGRESS_ROOTS";
@@ -82,18 +84,106 @@ fn failure(message: String) -> Failure {
     .next(Next::hcpx(["doctor"]))
 }
 
-/// The forwards a command's allowlist gets: each entry that is a loopback address,
-/// listened on at that very address in the namespace and connected to outside (for
-/// clients that ignore proxy variables, such as psql and redis-cli). Other entries
-/// are reached through the proxy.
-pub(super) fn forwards(allow: &[Endpoint]) -> Vec<SocketAddr> {
-    allow
+/// Where forwarded names get their addresses in the namespace: loopback addresses
+/// from 127.100.0.1 up, each name its own (so that two names may share a port).
+const NAMED_FROM: [u8; 4] = [127, 100, 0, 1];
+
+/// One port forward: where it listens in the namespace, and what it leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Forward {
+    pub(super) listen: SocketAddr,
+    pub(super) to: Destination,
+}
+
+/// A command's port forwards, and the names the namespace's hosts file gives the
+/// addresses of their listeners.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Forwards {
+    pub(super) list: Vec<Forward>,
+    pub(super) names: Vec<(IpAddr, String)>,
+}
+
+/// The forwards a command's allowlist gets, for clients that ignore proxy variables
+/// (psql, redis-cli). Each entry is listened on in the namespace where such a
+/// client would connect, and its connections go where the proxy would let them:
+/// - an IP entry at that very address (one that is not loopback is put on the
+///   namespace's `lo` for it);
+/// - `localhost` at 127.0.0.1;
+/// - another name at a loopback address of its own, which the namespace's hosts
+///   file gives that name (the name is resolved outside, on each connection).
+///
+/// A `*.suffix` entry names no host to forward: only the proxy reaches those.
+pub(super) fn forwards(allow: &[Endpoint]) -> Forwards {
+    let taken: Vec<IpAddr> = allow
         .iter()
         .filter_map(|endpoint| match endpoint.host {
-            Host::Ip(ip) if ip.is_loopback() => Some(SocketAddr::new(ip, endpoint.port)),
+            Host::Ip(ip) => Some(ip),
             _ => None,
         })
-        .collect()
+        .collect();
+    let mut next = u32::from_be_bytes(NAMED_FROM);
+    let mut forwards = Forwards::default();
+    for endpoint in allow {
+        let (ip, host) = match &endpoint.host {
+            Host::Ip(ip) if ip.is_unspecified() || ip.is_multicast() => continue,
+            Host::Ip(ip) => (*ip, Destination::from(SocketAddr::new(*ip, endpoint.port)).host),
+            Host::Name(name) if name == "localhost" => (IpAddr::V4(Ipv4Addr::LOCALHOST), name.clone()),
+            Host::Name(name) => {
+                let known = forwards.names.iter().find(|(_, known)| known == name);
+                let ip = match known {
+                    Some((ip, _)) => *ip,
+                    None => {
+                        let ip = loop {
+                            let ip = IpAddr::V4(Ipv4Addr::from(next));
+                            next += 1;
+                            if !taken.contains(&ip) {
+                                break ip;
+                            }
+                        };
+                        forwards.names.push((ip, name.clone()));
+                        ip
+                    }
+                };
+                (ip, name.clone())
+            }
+            Host::Suffix(_) => continue,
+        };
+        let listen = SocketAddr::new(ip, endpoint.port);
+        if forwards.list.iter().all(|forward| forward.listen != listen) {
+            forwards.list.push(Forward {
+                listen,
+                to: Destination {
+                    host,
+                    port: endpoint.port,
+                },
+            });
+        }
+    }
+    forwards
+}
+
+/// The hosts file of a namespace whose forwards give `names`: those names first, then
+/// the loopback lines of the machine's `machine` file without them (an address
+/// outside is out of reach in the namespace anyway).
+pub(super) fn hosts_file(names: &[(IpAddr, String)], machine: &str) -> String {
+    let mut out = String::from("# Written by hcpx for one call: the names its allowlist forwards.\n");
+    for (ip, name) in names {
+        out.push_str(&format!("{ip} {name}\n"));
+    }
+    let ours = |word: &str| names.iter().any(|(_, name)| name.eq_ignore_ascii_case(word));
+    for line in machine.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        let mut words = line.split_whitespace();
+        let Some(address) = words.next() else { continue };
+        if !address.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+            continue;
+        }
+        let kept: Vec<&str> = words.filter(|word| !ours(word)).collect();
+        if !kept.is_empty() {
+            out.push_str(&format!("{address} {}\n", kept.join(" ")));
+        }
+    }
+    out
 }
 
 /// Sets up the call's egress for `allow`, with `headers` added on the way out.
@@ -106,12 +196,17 @@ pub(super) fn prepare(
     let forwards = forwards(allow);
     let proxy_at = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
     let addrs: Vec<SocketAddr> = std::iter::once(proxy_at)
-        .chain(forwards.iter().copied())
+        .chain(forwards.list.iter().map(|forward| forward.listen))
         .collect();
+    // Forwarded names get a hosts file, which keeps the machine's loopback names.
+    let hosts = (!forwards.names.is_empty()).then(|| {
+        let machine = std::fs::read_to_string(ETC_HOSTS).unwrap_or_default();
+        hosts_file(&forwards.names, &machine)
+    });
     let namespace = ctx
         .session
         .sandbox
-        .net_namespace(&addrs)
+        .net_namespace(&addrs, hosts.as_deref())
         .map_err(|error| failure(format!("cannot make the network namespace: {error}")))?;
     let mut listeners = namespace.listeners.into_iter();
     let proxy = listeners
@@ -122,7 +217,7 @@ pub(super) fn prepare(
         .map_err(|error| failure(format!("the proxy's listener has no address: {error}")))?
         .port();
     let ports: Vec<u16> = std::iter::once(proxy_port)
-        .chain(forwards.iter().map(SocketAddr::port))
+        .chain(forwards.list.iter().map(|forward| forward.listen.port()))
         .collect();
     let tls = !headers.is_empty();
     let (authority, upstream) = ctx
@@ -149,7 +244,7 @@ pub(super) fn prepare(
         .serve(
             proxy,
             listeners
-                .zip(forwards.into_iter().map(hcpx_egress::Destination::from))
+                .zip(forwards.list.into_iter().map(|forward| forward.to))
                 .collect(),
         )
         .map_err(|error| failure(format!("cannot serve the proxy: {error}")))?;
@@ -160,6 +255,7 @@ pub(super) fn prepare(
     if tls {
         env.extend(authority_files(tmpdir, authority.cert_pem())?);
     }
+
     Ok(Egress {
         _running: running,
         call,
@@ -200,5 +296,82 @@ pub(super) fn warning(refusal: &Refusal) -> crate::reply::Warning {
         host: refusal.host.clone(),
         port: refusal.port,
         why: refusal.why.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forward(listen: &str, host: &str, port: u16) -> Forward {
+        Forward {
+            listen: listen.parse().unwrap(),
+            to: Destination {
+                host: host.to_owned(),
+                port,
+            },
+        }
+    }
+
+    /// Every entry that names one host gets a forward where a client that ignores
+    /// the proxy would connect: IPs at themselves, `localhost` at 127.0.0.1, names
+    /// at an address of their own (one per name, past the addresses IP entries use),
+    /// each listen address once; `*.suffix` entries get none.
+    #[test]
+    fn forwards_listen_where_clients_connect() {
+        let allow: Vec<Endpoint> = [
+            "127.0.0.1:5432",
+            "10.0.0.5:5432",
+            "[2001:db8::5]:6379",
+            "localhost:8080",
+            "127.100.0.1:9000",
+            "db.example.com:5432",
+            "cache.example.com:6379",
+            "db.example.com:5433",
+            "*.example.org:443",
+            "10.0.0.5:5432",
+        ]
+        .iter()
+        .map(|entry| Endpoint::parse(entry).unwrap())
+        .collect();
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            forwards(&allow),
+            Forwards {
+                list: vec![
+                    forward("127.0.0.1:5432", "127.0.0.1", 5432),
+                    forward("10.0.0.5:5432", "10.0.0.5", 5432),
+                    forward("[2001:db8::5]:6379", "[2001:db8::5]", 6379),
+                    forward("127.0.0.1:8080", "localhost", 8080),
+                    forward("127.100.0.1:9000", "127.100.0.1", 9000),
+                    forward("127.100.0.2:5432", "db.example.com", 5432),
+                    forward("127.100.0.3:6379", "cache.example.com", 6379),
+                    forward("127.100.0.2:5433", "db.example.com", 5433),
+                ],
+                names: vec![
+                    (ip("127.100.0.2"), "db.example.com".to_owned()),
+                    (ip("127.100.0.3"), "cache.example.com".to_owned()),
+                ],
+            }
+        );
+    }
+
+    /// The namespace's hosts file: the forwarded names, then the machine's loopback
+    /// lines without those names (a line left with no name goes); other addresses
+    /// and comments go.
+    #[test]
+    fn the_hosts_file_gives_forwarded_names_their_listeners() {
+        let names = [("127.100.0.1".parse().unwrap(), "db.example.com".to_owned())];
+        let machine = "127.0.0.1\tlocalhost\n::1 localhost ip6-localhost # both\n\
+                       192.0.2.10 db.example.com other\n127.0.1.1 vm DB.example.com\n\
+                       127.0.0.2 db.example.com\n# 127.0.0.3 gone\n";
+        assert_eq!(
+            hosts_file(&names, machine),
+            "# Written by hcpx for one call: the names its allowlist forwards.\n\
+             127.100.0.1 db.example.com\n\
+             127.0.0.1 localhost\n\
+             ::1 localhost ip6-localhost\n\
+             127.0.1.1 vm\n"
+        );
     }
 }

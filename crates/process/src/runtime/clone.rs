@@ -598,11 +598,10 @@ unsafe fn exec(prepared: &Prepared<'_>, keeper: i32) -> Errno {
             dup_to(prepared.stdin, 0)?;
             dup_to(prepared.stdout, 1)?;
             dup_to(prepared.stderr, 2)?;
-            // Into the namespace with a /proc of its own, before the working folder:
-            // entering a mount namespace moves a process to its root.
-            if let Some(mount) = prepared.confinement.mount_namespace() {
-                syscall!(Sysno::setns, mount, libc::CLONE_NEWNS)?;
-            }
+            // Into the namespaces (the mount namespace with a /proc of its own among
+            // them) before the working folder: entering a mount namespace moves a
+            // process to its root.
+            prepared.confinement.enter_namespaces()?;
             syscall!(Sysno::chdir, prepared.cwd.as_ptr())?;
             prepared
                 .confinement

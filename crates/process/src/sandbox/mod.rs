@@ -372,17 +372,35 @@ pub struct Cache {
     folders: std::sync::Arc<ahead::Folders>,
 }
 
-/// A network namespace made ahead, with the addresses of its listeners.
+/// What a call's network namespace is made for: the addresses of its listeners,
+/// and what `/etc/hosts` reads in its mount namespace, when it has one.
 #[cfg(target_os = "linux")]
-type Ahead = (Vec<std::net::SocketAddr>, crate::runtime::NetNamespace);
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NetKey {
+    addrs: Vec<std::net::SocketAddr>,
+    hosts: Option<String>,
+}
 
-/// A network namespace with listeners on `addrs`, in a user namespace of its own
-/// when this process lacks CAP_SYS_ADMIN.
+/// A network namespace made ahead, with what it was made for.
 #[cfg(target_os = "linux")]
-fn make_net(addrs: &[std::net::SocketAddr]) -> std::io::Result<crate::runtime::NetNamespace> {
+type Ahead = (NetKey, crate::runtime::NetNamespace);
+
+/// A network namespace as `key` says, in a user namespace of its own when this
+/// process lacks CAP_SYS_ADMIN; its mount namespace a copy of `base` when given.
+#[cfg(target_os = "linux")]
+fn make_net(
+    key: &NetKey,
+    base: Option<&crate::confine::ProcNamespace>,
+) -> std::io::Result<crate::runtime::NetNamespace> {
+    use std::os::fd::AsFd as _;
     let admin = rustix::thread::capabilities(None)
         .is_ok_and(|sets| sets.effective.contains(rustix::thread::CapabilitySet::SYS_ADMIN));
-    crate::runtime::net_namespace(!admin, addrs)
+    crate::runtime::net_namespace(
+        !admin,
+        &key.addrs,
+        key.hosts.as_deref().map(str::as_bytes),
+        base.map(|base| base.mount.as_fd()),
+    )
 }
 
 /// The most namespaces kept made ahead.
@@ -444,32 +462,43 @@ impl Cache {
 
     /// A network namespace for one call with listeners on `addrs` (see
     /// [`crate::runtime::net_namespace`]); in a user namespace of its own when hcpx
-    /// cannot make one alone (it lacks CAP_SYS_ADMIN). Never shared by two calls: a
-    /// namespace made ahead is taken out of the cache by the call that gets it, and
-    /// a prefetching cache then makes the next one for the same addresses on a
-    /// thread of its own, off the call's path.
+    /// cannot make one alone (it lacks CAP_SYS_ADMIN). With `hosts`, also a mount
+    /// namespace whose `/etc/hosts` reads that (a copy of the `/proc` namespace,
+    /// where the call would enter that). Never shared by two calls: a namespace made
+    /// ahead is taken out of the cache by the call that gets it, and a prefetching
+    /// cache then makes the next one for the same addresses on a thread of its own,
+    /// off the call's path.
     #[cfg(target_os = "linux")]
     pub fn net_namespace(
         &self,
         addrs: &[std::net::SocketAddr],
+        hosts: Option<&str>,
     ) -> std::io::Result<crate::runtime::NetNamespace> {
+        let key = NetKey {
+            addrs: addrs.to_vec(),
+            hosts: hosts.map(str::to_owned),
+        };
+        let base = match hosts.is_some() && self.machine().process_list.enforced {
+            true => Some(self.linux.proc().map_err(std::io::Error::other)?),
+            false => None,
+        };
         let (ahead, left) = match self.nets.lock() {
             Ok(mut nets) => {
                 let ahead = nets
                     .iter()
-                    .position(|(key, _)| key.as_slice() == addrs)
+                    .position(|(made, _)| *made == key)
                     .map(|index| nets.swap_remove(index).1);
-                (ahead, nets.iter().any(|(key, _)| key.as_slice() == addrs))
+                (ahead, nets.iter().any(|(made, _)| *made == key))
             }
             Err(_) => (None, true),
         };
         if self.prefetch && !left {
             let nets = std::sync::Arc::clone(&self.nets);
-            let key = addrs.to_vec();
+            let (key, base) = (key.clone(), base.clone());
             let _ = std::thread::Builder::new()
                 .name("hcpx-netns".to_owned())
                 .spawn(move || {
-                    if let Ok(namespace) = make_net(&key)
+                    if let Ok(namespace) = make_net(&key, base.as_deref())
                         && let Ok(mut nets) = nets.lock()
                         && nets.len() < NETS_AHEAD
                     {
@@ -479,7 +508,7 @@ impl Cache {
         }
         match ahead {
             Some(namespace) => Ok(namespace),
-            None => make_net(addrs),
+            None => make_net(&key, base.as_deref()),
         }
     }
 
@@ -492,7 +521,13 @@ impl Cache {
         let egress = &self.machine().egress;
         #[cfg(target_os = "linux")]
         if egress.enforced
-            && let Err(error) = make_net(&[])
+            && let Err(error) = make_net(
+                &NetKey {
+                    addrs: Vec::new(),
+                    hosts: None,
+                },
+                None,
+            )
         {
             return Support::no(format!(
                 "the system's settings allow a network namespace, but making one failed: {error}"

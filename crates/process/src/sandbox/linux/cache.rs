@@ -74,7 +74,7 @@ impl Cache {
         Ok(ruleset)
     }
 
-    pub(super) fn proc(&self) -> Result<Arc<ProcNamespace>, String> {
+    pub(in crate::sandbox) fn proc(&self) -> Result<Arc<ProcNamespace>, String> {
         self.proc
             .get_or_init(|| {
                 // As root, the system's secrets are covered in the namespace; where

@@ -1,0 +1,225 @@
+//! `network.allow` for clients that ignore proxy variables (psql, redis-cli): each
+//! entry that names one host is forwarded where such a client connects. The
+//! fixture `forwards` is allowed `ADDRESS:PORT` (the machine's own address, not
+//! loopback), `db.hcpx.test:PORT` and `*.hcpx.test:PORT`, and connects straight to
+//! them, by address and by name, and to places it is not allowed. hcpx runs in a
+//! mount namespace of the test's whose hosts file says `db.hcpx.test` is ADDRESS
+//! (as a DNS server would), so that the name resolves outside the sandbox only.
+//! Run as root and as an unprivileged user.
+
+use std::io::{Read as _, Write as _};
+use std::net::{IpAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::common::{Nobody, TestEnv, fixture, is_root, require, require_kernel_layers};
+
+/// A server on the machine's address that answers `pong` and counts connections.
+struct Server {
+    reached: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    port: u16,
+}
+
+impl Server {
+    fn start(address: IpAddr) -> Self {
+        let listener = TcpListener::bind((address, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let reached = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, done) = (Arc::clone(&reached), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        stream.set_nonblocking(false).unwrap();
+                        stream.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                        let mut buffer = [0_u8; 64];
+                        let _ = stream.read(&mut buffer);
+                        let _ = stream.write_all(b"pong");
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Self { reached, stop, port }
+    }
+
+    fn reached(&self) -> usize {
+        self.reached.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The machine's first IPv4 address that is not loopback, from `ip(8)`.
+fn machine_address() -> Option<IpAddr> {
+    let output = Command::new("ip")
+        .args(["-o", "-4", "address", "show", "scope", "global"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout).lines().find_map(|line| {
+        let cidr = line
+            .split_whitespace()
+            .skip_while(|word| *word != "inet")
+            .nth(1)?;
+        cidr.split('/').next()?.parse().ok()
+    })
+}
+
+/// The fixture, allowed `address:port`, `db.hcpx.test:port` and `*.hcpx.test:port`.
+fn forwards_pack(packs: &Path, address: IpAddr, port: u16) {
+    let dir = packs.join("forwards");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["forwards", "SKILL.md"] {
+        std::fs::copy(fixture("forwards").join(file), dir.join(file)).unwrap();
+    }
+    let manifest = std::fs::read_to_string(fixture("forwards").join("hcp.json"))
+        .unwrap()
+        .replace("@ADDRESS@", &address.to_string())
+        .replace("@PORT@", &port.to_string());
+    std::fs::write(dir.join("hcp.json"), manifest).unwrap();
+}
+
+/// `command` run in a mount namespace of its own whose `/etc/hosts` is `hosts`;
+/// its mounts are shared within that namespace, so that a mount the call made
+/// without keeping it to itself would show there. What `/etc/hosts` reads there
+/// once the command is done is written to `after`.
+fn with_hosts(command: &Command, hosts: &Path, after: &Path) -> Command {
+    let script = r#"mount --make-rprivate / && mount --make-rshared / && mount --bind "$0" /etc/hosts || exit 90
+"$@"; code=$?; cat /etc/hosts > "$HCP_TEST_AFTER"; exit $code"#;
+    let mut wrapped = Command::new("unshare");
+    wrapped
+        .args(["--mount", "sh", "-c", script])
+        .arg(hosts)
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear()
+        .env("HCP_TEST_AFTER", after)
+        .stdin(std::process::Stdio::null());
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+/// The hosts file outside the sandbox: the machine's, and the test's name.
+fn outside_hosts(dir: &Path, address: IpAddr) -> (PathBuf, String) {
+    let machine = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    let content = format!("{machine}\n{address} db.hcpx.test\n");
+    let path = dir.join("outside-hosts");
+    std::fs::write(&path, &content).unwrap();
+    (path, content)
+}
+
+fn check(output: &std::process::Output, server: &Server, other: &Server, after: &Path, outside: &str) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let envelope: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(output.status.code(), Some(0), "{envelope:#}");
+    let results: serde_json::Value =
+        serde_json::from_str(envelope["stdout"].as_str().unwrap()).unwrap_or_else(|_| panic!("{envelope:#}"));
+    let reached: Vec<(&str, &str)> = ["by-address", "by-name", "by-name-again", "resolved"]
+        .into_iter()
+        .map(|name| (name, results[name].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        reached,
+        [
+            ("by-address", "reached: pong"),
+            ("by-name", "reached: pong"),
+            ("by-name-again", "reached: pong"),
+            ("resolved", "reached: ['127.100.0.1']"),
+        ],
+        "{results:#}"
+    );
+    for name in ["suffix-name", "other-port", "other-name"] {
+        assert!(
+            results[name].as_str().unwrap().starts_with("failed: "),
+            "{name} got through: {results:#}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((server.reached(), other.reached()), (3, 0));
+    assert_eq!(envelope.get("warnings"), None, "{envelope:#}");
+    // The call's hosts file was its own: the namespace hcpx ran in reads its own.
+    assert_eq!(std::fs::read_to_string(after).unwrap(), outside);
+}
+
+fn have_tools() -> Option<IpAddr> {
+    let tools = ["/usr/bin/python3", "/usr/bin/unshare", "/usr/bin/ip"]
+        .iter()
+        .all(|tool| Path::new(tool).exists());
+    if !require(
+        tools && is_root(),
+        "root (to make mount namespaces), python3, unshare and ip",
+    ) || !require_kernel_layers()
+    {
+        return None;
+    }
+    let address = machine_address();
+    require(address.is_some(), "an IPv4 address that is not loopback").then_some(address?)
+}
+
+#[test]
+fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_as_root() {
+    let Some(address) = have_tools() else {
+        return;
+    };
+    let (server, other) = (Server::start(address), Server::start(address));
+    let env = TestEnv::new();
+    forwards_pack(&env.home().join("packs"), address, server.port);
+    let (hosts, content) = outside_hosts(&env.home(), address);
+    let after = env.home().join("after");
+    let params = [
+        format!("address={address}"),
+        format!("port={}", server.port),
+        format!("other={}", other.port),
+    ];
+    let mut args = vec!["exec", "forwards", "reach", "--json", "--"];
+    args.extend(params.iter().map(String::as_str));
+    let output = with_hosts(&env.command(&args), &hosts, &after).output().unwrap();
+    check(&output, &server, &other, &after, &content);
+}
+
+#[test]
+fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_unprivileged() {
+    let Some(address) = have_tools() else {
+        return;
+    };
+    let (server, other) = (Server::start(address), Server::start(address));
+    let Some(_) = crate::common::as_user(65534, "true") else {
+        return;
+    };
+    let nobody = Nobody::with(&["home/packs", "work", "user"]);
+    forwards_pack(&nobody.base.join("home/packs"), address, server.port);
+    nobody.give();
+    let outside = tempfile::tempdir().unwrap();
+    let (hosts, content) = outside_hosts(outside.path(), address);
+    let after = outside.path().join("after");
+    let params = [
+        format!("address={address}"),
+        format!("port={}", server.port),
+        format!("other={}", other.port),
+    ];
+    let mut args = vec!["exec", "forwards", "reach", "--json", "--"];
+    args.extend(params.iter().map(String::as_str));
+    let output = with_hosts(&nobody.command(&args), &hosts, &after)
+        .output()
+        .unwrap();
+    check(&output, &server, &other, &after, &content);
+}
