@@ -7,10 +7,11 @@
 //! (as a DNS server would), so that the name resolves outside the sandbox only.
 //! Run as root and as an unprivileged user.
 
+use std::io::BufReader;
 use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -104,8 +105,7 @@ fn with_hosts(command: &Command, hosts: &Path, after: &Path) -> Command {
         .arg(command.get_program())
         .args(command.get_args())
         .env_clear()
-        .env("HCP_TEST_AFTER", after)
-        .stdin(std::process::Stdio::null());
+        .env("HCP_TEST_AFTER", after);
     for (key, value) in command.get_envs() {
         if let Some(value) = value {
             wrapped.env(key, value);
@@ -131,6 +131,17 @@ fn check(output: &std::process::Output, server: &Server, other: &Server, after: 
     let envelope: serde_json::Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
     assert_eq!(output.status.code(), Some(0), "{envelope:#}");
+    check_envelope(&envelope);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((server.reached(), other.reached()), (3, 0));
+    // The call's hosts file was its own: the namespace hcpx ran in reads its own.
+    assert_eq!(std::fs::read_to_string(after).unwrap(), outside);
+}
+
+/// One call's result: the allowed places reached by address and by name (which
+/// resolves to the forward's own address), the others not, and no refusal.
+fn check_envelope(envelope: &serde_json::Value) {
+    assert_eq!(envelope["exitCode"], 0, "{envelope:#}");
     let results: serde_json::Value =
         serde_json::from_str(envelope["stdout"].as_str().unwrap()).unwrap_or_else(|_| panic!("{envelope:#}"));
     let reached: Vec<(&str, &str)> = ["by-address", "by-name", "by-name-again", "resolved"]
@@ -153,11 +164,7 @@ fn check(output: &std::process::Output, server: &Server, other: &Server, after: 
             "{name} got through: {results:#}"
         );
     }
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!((server.reached(), other.reached()), (3, 0));
     assert_eq!(envelope.get("warnings"), None, "{envelope:#}");
-    // The call's hosts file was its own: the namespace hcpx ran in reads its own.
-    assert_eq!(std::fs::read_to_string(after).unwrap(), outside);
 }
 
 fn have_tools() -> Option<IpAddr> {
@@ -192,7 +199,10 @@ fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_as_root() {
     ];
     let mut args = vec!["exec", "forwards", "reach", "--json", "--"];
     args.extend(params.iter().map(String::as_str));
-    let output = with_hosts(&env.command(&args), &hosts, &after).output().unwrap();
+    let output = with_hosts(&env.command(&args), &hosts, &after)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     check(&output, &server, &other, &after, &content);
 }
 
@@ -222,4 +232,54 @@ fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_unprivileged(
         .output()
         .unwrap();
     check(&output, &server, &other, &after, &content);
+}
+
+/// Through a running `hcpx mcp`, whose calls take namespaces made ahead (each made
+/// with the hosts file of the call before): three calls in a row reach the same.
+#[test]
+fn a_server_forwards_names_call_after_call() {
+    let Some(address) = have_tools() else {
+        return;
+    };
+    let (server, other) = (Server::start(address), Server::start(address));
+    let env = TestEnv::new();
+    forwards_pack(&env.home().join("packs"), address, server.port);
+    let (hosts, content) = outside_hosts(&env.home(), address);
+    let after = env.home().join("after");
+    let mut child = with_hosts(&env.command(&["mcp"]), &hosts, &after)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut mcp = crate::mcp::Process {
+        child,
+        stdin,
+        stdout,
+        largest: 0,
+    };
+    mcp.send(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
+    mcp.until(1);
+    mcp.send(&serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let argv = serde_json::json!([
+        "exec",
+        "forwards",
+        "reach",
+        "--",
+        format!("address={address}"),
+        format!("port={}", server.port),
+        format!("other={}", other.port)
+    ]);
+    for id in 2..5 {
+        let response = mcp.call(id, argv.clone());
+        check_envelope(&response["result"]["structuredContent"]);
+    }
+    let (code, stderr) = mcp.close();
+    assert_eq!(code, 0, "{stderr}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!((server.reached(), other.reached()), (9, 0));
+    assert_eq!(std::fs::read_to_string(after).unwrap(), content);
 }
