@@ -9,7 +9,12 @@
 //!   machine description without it), then with none of them;
 //! - the same with the pack's network on (`"network": true`): what taking the
 //!   network away costs;
-//! - a whole `hcpx exec …` process per call.
+//! - a whole `hcpx exec …` process per call;
+//! - run as root, the same CLI process and the direct run as `nobody` too (through
+//!   `setpriv`, both alike): agents run hcpx as a user, and a root process also
+//!   makes its `/proc` namespace;
+//! - with `HCP_BENCH_CLI=/path/to/another/hcpx` (a static build, say), that build's
+//!   CLI process too, in the same rounds.
 //!
 //! Prints p50 and p99 and the added milliseconds, and the CPU time per call, which
 //! a loaded machine changes far less than the wall time; never asserts on time.
@@ -158,21 +163,12 @@ fn main() {
         ));
         assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
     };
-    let mut cli = || {
-        let output = Command::new(bin)
-            .args(["exec", "probe", "args", "--", "text=hello"])
-            .current_dir(&work)
-            .env_clear()
-            .env("PATH", path)
-            .env("HCP_HOME", &home)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+    let cleared = |program: &Path| {
+        let mut command = Command::new(program);
+        command.env_clear();
+        command
     };
+    let mut cli = || run_cli(cleared(Path::new(bin)), &work, &home, path);
     // For a profiler: only the in-process exec with every layer, N times; with the
     // feature `marks`, the median time of each step it marks, and of a direct run.
     if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
@@ -188,6 +184,36 @@ fn main() {
     }
     variants.push(&mut with_network);
     variants.push(&mut cli);
+    // Another build's CLI, and every CLI as `nobody`, when asked and possible.
+    let other = std::env::var_os("HCP_BENCH_CLI").map(PathBuf::from);
+    let mut other_cli = other.as_ref().map(|other| {
+        let (work, home) = (work.clone(), home.clone());
+        move || run_cli(cleared(other), &work, &home, path)
+    });
+    let nobody = Nobody::new(bin, other.as_deref(), &home, &script);
+    let mut nobody_runs: Vec<Box<dyn FnMut()>> = nobody.as_ref().map_or_else(Vec::new, |nobody| {
+        let mut runs: Vec<Box<dyn FnMut()>> = vec![Box::new(|| {
+            let output = nobody
+                .command(&nobody.script)
+                .args(["args", "--text=hello", "--"])
+                .current_dir(&nobody.work)
+                .output()
+                .unwrap();
+            assert!(output.status.success());
+        })];
+        for bin in &nobody.bins {
+            runs.push(Box::new(|| {
+                run_cli(nobody.command(bin), &nobody.work, &nobody.home, path);
+            }));
+        }
+        runs
+    });
+    if let Some(other_cli) = other_cli.as_mut() {
+        variants.push(other_cli);
+    }
+    for run in &mut nobody_runs {
+        variants.push(run.as_mut());
+    }
     let runs = std::env::var("HCP_BENCH_RUNS")
         .ok()
         .and_then(|runs| runs.parse().ok())
@@ -225,7 +251,7 @@ fn main() {
         };
         line(&format!("in-process exec, {label}"), timing, added + &costs);
     }
-    let network = results[results.len() - 2];
+    let network = results[contexts.len() + 1];
     line(
         "in-process exec, every layer, network: true",
         &network,
@@ -237,16 +263,109 @@ fn main() {
             ms(every.cpu) - ms(network.cpu)
         ),
     );
-    let cli = results[results.len() - 1];
-    line(
-        "hcpx exec CLI process, every layer",
-        &cli,
+    let added = |timing: &common::Timing, base: &common::Timing| {
         format!(
             "  added {:>6.3} ms p50, {:>6.3} ms cpu",
-            ms(cli.p50) - ms(direct.p50),
-            ms(cli.cpu) - ms(direct.cpu)
-        ),
+            ms(timing.p50) - ms(base.p50),
+            ms(timing.cpu) - ms(base.cpu)
+        )
+    };
+    let mut rest = results[contexts.len() + 2..].iter();
+    if let Some(cli) = rest.next() {
+        line("hcpx exec CLI process, every layer", cli, added(cli, &direct));
+    }
+    if other.is_some()
+        && let Some(cli) = rest.next()
+    {
+        line("  the same, HCP_BENCH_CLI's build", cli, added(cli, &direct));
+    }
+    if let Some(direct) = rest.next() {
+        line("direct, as nobody (through setpriv)", direct, String::new());
+        for (cli, label) in rest.zip([
+            "hcpx exec CLI process, as nobody",
+            "  the same, HCP_BENCH_CLI's build",
+        ]) {
+            line(label, cli, added(cli, direct));
+        }
+    } else {
+        println!("  (not run as nobody: that takes root and setpriv)");
+    }
+}
+
+/// One `hcpx exec` CLI process (`command` is hcpx, or what runs it), which must succeed.
+fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str) {
+    let output = command
+        .args(["exec", "probe", "args", "--", "text=hello"])
+        .current_dir(work)
+        .env("PATH", path)
+        .env("HCP_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// `nobody`'s copy of the pack and of the binaries (the build folder may not be
+/// reachable for it), in a folder of its own: made only when the bench runs as root
+/// and setpriv is there.
+struct Nobody {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    script: PathBuf,
+    bins: Vec<PathBuf>,
+}
+
+impl Nobody {
+    const SETPRIV: &str = "/usr/bin/setpriv";
+
+    fn new(bin: &str, other: Option<&Path>, home: &Path, script: &Path) -> Option<Self> {
+        if !rustix::process::geteuid().is_root() || !Path::new(Self::SETPRIV).exists() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        let (own_home, work) = (base.join("home"), base.join("work"));
+        std::fs::create_dir_all(&work).unwrap();
+        copy_dir(&home.join("packs/probe"), &own_home.join("packs/probe"));
+        let mut bins = vec![base.join("hcpx")];
+        std::fs::copy(bin, &bins[0]).unwrap();
+        if let Some(other) = other {
+            bins.push(base.join("hcpx-other"));
+            std::fs::copy(other, &bins[1]).unwrap();
+        }
+        let owned = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(base)
+            .status()
+            .unwrap();
+        assert!(owned.success());
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let script = own_home.join("packs/probe").join(script.file_name().unwrap());
+        Some(Self {
+            _dir: dir,
+            home: own_home,
+            work,
+            script,
+            bins,
+        })
+    }
+
+    /// `program` as nobody, with a cleared environment (PATH and HOME set).
+    fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(Self::SETPRIV);
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(program)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.work);
+        command
+    }
 }
 
 /// Runs `run` `times` times and prints the median of each step the code marks

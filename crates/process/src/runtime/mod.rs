@@ -52,6 +52,8 @@ pub(crate) const DRAIN: Duration = Duration::from_millis(300);
 pub(crate) const KEEPER_GRACE: Duration = Duration::from_secs(5);
 /// A capture larger than this grows to its full room in one step.
 const GROW_AT_ONCE: usize = 1024 * 1024;
+/// What one read of a child's stdout or stderr takes at most.
+const READ_CHUNK: usize = 64 * 1024;
 /// How often a progress callback is called while the child runs.
 pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -553,8 +555,11 @@ pub async fn run_child(
         stderr_total: 0,
         cap,
     };
-    let mut out_chunk = vec![0_u8; 64 * 1024];
-    let mut err_chunk = vec![0_u8; 64 * 1024];
+    // Read into capacity, never zeroed: a zeroed 64 KiB buffer touches every page of
+    // it (16 page faults each, in a fresh CLI process) for output that is mostly a
+    // few bytes.
+    let mut out_chunk: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut err_chunk: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut ending = Ending::Exited;
     let mut status = None;
     let mut stop_reading_at: Option<tokio::time::Instant> = None;
@@ -576,12 +581,18 @@ pub async fn run_child(
         }
         let running = ending == Ending::Exited && status.is_none();
         tokio::select! {
-            read = async { stdout.as_mut()?.read(&mut out_chunk).await.ok() }, if stdout.is_some() => {
+            read = async {
+                out_chunk.clear();
+                stdout.as_mut()?.read_buf(&mut out_chunk).await.ok()
+            }, if stdout.is_some() => {
                 if !capture.read(true, read, &out_chunk, &mut stdout) && running {
                     kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                 }
             }
-            read = async { stderr.as_mut()?.read(&mut err_chunk).await.ok() }, if stderr.is_some() => {
+            read = async {
+                err_chunk.clear();
+                stderr.as_mut()?.read_buf(&mut err_chunk).await.ok()
+            }, if stderr.is_some() => {
                 if !capture.read(false, read, &err_chunk, &mut stderr) && running {
                     kill_at = Some(stopper.stop(&mut ending, Ending::Overflow));
                 }
