@@ -24,12 +24,14 @@ fn sh_lines(markdown: &str) -> Vec<(usize, String)> {
 }
 
 /// Lines not run here, and why. Nothing in the tour needs the network or npm;
-/// these are the build and the suites themselves.
+/// these are the build, the suites themselves and an install.
 fn skipped(line: &str) -> Option<&'static str> {
     if line.starts_with("scripts/test.sh") {
         Some("the test suite this test is part of")
     } else if line.starts_with("cargo bench") {
         Some("benchmarks: minutes of generated packs, not an example")
+    } else if line.contains("cargo install") {
+        Some("an install: a release build of minutes, into the user's ~/.cargo")
     } else {
         None
     }
