@@ -289,7 +289,8 @@ fn nothing_gets_past_an_allowlist_unprivileged() {
 /// `hcpx doctor` tries the network namespace a pack with `network.allow` needs for
 /// real: where the system's settings allow one but making it fails (here
 /// `user.max_net_namespaces = 0`, set in a user namespace of the test's own), it
-/// says the egress layer is missing, and why.
+/// says the egress layer is missing, and why; where only the mount namespace that
+/// forwarded names need cannot be made (`user.max_mnt_namespaces = 0`), it says that.
 #[test]
 fn doctor_reports_a_network_namespace_it_cannot_make() {
     let userns = std::process::Command::new("unshare")
@@ -328,6 +329,19 @@ fn doctor_reports_a_network_namespace_it_cannot_make() {
     // The control: the same user namespace, no limit.
     let allowed = egress("");
     assert_eq!(allowed["enforced"], true, "{allowed}");
+    let detail = allowed["detail"].as_str().unwrap().to_owned();
+    // Network namespaces, but no mount namespace: entries that name a host by name
+    // cannot be forwarded, which doctor says (the layer itself holds).
+    let no_mounts = egress("echo 0 > /proc/sys/user/max_mnt_namespaces && ");
+    assert_eq!(
+        no_mounts,
+        serde_json::json!({
+            "layer": "egress",
+            "enforced": true,
+            "needed": false,
+            "detail": format!("{detail}; but not the mount namespace a call needs when its allowlist names a host by name (for its hosts file): No space left on device (os error 28), so such a call fails"),
+        })
+    );
     let forbidden = egress("echo 0 > /proc/sys/user/max_net_namespaces && ");
     assert_eq!(
         forbidden,

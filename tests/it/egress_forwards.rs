@@ -283,3 +283,59 @@ fn a_server_forwards_names_call_after_call() {
     assert_eq!((server.reached(), other.reached()), (9, 0));
     assert_eq!(std::fs::read_to_string(after).unwrap(), content);
 }
+
+/// Where the call's mount namespace cannot be made (`user.max_mnt_namespaces = 0`
+/// in a user namespace of the test's own), a call whose allowlist names a host by
+/// name fails, says why, and runs nothing: it never runs without its forwards'
+/// names.
+#[test]
+fn without_a_mount_namespace_a_call_with_names_runs_nothing() {
+    let Some(address) = have_tools() else {
+        return;
+    };
+    let server = Server::start(address);
+    let env = TestEnv::new();
+    forwards_pack(&env.home().join("packs"), address, server.port);
+    let script = "echo 0 > /proc/sys/user/max_mnt_namespaces && exec \"$0\" \"$@\"";
+    let params = [
+        format!("address={address}"),
+        format!("port={}", server.port),
+        format!("other={}", server.port),
+    ];
+    let mut args = vec![
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        script,
+        crate::common::BIN,
+        "exec",
+        "forwards",
+        "reach",
+        "--json",
+        "--",
+    ];
+    args.extend(params.iter().map(String::as_str));
+    let output = env
+        .command_of(Path::new("/usr/bin/unshare"), &args)
+        .output()
+        .unwrap();
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|error| panic!("{error}: {output:?}"));
+    assert_eq!(
+        (
+            &envelope["error"]["reason"],
+            &envelope["spawned"],
+            &envelope["data"]["details"]
+        ),
+        (
+            &serde_json::json!("not_runnable"),
+            &serde_json::json!(false),
+            &serde_json::json!([
+                "cannot make the network namespace, with the mount namespace whose hosts file gives the allowlist's names their forwards: No space left on device (os error 28)"
+            ])
+        ),
+        "{envelope:#}"
+    );
+    assert_eq!(server.reached(), 0);
+}

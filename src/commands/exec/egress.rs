@@ -80,6 +80,7 @@ fn failure(message: String) -> Failure {
         Reason::NotRunnable,
         "the call's network namespace and proxy could not be set up; nothing of the pack ran",
     )
+    .data(serde_json::json!({ "details": [&message] }))
     .details(vec![message])
     .next(Next::hcpx(["doctor"]))
 }
@@ -207,7 +208,12 @@ pub(super) fn prepare(
         .session
         .sandbox
         .net_namespace(&addrs, hosts.as_deref())
-        .map_err(|error| failure(format!("cannot make the network namespace: {error}")))?;
+        .map_err(|error| match hosts {
+            Some(_) => failure(format!(
+                "cannot make the network namespace, with the mount namespace whose hosts file gives the allowlist's names their forwards: {error}"
+            )),
+            None => failure(format!("cannot make the network namespace: {error}")),
+        })?;
     let mut listeners = namespace.listeners.into_iter();
     let proxy = listeners
         .next()

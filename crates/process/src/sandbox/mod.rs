@@ -517,21 +517,34 @@ impl Cache {
     /// container's seccomp filter, an LSM or `user.max_net_namespaces = 0` can forbid
     /// what the settings allow. For `hcpx doctor`; a call does not need it, since a
     /// call that cannot make its namespace fails and never runs with more network.
+    /// An allowlist that names a host by name also needs the call's mount namespace
+    /// (for its hosts file): tried too, and said when it fails, since such a call
+    /// then fails (and runs nothing).
     pub fn egress_tried(&self) -> Support {
         let egress = &self.machine().egress;
         #[cfg(target_os = "linux")]
-        if egress.enforced
-            && let Err(error) = make_net(
-                &NetKey {
-                    addrs: Vec::new(),
-                    hosts: None,
-                },
-                None,
-            )
-        {
-            return Support::no(format!(
-                "the system's settings allow a network namespace, but making one failed: {error}"
-            ));
+        if egress.enforced {
+            let key = |hosts: Option<&str>| NetKey {
+                addrs: Vec::new(),
+                hosts: hosts.map(str::to_owned),
+            };
+            if let Err(error) = make_net(&key(None), None) {
+                return Support::no(format!(
+                    "the system's settings allow a network namespace, but making one failed: {error}"
+                ));
+            }
+            let base = self
+                .machine()
+                .process_list
+                .enforced
+                .then(|| self.linux.proc().ok())
+                .flatten();
+            if let Err(error) = make_net(&key(Some("127.0.0.1 localhost\n")), base.as_deref()) {
+                return Support::yes(format!(
+                    "{}; but not the mount namespace a call needs when its allowlist names a host by name (for its hosts file): {error}, so such a call fails",
+                    egress.detail
+                ));
+            }
         }
         egress.clone()
     }
