@@ -7,7 +7,6 @@
 //! (as a DNS server would), so that the name resolves outside the sandbox only.
 //! Run as root and as an unprivileged user.
 
-use std::io::BufReader;
 use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -158,6 +157,12 @@ fn check_envelope(envelope: &serde_json::Value) {
         ],
         "{results:#}"
     );
+    // The call's hosts file is read-only to it (and Landlock would refuse the write
+    // besides).
+    assert_eq!(
+        results["hosts-written"],
+        "failed: OSError: [Errno 30] Read-only file system: '/etc/hosts'"
+    );
     for name in ["suffix-name", "other-port", "other-name"] {
         assert!(
             results[name].as_str().unwrap().starts_with("failed: "),
@@ -165,6 +170,19 @@ fn check_envelope(envelope: &serde_json::Value) {
         );
     }
     assert_eq!(envelope.get("warnings"), None, "{envelope:#}");
+}
+
+/// `exec forwards reach --json -- …`: the fixture's words for `server` and `other`.
+fn reach(address: IpAddr, server: &Server, other: &Server) -> Vec<String> {
+    ["exec", "forwards", "reach", "--json", "--"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([
+            format!("address={address}"),
+            format!("port={}", server.port),
+            format!("other={}", other.port),
+        ])
+        .collect()
 }
 
 fn have_tools() -> Option<IpAddr> {
@@ -192,13 +210,8 @@ fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_as_root() {
     forwards_pack(&env.home().join("packs"), address, server.port);
     let (hosts, content) = outside_hosts(&env.home(), address);
     let after = env.home().join("after");
-    let params = [
-        format!("address={address}"),
-        format!("port={}", server.port),
-        format!("other={}", other.port),
-    ];
-    let mut args = vec!["exec", "forwards", "reach", "--json", "--"];
-    args.extend(params.iter().map(String::as_str));
+    let words = reach(address, &server, &other);
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
     let output = with_hosts(&env.command(&args), &hosts, &after)
         .stdin(Stdio::null())
         .output()
@@ -221,13 +234,8 @@ fn clients_that_ignore_the_proxy_reach_allowed_addresses_and_names_unprivileged(
     let outside = tempfile::tempdir().unwrap();
     let (hosts, content) = outside_hosts(outside.path(), address);
     let after = outside.path().join("after");
-    let params = [
-        format!("address={address}"),
-        format!("port={}", server.port),
-        format!("other={}", other.port),
-    ];
-    let mut args = vec!["exec", "forwards", "reach", "--json", "--"];
-    args.extend(params.iter().map(String::as_str));
+    let words = reach(address, &server, &other);
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
     let output = with_hosts(&nobody.command(&args), &hosts, &after)
         .output()
         .unwrap();
@@ -246,33 +254,8 @@ fn a_server_forwards_names_call_after_call() {
     forwards_pack(&env.home().join("packs"), address, server.port);
     let (hosts, content) = outside_hosts(&env.home(), address);
     let after = env.home().join("after");
-    let mut child = with_hosts(&env.command(&["mcp"]), &hosts, &after)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut mcp = crate::mcp::Process {
-        child,
-        stdin,
-        stdout,
-        largest: 0,
-    };
-    mcp.send(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
-    mcp.until(1);
-    mcp.send(&serde_json::json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-    let argv = serde_json::json!([
-        "exec",
-        "forwards",
-        "reach",
-        "--",
-        format!("address={address}"),
-        format!("port={}", server.port),
-        format!("other={}", other.port)
-    ]);
+    let mut mcp = crate::mcp::Process::initialized_from(with_hosts(&env.command(&["mcp"]), &hosts, &after));
+    let argv = serde_json::json!(reach(address, &server, &other));
     for id in 2..5 {
         let response = mcp.call(id, argv.clone());
         check_envelope(&response["result"]["structuredContent"]);
@@ -297,11 +280,7 @@ fn without_a_mount_namespace_a_call_with_names_runs_nothing() {
     let env = TestEnv::new();
     forwards_pack(&env.home().join("packs"), address, server.port);
     let script = "echo 0 > /proc/sys/user/max_mnt_namespaces && exec \"$0\" \"$@\"";
-    let params = [
-        format!("address={address}"),
-        format!("port={}", server.port),
-        format!("other={}", server.port),
-    ];
+    let words = reach(address, &server, &server);
     let mut args = vec![
         "--user",
         "--map-root-user",
@@ -309,13 +288,8 @@ fn without_a_mount_namespace_a_call_with_names_runs_nothing() {
         "-c",
         script,
         crate::common::BIN,
-        "exec",
-        "forwards",
-        "reach",
-        "--json",
-        "--",
     ];
-    args.extend(params.iter().map(String::as_str));
+    args.extend(words.iter().map(String::as_str));
     let output = env
         .command_of(Path::new("/usr/bin/unshare"), &args)
         .output()

@@ -2,7 +2,7 @@
 //! as a real child process speaking raw JSON-RPC lines.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
@@ -643,8 +643,12 @@ pub(crate) struct Process {
 
 impl Process {
     pub(crate) fn start(env: &TestEnv) -> Self {
-        let mut child = env
-            .command(&["mcp"])
+        Self::spawn(env.command(&["mcp"]))
+    }
+
+    /// `command` (an `hcpx mcp`, or what runs one) with its stdio piped.
+    pub(crate) fn spawn(mut command: Command) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -662,7 +666,12 @@ impl Process {
 
     /// A server past `initialize` (2025-06-18) and `notifications/initialized`.
     pub(crate) fn initialized(env: &TestEnv) -> Self {
-        let mut server = Self::start(env);
+        Self::initialized_from(env.command(&["mcp"]))
+    }
+
+    /// [`Self::initialized`] for the server `command` starts.
+    pub(crate) fn initialized_from(command: Command) -> Self {
+        let mut server = Self::spawn(command);
         server.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "raw", "version": "0" } } }));
         server.until(1);

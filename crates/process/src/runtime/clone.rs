@@ -333,6 +333,9 @@ pub(crate) fn proc_namespace(covers: &[Cover]) -> std::io::Result<ProcNamespace>
     }
 }
 
+/// The empty file of mode 000 the file covers are bound from.
+const COVER: &std::ffi::CStr = c"/tmp/cover";
+
 /// The helper: a new mount namespace (following the machine's mounts, sending none
 /// back), a `/proc` of its own, the covers, and the two descriptors.
 extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
@@ -341,15 +344,7 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
     // SAFETY: system calls on C strings and on this process.
     let made: Result<(), Errno> = unsafe {
         (|| {
-            syscall!(Sysno::unshare, libc::CLONE_NEWNS)?;
-            syscall!(
-                Sysno::mount,
-                0,
-                c"/".as_ptr(),
-                0,
-                libc::MS_REC | libc::MS_SLAVE,
-                0
-            )?;
+            super::mounts::own_mount_namespace()?;
             syscall!(
                 Sysno::mount,
                 c"proc".as_ptr(),
@@ -361,26 +356,12 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
                 c"hidepid=2,gid=4294967294".as_ptr()
             )?;
             let sealed = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-            if out.covers.iter().any(|cover| !cover.folder) {
+            let files = out.covers.iter().any(|cover| !cover.folder);
+            if files {
                 // The file covers are binds of one empty file of mode 000, made in a
-                // tmpfs mounted over `/tmp` in this namespace only, which goes again
-                // once they are bound (they keep the file).
-                syscall!(
-                    Sysno::mount,
-                    c"tmpfs".as_ptr(),
-                    c"/tmp".as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    c"mode=700,size=4k,nr_inodes=4".as_ptr()
-                )?;
-                let file = syscall!(
-                    Sysno::openat,
-                    libc::AT_FDCWD,
-                    c"/tmp/cover".as_ptr(),
-                    libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-                    0
-                )?;
-                syscall!(Sysno::close, file)?;
+                // scratch tmpfs, which goes again once they are bound (they keep the
+                // file).
+                super::mounts::scratch_file(COVER, c"mode=700,size=4k,nr_inodes=4", 0, &[])?;
             }
             for cover in out.covers {
                 if cover.folder {
@@ -394,27 +375,11 @@ extern "C" fn namespace_main(arg: *mut c_void) -> libc::c_int {
                         c"mode=000,size=4k,nr_inodes=1".as_ptr()
                     )?;
                 } else {
-                    syscall!(
-                        Sysno::mount,
-                        c"/tmp/cover".as_ptr(),
-                        cover.path.as_ptr(),
-                        0,
-                        libc::MS_BIND,
-                        0
-                    )?;
-                    // A bind mount takes its flags from a remount.
-                    syscall!(
-                        Sysno::mount,
-                        0,
-                        cover.path.as_ptr(),
-                        0,
-                        libc::MS_REMOUNT | libc::MS_BIND | sealed,
-                        0
-                    )?;
+                    super::mounts::bind_with(COVER, &cover.path, sealed)?;
                 }
             }
-            if out.covers.iter().any(|cover| !cover.folder) {
-                syscall!(Sysno::umount2, c"/tmp".as_ptr(), libc::MNT_DETACH)?;
+            if files {
+                super::mounts::drop_scratch()?;
             }
             let open = |path: &std::ffi::CStr, flags: i32| {
                 syscall!(Sysno::openat, libc::AT_FDCWD, path.as_ptr(), flags)

@@ -29,6 +29,7 @@ mod clone;
 #[cfg(target_os = "linux")]
 pub(crate) use clone::{Cover, proc_namespace};
 #[cfg(target_os = "linux")]
+mod mounts;
 mod netns;
 #[cfg(target_os = "linux")]
 mod spawner;

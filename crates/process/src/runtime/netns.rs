@@ -324,64 +324,18 @@ unsafe fn make(job: &mut Job<'_>) -> Result<(), Errno> {
 
 /// A new mount namespace that sends no mount back (each a slave of where it came
 /// from), whose `/etc/hosts` is a read-only file holding `hosts`. The file is made
-/// in a tmpfs mounted over `/tmp` for the purpose and detached once it is bound,
-/// so that it exists nowhere else.
+/// in a scratch tmpfs, detached once the file is bound, so that it exists nowhere
+/// else.
 unsafe fn hosts_namespace(hosts: &[u8]) -> Result<(), Errno> {
-    const TMP: &std::ffi::CStr = c"/tmp";
     const FILE: &std::ffi::CStr = c"/tmp/hosts";
-    const ETC_HOSTS: &std::ffi::CStr = c"/etc/hosts";
-    let sealed = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    // SAFETY: system calls on C strings and `hosts`, which outlive them, on this
-    // process's own new namespace.
+    let sealed = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    // SAFETY: as `make`: this helper's own new namespace.
     unsafe {
-        syscall!(Sysno::unshare, libc::CLONE_NEWNS)?;
-        syscall!(
-            Sysno::mount,
-            0,
-            c"/".as_ptr(),
-            0,
-            libc::MS_REC | libc::MS_SLAVE,
-            0
-        )?;
-        syscall!(
-            Sysno::mount,
-            c"tmpfs".as_ptr(),
-            TMP.as_ptr(),
-            c"tmpfs".as_ptr(),
-            sealed,
-            c"mode=755,size=64k,nr_inodes=4".as_ptr()
-        )?;
-        let file = syscall!(
-            Sysno::openat,
-            libc::AT_FDCWD,
-            FILE.as_ptr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
-            0o644
-        )?;
-        let written = syscall!(Sysno::write, file, hosts.as_ptr(), hosts.len());
-        let _ = syscall!(Sysno::close, file);
-        if written? != hosts.len() {
-            return Err(Errno::EIO);
-        }
-        syscall!(
-            Sysno::mount,
-            FILE.as_ptr(),
-            ETC_HOSTS.as_ptr(),
-            0,
-            libc::MS_BIND,
-            0
-        )?;
-        syscall!(
-            Sysno::mount,
-            0,
-            ETC_HOSTS.as_ptr(),
-            0,
-            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | sealed,
-            0
-        )?;
-        syscall!(Sysno::umount2, TMP.as_ptr(), libc::MNT_DETACH)?;
+        super::mounts::own_mount_namespace()?;
+        super::mounts::scratch_file(FILE, c"mode=755,size=64k,nr_inodes=4", 0o644, hosts)?;
+        super::mounts::bind_with(FILE, c"/etc/hosts", sealed)?;
+        super::mounts::drop_scratch()
     }
-    Ok(())
 }
 
 /// Writes `bytes` to the file at `path` in one write.
