@@ -230,6 +230,11 @@ fn main() -> ExitCode {
         };
         hcpx::run_to_sink(argv, &ctx, &mut streams).await
     });
+    hcpx::mark("main done");
+    drop(runtime);
+    hcpx::mark("runtime dropped");
+    drop(ctx);
+    hcpx::mark("ctx dropped");
     print_marks();
     ExitCode::from(outcome.exit_code)
 }

@@ -21,8 +21,9 @@ fn shared_tmp(base: &Path) -> PathBuf {
     tmp
 }
 
-/// The `note` files that calls of the probe's `tmp` command wrote under `tmp`
-/// (`hcpx-UID/PROCESS/call-XXXXXX/note`).
+/// The `note` files that terminal calls of the probe's `tmp` command wrote under
+/// `tmp` (`hcpx-UID/PROCESS-XXXXXX/note`: a terminal's call gets one folder, named
+/// after its process).
 fn notes(tmp: &Path) -> Vec<PathBuf> {
     let folders = |dir: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(dir)
@@ -34,11 +35,9 @@ fn notes(tmp: &Path) -> Vec<PathBuf> {
     };
     let mut found = Vec::new();
     for user in folders(tmp) {
-        for process in folders(&user) {
-            for call in folders(&process) {
-                if call.join("note").is_file() {
-                    found.push(call.join("note"));
-                }
+        for call in folders(&user) {
+            if call.join("note").is_file() {
+                found.push(call.join("note"));
             }
         }
     }
@@ -83,7 +82,7 @@ fn call_writing_a_note(mut command: std::process::Command, tmp: &Path) -> (std::
 
 /// The attack: while a call runs, another local user lists its temporary folder and
 /// reads what the pack wrote there. The folder the pack sees as `TMPDIR`, and the
-/// folder of hcpx's process around it, are 0700: the other user gets nothing.
+/// user's folder around it, are 0700: the other user gets nothing.
 #[test]
 fn another_user_cannot_read_a_calls_temporary_files() {
     let env = TestEnv::new();
@@ -102,9 +101,8 @@ fn another_user_cannot_read_a_calls_temporary_files() {
         let listed = as_user(65534, "ls").unwrap().arg(&call).output().unwrap();
         assert!(!listed.status.success(), "another user listed the call's folder");
     }
-    let process = call.parent().unwrap();
-    assert_eq!(process.parent(), Some(user_folder(&tmp).as_path()));
-    for folder in [&call, process, &user_folder(&tmp)] {
+    assert_eq!(call.parent(), Some(user_folder(&tmp).as_path()));
+    for folder in [&call, &user_folder(&tmp)] {
         assert_eq!(mode(folder), 0o700, "{}", folder.display());
     }
     let output = hcpx.wait_with_output().unwrap();
@@ -133,7 +131,7 @@ fn an_unprivileged_users_temporary_files_are_its_own() {
     let mut command = nobody.command(&["exec", "probe", "tmp", "--", "wait=60"]);
     command.env("TMPDIR", &tmpdir);
     let (mut hcpx, note) = call_writing_a_note(command, &tmp);
-    let folder = note.parent().unwrap().parent().unwrap().to_path_buf();
+    let folder = note.parent().unwrap().to_path_buf();
     let read = as_user(65533, "cat").unwrap().arg(&note).output().unwrap();
     assert!(
         !read.status.success() && read.stdout.is_empty(),
@@ -174,7 +172,7 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
     let tmp = shared_tmp(env.root.path());
     let env = env.env("TMPDIR", &tmp.display().to_string());
     let (mut hcpx, note) = call_writing_a_note(env.command(&["exec", "probe", "tmp", "--", "wait=60"]), &tmp);
-    let killed = note.parent().unwrap().parent().unwrap().to_path_buf();
+    let killed = note.parent().unwrap().to_path_buf();
     hcpx.kill().unwrap();
     hcpx.wait().unwrap();
     assert!(note.exists(), "the killed call's file is left behind");
@@ -251,7 +249,7 @@ fn a_users_folder_that_someone_else_made_is_not_used() {
     assert_eq!(lines.next(), Some("700"), "{output}");
     let used = PathBuf::from(lines.next().unwrap());
     assert!(!used.starts_with(&squatted), "the call ran in {}", used.display());
-    assert_eq!(used.parent().unwrap().parent(), Some(tmp.as_path()));
+    assert_eq!(used.parent(), Some(tmp.as_path()));
     assert_eq!(std::fs::read_dir(&squatted).unwrap().count(), 0);
 }
 

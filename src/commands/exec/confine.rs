@@ -159,6 +159,7 @@ pub(super) fn confine(
         .next(Next::hcpx(["doctor"]))
     })?;
     // The bindings as the manifest delivers them: files in the folder made above.
+    crate::mark("temp folder");
     let delivered = super::bind::deliver(target, tmpdir.path(), bound)?;
     // A credential's file goes with its call, not after it.
     if delivered.wrote_files {
@@ -198,6 +199,7 @@ pub(super) fn confine(
         sockets: plan.grants.socket_paths(),
         stdin: delivered.stdin,
     };
+    crate::mark("child plan");
     let mut spawn = sandbox::transform(child_plan, &ctx.session.sandbox).map_err(|error| match error {
         sandbox::SandboxError::WriteOutside { .. } => Failure::new(Reason::NotRunnable, error.to_string())
             .next(Next::advice(

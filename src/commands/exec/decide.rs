@@ -153,6 +153,7 @@ fn plan(
         Some(pinned) => Ok(pinned.program.clone()),
         None => target.pack.program(&ctx.home, ctx.var(env_vars::PATH)),
     };
+    crate::mark("program found");
     let mut grants = Grants::for_command(&manifest.sandbox, command, &target.values);
     let cache_error = match crate::pack_cache::folder(ctx, target.pack) {
         Ok(Some(folder)) => {
@@ -163,7 +164,11 @@ fn plan(
         Err(error) => Some(error),
     };
     let caches = crate::pack_cache::root(ctx);
+    crate::mark("pack cache");
     let home = ctx.session.sandbox.home_view(&ctx.home);
+    crate::mark("home view");
+    let _ = ctx.session.sandbox.machine();
+    crate::mark("probed");
     let site = Site {
         home: &home,
         user_home: ctx.var(env_vars::HOME).map(Path::new),
@@ -177,6 +182,7 @@ fn plan(
         caches: caches.as_deref(),
     };
     let assessed = sandbox::assess(&grants, &site, ctx.session.sandbox.machine());
+    crate::mark("assessed");
     // Only the bindings this call would pass: an unbound or held-back one is not,
     // nor one delivered on stdin, which no variable holds; and the pack's
     // `sandbox.env`.
@@ -250,6 +256,7 @@ pub(super) async fn decide(
     audit: &mut Audit<'_>,
 ) -> Result<Plan, Failure> {
     let policies = load_policies(ctx);
+    crate::mark("policies read");
     let subject = Subject {
         pack: &target.pack.manifest.id,
         command: &target.command.name,

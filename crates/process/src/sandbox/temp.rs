@@ -1,13 +1,14 @@
 //! The calls' private temporary folders (see docs/sandbox.md). In the temporary
 //! folder, hcpx keeps a folder per user, `hcpx-UID` (mode 0700, this user's own: a
-//! folder of that name that is not is never used); in it one folder per hcpx process,
-//! named after the process (`NAMESPACE-PID-START-XXXXXX`); in that one folder per
-//! call, `call-XXXXXX`; all mode 0700. Before the first call of a process, the
-//! folders of hcpx processes that are gone (killed before they could remove theirs)
-//! are swept from the user's folder: only folders so named, of this user, that are
-//! folders and not links, whose process has ended. Where that cannot be done (no
-//! `/proc`, or `hcpx-UID` is not this user's), the process's folder is
-//! `hcpx-XXXXXX` in the temporary folder and nothing is swept.
+//! folder of that name that is not is never used). In it, a call outside a server
+//! gets one folder named after its process (`NAMESPACE-PID-START-XXXXXX`); a server
+//! gets one folder so named for itself, and in it one folder per call, `call-XXXXXX`;
+//! all mode 0700. Before the first folder of a process is made, the folders of hcpx
+//! processes that are gone (killed before they could remove theirs) are swept from
+//! the user's folder: only folders so named, of this user, that are folders and not
+//! links, whose process has ended. Where that cannot be done (no `/proc`, or
+//! `hcpx-UID` is not this user's), the folder is `hcpx-XXXXXX` in the temporary
+//! folder and nothing is swept.
 //!
 //! A file binding's file is written in the call's folder, `hcpx-binding-NAME`,
 //! mode 0600, so it goes with the folder: when the call ends, however it ends, or
@@ -19,12 +20,15 @@ use tempfile::{Builder, TempDir};
 
 use crate::Secret;
 
-/// The folder of this process, made after sweeping those of processes that are gone.
-pub(super) fn process_folder(temp_dir: &Path) -> std::io::Result<TempDir> {
+/// A folder named after this process, made after sweeping those of processes that
+/// are gone when `sweep`.
+pub(super) fn process_folder(temp_dir: &Path, sweep_first: bool) -> std::io::Result<TempDir> {
     if let Some(owner) = Owner::this_process()
         && let Some(folder) = user_folder(temp_dir)
     {
-        sweep(&folder, owner);
+        if sweep_first {
+            sweep(&folder, owner);
+        }
         return private(Builder::new().prefix(&owner.prefix())).tempdir_in(&folder);
     }
     private(Builder::new().prefix("hcpx-")).tempdir_in(temp_dir)
@@ -301,12 +305,12 @@ mod tests {
         std::fs::write(&file, "not a folder").unwrap();
         // Made 0755 before hcpx: not this user's own folder, so it is left alone.
         std::fs::set_permissions(&user, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let process = process_folder(dir.path()).unwrap();
+        let process = process_folder(dir.path(), true).unwrap();
         assert!(dead.exists());
         assert_eq!(process.path().parent(), Some(dir.path()));
         // Once it is private, it is used, and swept.
         std::fs::set_permissions(&user, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-        let process = process_folder(dir.path()).unwrap();
+        let process = process_folder(dir.path(), true).unwrap();
         let call = call_folder(process.path()).unwrap();
         assert!(!dead.exists());
         assert!(live.exists() && other_namespace.exists() && file.exists());
@@ -324,7 +328,7 @@ mod tests {
     #[test]
     fn a_binding_file_is_private_and_goes_with_the_call() {
         let dir = tempfile::tempdir().unwrap();
-        let process = process_folder(dir.path()).unwrap();
+        let process = process_folder(dir.path(), true).unwrap();
         let call = call_folder(process.path()).unwrap();
         let path = binding_file(call.path(), "API_TOKEN", &Secret::new("Bearer tok\n".into())).unwrap();
         assert_eq!(path, call.path().join("hcpx-binding-API_TOKEN"));
@@ -362,7 +366,7 @@ mod tests {
     #[test]
     fn the_users_folder_is_made_private_and_a_link_is_not_taken_for_it() {
         let dir = tempfile::tempdir().unwrap();
-        let process = process_folder(dir.path()).unwrap();
+        let process = process_folder(dir.path(), true).unwrap();
         let user = process.path().parent().unwrap().to_path_buf();
         assert_eq!(user.parent(), Some(dir.path()));
         assert_eq!(mode(&user), 0o700);
@@ -370,7 +374,7 @@ mod tests {
         std::fs::remove_dir(&user).unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), &user).unwrap();
-        let process = process_folder(dir.path()).unwrap();
+        let process = process_folder(dir.path(), true).unwrap();
         assert_eq!(process.path().parent(), Some(dir.path()));
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }

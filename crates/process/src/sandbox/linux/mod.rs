@@ -56,6 +56,7 @@ pub(super) fn prepare(
     let namespace = machine.process_list.enforced && machine.containment.enforced;
     let proc = namespace.then(|| cache.proc().ok()).flatten();
     let covered = proc.is_some() && cache.covered_secrets();
+    crate::mark("covers checked");
     let (call, hide) = match landlock {
         true => {
             let (call, hide) = call_ruleset(plan, machine, cache, writes, covered)?;
@@ -63,10 +64,12 @@ pub(super) fn prepare(
         }
         false => (None, Hide::default()),
     };
+    crate::mark("call ruleset");
     let base = hide
         .any()
         .then(|| cache.base(&plan.home, hide, machine))
         .transpose()?;
+    crate::mark("base ruleset");
     let sockets = !plan.sockets.is_empty();
     let filters = machine
         .seccomp
