@@ -28,7 +28,8 @@ fn delivery_env() -> (TestEnv, PathBuf) {
     (env, tmp)
 }
 
-/// Every binding file under `tmp` (`hcpx-UID/PROCESS/call-XXXXXX/hcpx-binding-*`).
+/// Every binding file under `tmp`: a terminal call's (`hcpx-UID/PROCESS/hcpx-binding-*`)
+/// and a server call's (`hcpx-UID/PROCESS/call-XXXXXX/hcpx-binding-*`).
 fn binding_files(tmp: &Path) -> Vec<PathBuf> {
     let entries = |dir: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(dir)
@@ -38,14 +39,19 @@ fn binding_files(tmp: &Path) -> Vec<PathBuf> {
             .map(|entry| entry.path())
             .collect()
     };
+    let is_binding = |path: &PathBuf| {
+        path.file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("hcpx-binding-"))
+    };
     let mut found = Vec::new();
     for user in entries(tmp) {
         for process in entries(&user) {
-            for call in entries(&process) {
-                found.extend(entries(&call).into_iter().filter(|path| {
-                    path.file_name()
-                        .is_some_and(|name| name.to_string_lossy().starts_with("hcpx-binding-"))
-                }));
+            for entry in entries(&process) {
+                if is_binding(&entry) {
+                    found.push(entry);
+                } else {
+                    found.extend(entries(&entry).into_iter().filter(is_binding));
+                }
             }
         }
     }
@@ -90,10 +96,11 @@ fn a_file_binding_is_a_private_file_that_goes_with_the_call() {
             path.display()
         )
     );
+    // A terminal's call has one folder, named after its process, in `hcpx-UID`.
     let call = path.parent().unwrap();
     assert!(
-        call.file_name().unwrap().to_string_lossy().starts_with("call-")
-            && call.parent().unwrap().parent().unwrap().parent() == Some(tmp.as_path()),
+        !call.file_name().unwrap().to_string_lossy().starts_with("call-")
+            && call.parent().unwrap().parent() == Some(tmp.as_path()),
         "{}",
         path.display()
     );
