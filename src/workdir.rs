@@ -19,7 +19,7 @@ impl OnDisk {
     pub(crate) fn new(cwd: &Path) -> Self {
         Self {
             cwd: cwd.to_path_buf(),
-            root: cwd.canonicalize().ok(),
+            root: crate::sandbox::home::real_path(cwd).ok(),
         }
     }
 }

@@ -227,6 +227,38 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
         .collect();
     assert_eq!(left, ["keepme"]);
 }
+/// A call refused on the way (an unknown parameter, an unknown command, a denial),
+/// a dry run and a call that ran: none leaves a folder behind.
+#[test]
+fn a_call_refused_before_it_runs_leaves_no_folder() {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let tmp = shared_tmp(env.root.path());
+    let env = env.env("TMPDIR", &tmp.display().to_string());
+    let user = user_folder(&tmp);
+    let left = || -> Vec<String> {
+        std::fs::read_dir(&user)
+            .into_iter()
+            .flatten()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    for (argv, code) in [
+        (&["exec", "probe", "args", "--", "nope=1"][..], 2),
+        (&["exec", "probe", "nope"][..], 2),
+        (&["exec", "probe", "args", "--dry-run", "--", "count=1"][..], 0),
+        (&["exec", "probe", "args", "--", "count=1"][..], 0),
+    ] {
+        let output = env.run(argv);
+        assert_eq!(output.code, code, "{argv:?}: {output}");
+        assert_eq!(left(), Vec::<String>::new(), "{argv:?} left a folder");
+    }
+    assert_eq!(env.run(&["policy", "set", "probe.args", "deny"]).code, 0);
+    let output = env.run(&["exec", "probe", "args", "--", "count=1"]);
+    assert_eq!(output.code, 2, "{output}");
+    assert_eq!(left(), Vec::<String>::new(), "a denied call left a folder");
+}
+
 /// The attack: another local user makes `hcpx-UID` in the shared `/tmp` first (open
 /// to all, or a link to a folder of theirs), to read what calls write there. hcpx
 /// takes only a folder of its user's own, that no one else may enter: the call runs

@@ -117,22 +117,53 @@ pub(crate) fn canonical(path: &Path) -> PathBuf {
 }
 
 /// Where `path` really is, every link followed, as `realpath(3)` says: on Linux from
-/// the descriptor that opening it gives (three system calls, where `realpath`
-/// reads every component of the path as a link in turn).
-pub(crate) fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+/// what opening it tells (see [`open_real`]), where `realpath` reads every component
+/// of the path as a link in turn.
+pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
     #[cfg(target_os = "linux")]
-    if path.is_absolute() {
-        use rustix::fs::{Mode, OFlags};
-        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
-        if let Ok(real) =
-            std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
-            && real.is_absolute()
-            && !real.to_string_lossy().ends_with(" (deleted)")
-        {
-            return Ok(real);
-        }
+    if path.is_absolute()
+        && let (_, Some(real)) = open_real(path)?
+    {
+        return Ok(real);
     }
     path.canonicalize()
+}
+
+/// `path` opened (`O_PATH`), with where it really is, every link followed (`None`
+/// when the kernel cannot tell: gone since). An absolute path without `.` or `..` is
+/// first opened refusing every link on the way (`openat2(RESOLVE_NO_SYMLINKS)`):
+/// what that opens is where the path says, so no more is asked. Otherwise (a link on
+/// the way, or no `openat2` here) the path is opened as usual and the kernel names
+/// what was opened (`/proc/self/fd`). Either tells where the file was when it was
+/// opened.
+#[cfg(target_os = "linux")]
+pub(crate) fn open_real(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, Option<PathBuf>)> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::path::Component;
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    let plain = path.is_absolute()
+        && path
+            .components()
+            .all(|part| matches!(part, Component::RootDir | Component::Normal(_)));
+    if plain {
+        match rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            flags,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        ) {
+            Ok(fd) => return Ok((fd, Some(path.components().collect()))),
+            // Missing with no link before it: missing for a plain open too.
+            Err(rustix::io::Errno::NOENT) => return Err(std::io::ErrorKind::NotFound.into()),
+            Err(_) => {}
+        }
+    }
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
+        .ok()
+        .filter(|real| real.is_absolute() && !real.to_string_lossy().ends_with(" (deleted)"));
+    Ok((fd, real))
 }
 
 /// `/proc/self/mountinfo`, kept open: the kernel marks it when a mount is made or
@@ -418,6 +449,48 @@ mod tests {
         assert_eq!(view.conflict(Path::new("/")), Some(Conflict::Holds));
         assert_eq!(view.conflict(Path::new("/home/u/.config")), None);
         assert_eq!(view.conflict(Path::new("/home/u/.hcpx")), None);
+    }
+
+    /// What opening tells of where a path really is, the one `openat2` for a path
+    /// without links and the kernel's name for the rest, is what `realpath(3)` says.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn open_real_says_where_a_path_really_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink("b", root.join("a/relative")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        let real = |path: &Path| {
+            open_real(path)
+                .map(|(_, real)| real)
+                .map_err(|error| error.kind())
+        };
+        for (path, expected) in [
+            (root.join("a/b"), root.join("a/b")),
+            (root.join("a//b/"), root.join("a/b")),
+            (root.join("link/b"), root.join("a/b")),
+            (root.join("a/relative"), root.join("a/b")),
+            (root.join("a/b/../b"), root.join("a/b")),
+            (root.join("link/b/.."), root.join("a")),
+        ] {
+            assert_eq!(real(&path), Ok(Some(expected.clone())), "{}", path.display());
+            assert_eq!(real_path(&path).unwrap(), path.canonicalize().unwrap());
+        }
+        for missing in [
+            root.join("nothing"),
+            root.join("a/nothing/b"),
+            root.join("dangling"),
+            root.join("link/nothing"),
+        ] {
+            assert_eq!(
+                real(&missing),
+                Err(std::io::ErrorKind::NotFound),
+                "{}",
+                missing.display()
+            );
+        }
     }
 
     #[test]

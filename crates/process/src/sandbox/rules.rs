@@ -43,6 +43,14 @@ impl Opened {
         Some(Self::fd(fd))
     }
 
+    /// `path` opened, with where it really is (see [`super::home::open_real`]);
+    /// `None` when the path does not exist.
+    #[cfg(target_os = "linux")]
+    pub(super) fn with_real(path: &Path) -> Option<(Self, Option<std::path::PathBuf>)> {
+        let (fd, real) = super::home::open_real(path).ok()?;
+        Some((Self::fd(fd), real))
+    }
+
     /// Where the opened file really is, every link resolved, as the kernel names
     /// it; `None` when it cannot tell (gone since).
     pub(super) fn real_path(&self) -> Option<std::path::PathBuf> {

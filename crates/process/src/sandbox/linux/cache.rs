@@ -183,7 +183,7 @@ impl Cache {
             // keeps `resolv.conf` in `/run/systemd/resolve`).
             let linked: Vec<PathBuf> = LINKED_CONFIG
                 .iter()
-                .filter_map(|file| Path::new(file).canonicalize().ok())
+                .filter_map(|file| crate::sandbox::home::real_path(Path::new(file)).ok())
                 .filter_map(|real| real.parent().map(Path::to_path_buf))
                 .filter(|dir| !covered(dir) && dir != Path::new("/"))
                 .collect();
@@ -193,12 +193,14 @@ impl Cache {
                 .map(PathBuf::from)
                 .chain(linked)
                 .filter_map(|path| {
-                    let opened = open_root(&path, proc.as_ref())?;
                     // Where it really is (`/bin` may be `/usr/bin`), from what was opened;
                     // `/proc` may be the namespace's own, which has no path here.
-                    let real = match path == Path::new("/proc") {
-                        true => path,
-                        false => opened.real_path().unwrap_or(path),
+                    let (opened, real) = match path == Path::new("/proc") {
+                        true => (open_root(&path, proc.as_ref())?, path),
+                        false => {
+                            let (opened, real) = Opened::with_real(&path)?;
+                            (opened, real.unwrap_or(path))
+                        }
                     };
                     let holds = secrets.iter().any(|secret| secret.starts_with(&real));
                     Some((opened, real, holds))

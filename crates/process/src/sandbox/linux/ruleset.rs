@@ -138,8 +138,11 @@ pub(crate) fn call_ruleset(
     }
     // A folder the call names is checked where it really is, as opened: a link
     // swapped in after hcpx's checks is caught here.
-    let mut grant = |opened: &Opened, access: landlock::BitFlags<AccessFs>| -> Result<(), SandboxError> {
-        match opened.real_path() {
+    let mut grant = |opened: &Opened,
+                     real: Option<std::path::PathBuf>,
+                     access: landlock::BitFlags<AccessFs>|
+     -> Result<(), SandboxError> {
+        match real {
             Some(real) if inside(&real) => return Ok(()),
             Some(real) => add(&mut hide, held(&real)),
             None => add(
@@ -155,12 +158,14 @@ pub(crate) fn call_ruleset(
     // What the system folders already grant is not granted again.
     let covered = |path: &Path| SYSTEM_READS.iter().any(|root| path.starts_with(root));
     for path in plan.reads.outside.iter().filter(|path| !covered(path)) {
-        if let Some(opened) = Opened::path(path) {
-            grant(&opened, read)?;
+        if let Some((opened, real)) = Opened::with_real(path) {
+            grant(&opened, real, read)?;
         }
     }
     for fd in writes {
-        grant(&Opened::fd(fd), rules.all)?;
+        let opened = Opened::fd(fd);
+        let real = opened.real_path();
+        grant(&opened, real, rules.all)?;
     }
     if !plan.reads.pack.is_empty()
         && let Some(home) = hidden::open_home(plan.home.real())
