@@ -132,31 +132,50 @@ pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
 /// `path` opened (`O_PATH`), with where it really is, every link followed (`None`
 /// when the kernel cannot tell: gone since). An absolute path without `.` or `..` is
 /// first opened refusing every link on the way (`openat2(RESOLVE_NO_SYMLINKS)`):
-/// what that opens is where the path says, so no more is asked. Otherwise (a link on
-/// the way, or no `openat2` here) the path is opened as usual and the kernel names
-/// what was opened (`/proc/self/fd`). Either tells where the file was when it was
-/// opened.
+/// what that opens is where the path says, so no more is asked. When the path is
+/// itself a link (`/bin` to `usr/bin`), its target, beside it, is tried the same way.
+/// Otherwise (a link further up, `..`, or no `openat2` here) the path is opened as
+/// usual and the kernel names what was opened (`/proc/self/fd`), which costs more.
+/// Each tells where the file was when it was opened.
 #[cfg(target_os = "linux")]
 pub(crate) fn open_real(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, Option<PathBuf>)> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     use std::path::Component;
     let flags = OFlags::PATH | OFlags::CLOEXEC;
-    let plain = path.is_absolute()
-        && path
-            .components()
-            .all(|part| matches!(part, Component::RootDir | Component::Normal(_)));
-    if plain {
+    let plain = |path: &Path| {
+        path.is_absolute()
+            && path
+                .components()
+                .all(|part| matches!(part, Component::RootDir | Component::Normal(_)))
+    };
+    let mut next = path.to_path_buf();
+    // As many links as the kernel follows in one path (MAXSYMLINKS).
+    for _ in 0..40 {
+        if !plain(&next) {
+            break;
+        }
         match rustix::fs::openat2(
             rustix::fs::CWD,
-            path,
+            &next,
             flags,
             Mode::empty(),
             ResolveFlags::NO_SYMLINKS,
         ) {
-            Ok(fd) => return Ok((fd, Some(path.components().collect()))),
-            // Missing with no link before it: missing for a plain open too.
-            Err(rustix::io::Errno::NOENT) => return Err(std::io::ErrorKind::NotFound.into()),
-            Err(_) => {}
+            Ok(fd) => return Ok((fd, Some(next.components().collect()))),
+            // Missing, forbidden or not a folder with no link before it: so for a
+            // plain open too.
+            Err(
+                error @ (rustix::io::Errno::NOENT | rustix::io::Errno::ACCESS | rustix::io::Errno::NOTDIR),
+            ) => {
+                return Err(error.into());
+            }
+            Err(rustix::io::Errno::LOOP) => {}
+            Err(_) => break,
+        }
+        // A link on the way: when it is the last part, its target is where to look.
+        match (std::fs::read_link(&next), next.parent()) {
+            (Ok(target), Some(parent)) => next = parent.join(target),
+            _ => break,
         }
     }
     let fd = rustix::fs::open(path, flags, Mode::empty())?;
@@ -462,6 +481,9 @@ mod tests {
         std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
         std::os::unix::fs::symlink("b", root.join("a/relative")).unwrap();
         std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("relative", root.join("a/chain")).unwrap();
+        std::os::unix::fs::symlink("../link/b", root.join("a/up")).unwrap();
+        std::os::unix::fs::symlink("loop", root.join("loop")).unwrap();
         let real = |path: &Path| {
             open_real(path)
                 .map(|(_, real)| real)
@@ -474,6 +496,9 @@ mod tests {
             (root.join("a/relative"), root.join("a/b")),
             (root.join("a/b/../b"), root.join("a/b")),
             (root.join("link/b/.."), root.join("a")),
+            (root.join("a/chain"), root.join("a/b")),
+            (root.join("a/up"), root.join("a/b")),
+            (root.join("link/chain"), root.join("a/b")),
         ] {
             assert_eq!(real(&path), Ok(Some(expected.clone())), "{}", path.display());
             assert_eq!(real_path(&path).unwrap(), path.canonicalize().unwrap());
@@ -491,6 +516,9 @@ mod tests {
                 missing.display()
             );
         }
+        assert!(real(&root.join("loop")).is_err());
+        std::fs::write(root.join("file"), "").unwrap();
+        assert_eq!(real(&root.join("file/x")), Err(std::io::ErrorKind::NotADirectory));
     }
 
     #[test]
