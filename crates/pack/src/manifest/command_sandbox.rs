@@ -139,20 +139,20 @@ pub(super) fn binding_placeholders(
     for (index, slot) in argv.iter().enumerate() {
         let Slot::Element(element) = slot else { continue };
         for name in element.bindings() {
-            let element_path = format!("{command_path}.argv[{index}]");
+            let element_path = || super::walk::at(&super::walk::join(command_path, "argv"), index);
             match bindings.iter().find(|(key, _)| key == name) {
-                None => walk.problem(&element_path, format!("unknown binding \"{name}\"")),
+                None => walk.problem(&element_path(), format!("unknown binding \"{name}\"")),
                 Some((_, spec)) => match &spec.delivery {
                     Delivery::File { .. } if spec.required => {}
                     Delivery::File { .. } => walk.problem(
-                        &element_path,
+                        &element_path(),
                         format!(
                             "\"{name}\" is not required, so its file may not exist when the command runs; \
                              declare \"required\": true on the binding"
                         ),
                     ),
                     _ => walk.problem(
-                        &element_path,
+                        &element_path(),
                         format!(
                             "\"{name}\" is delivered as {}: a value in argv can be read by any process of the \
                              machine (ps, /proc), so only a file binding's path may appear here. Declare \"as\": \

@@ -30,11 +30,12 @@ pub(super) fn template(
     // so that a lone placeholder here is that option's value.
     let mut option_before: Option<String> = None;
     for (index, text) in raw.iter().enumerate() {
-        let element_path = format!("{path}[{index}]");
+        // Made only for a problem.
+        let element_path = || super::walk::at(&path, index);
         let element = match Element::parse(text) {
             Ok(element) => element,
             Err(error) => {
-                walk.problem(&element_path, error.to_string());
+                walk.problem(&element_path(), error.to_string());
                 option_before = None;
                 continue;
             }
@@ -60,7 +61,7 @@ pub(super) fn template(
             let Some(param) = params.iter().find(|param| param.name == name) else {
                 // A declared parameter that failed its own checks is reported there.
                 if !declared.contains(name) {
-                    walk.problem(&element_path, format!("unknown parameter \"{name}\""));
+                    walk.problem(&element_path(), format!("unknown parameter \"{name}\""));
                 }
                 continue;
             };
@@ -70,20 +71,20 @@ pub(super) fn template(
             }
             if optional && param.required {
                 walk.problem(
-                    &element_path,
+                    &element_path(),
                     format!("\"{name}\" is required, so write {{{name}}} without `?`"),
                 );
             }
             let needs_mark = !param.required && param.default.is_none() && !param.array;
             if !optional && needs_mark {
                 walk.problem(
-                    &element_path,
+                    &element_path(),
                     format!("\"{name}\" is optional, so write {{{name}?}} (the element is dropped when it is absent)"),
                 );
             }
             if param.flag.is_some() && flag.is_none() {
                 walk.problem(
-                    &element_path,
+                    &element_path(),
                     format!("\"{name}\" is a flag, so {{{name}}} must be the whole element"),
                 );
                 continue;
@@ -94,12 +95,12 @@ pub(super) fn template(
                 || separated.is_some()
                 || flag.is_some();
             if !safe {
-                walk.problem(&element_path, unsafe_placement(param, needs_mark));
+                walk.problem(&element_path(), unsafe_placement(param, needs_mark));
             }
         }
         if arrays > 1 {
             walk.problem(
-                &element_path,
+                &element_path(),
                 "an element may repeat for at most one array parameter",
             );
         }
