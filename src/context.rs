@@ -86,6 +86,29 @@ pub type EgressTrust = (
     std::sync::Arc<hcpx_egress::Upstream>,
 );
 
+/// This very binary's path, found the first time a command asks (most never do, and
+/// finding it is a `/proc` lookup), with what `main` gives; none by default.
+#[derive(Debug, Clone, Default)]
+pub struct SelfExe {
+    find: Option<fn() -> Option<PathBuf>>,
+    found: std::sync::OnceLock<Option<PathBuf>>,
+}
+
+impl SelfExe {
+    pub fn new(find: fn() -> Option<PathBuf>) -> Self {
+        Self {
+            find: Some(find),
+            found: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self) -> Option<&std::path::Path> {
+        self.found
+            .get_or_init(|| self.find.and_then(|find| find()))
+            .as_deref()
+    }
+}
+
 /// This machine's system, for how to get a missing program: read from
 /// `/etc/os-release` at most once per process, by the first call that needs it.
 #[derive(Debug, Default)]
@@ -169,7 +192,7 @@ pub struct Context {
     /// Every command that is not a read is denied (`hcpx mcp --read-only`).
     pub read_only: bool,
     /// This very binary, for host configurations when `hcpx` is not on PATH.
-    pub self_exe: Option<PathBuf>,
+    pub self_exe: SelfExe,
     /// What this process keeps between calls.
     pub session: Arc<Session>,
     /// Called about once a second while a child runs (MCP progress).
@@ -253,7 +276,7 @@ impl Context {
             secret_input: None,
             confirmed: false,
             read_only: false,
-            self_exe: None,
+            self_exe: SelfExe::default(),
             session: Arc::new(Session::default()),
             progress: None,
             policies: None,
@@ -359,6 +382,25 @@ fn absolute(cwd: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The path is looked for once, when first asked, and only then.
+    #[test]
+    fn self_exe_is_found_once_when_first_asked() {
+        static ASKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        fn find() -> Option<PathBuf> {
+            ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Some(PathBuf::from("/opt/hcpx/bin/hcpx"))
+        }
+        let exe = SelfExe::new(find);
+        assert_eq!(ASKED.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(exe.get(), Some(std::path::Path::new("/opt/hcpx/bin/hcpx")));
+        assert_eq!(
+            exe.clone().get(),
+            Some(std::path::Path::new("/opt/hcpx/bin/hcpx"))
+        );
+        assert_eq!(ASKED.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(SelfExe::default().get(), None);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

@@ -172,7 +172,7 @@ fn main() -> ExitCode {
     let ctx = match hcpx::Context::new(env, cwd, interactive) {
         Ok(ctx) => {
             let mut ctx = ctx.with_temp_dir(std::env::temp_dir());
-            ctx.self_exe = std::env::current_exe().ok();
+            ctx.self_exe = hcpx::context::SelfExe::new(|| std::env::current_exe().ok());
             ctx
         }
         Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),

@@ -130,7 +130,7 @@ fn find_host(request: &Request<'_>) -> Result<Host, Failure> {
 pub(crate) fn launch(ctx: &Context, gui: bool) -> adopt::Launch {
     let on_path = resolve_program("hcpx", ctx.var(env_vars::PATH));
     let home = ctx.var(env_vars::HCP_HOME).map(|_| ctx.home.clone());
-    adopt::Launch::new(ctx.self_exe.as_deref(), on_path.as_deref(), gui, home)
+    adopt::Launch::new(ctx.self_exe.get(), on_path.as_deref(), gui, home)
 }
 
 /// The key an older hcpx wrote its entry under; adopt leaves such an entry alone

@@ -47,7 +47,7 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
     match &ctx.session.catalog {
         Some(cache) => cache.one(&packs_dir, id),
         None => Catalog::find_one(&packs_dir, id)
-            .unwrap_or_else(|| crate::index::known(&ctx.home, ctx.self_exe.as_deref())),
+            .unwrap_or_else(|| crate::index::known(&ctx.home, ctx.self_exe.get())),
     }
 }
 
@@ -57,7 +57,7 @@ pub(crate) fn load_one(ctx: &Context, id: &str) -> Catalog {
 /// `all` keeps the matches under the relevance floor.
 pub(crate) fn search_catalog(ctx: &Context, query: &str, limit: usize, all: bool) -> crate::index::Found {
     recover_installs(ctx);
-    let program = ctx.self_exe.as_deref();
+    let program = ctx.self_exe.get();
     let query = crate::index::Query::new(query, limit, all);
     match &ctx.session.catalog {
         Some(cache) => cache.search(&ctx.home, program, query),
