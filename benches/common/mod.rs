@@ -105,12 +105,22 @@ pub(crate) fn interleaved_cpu(runs: usize, variants: &mut [&mut dyn FnMut()]) ->
     let mut cpu = vec![Duration::ZERO; variants.len()];
     let count = variants.len();
     let warm_up = (runs / 20).max(3);
+    let mut order: Vec<usize> = (0..count).collect();
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     for round in 0..runs + warm_up {
-        // Each round starts with another variant: the one that runs right after
-        // another kind of work pays for it (seen here: 0.1 to 0.3 ms on an exec
-        // through MCP), and rotating spreads that over all of them alike.
-        for step in 0..count {
-            let index = (round + step) % count;
+        // A new order each round (Fisher-Yates over a fixed xorshift sequence, so
+        // every run of the bench takes the same orders): the variant that runs right
+        // after another kind of work pays for it (seen here: 0.1 to 0.3 ms on an exec
+        // through MCP, 0.4 ms on a CLI process run after the in-process ones), and
+        // merely rotating the first variant left each one always after the same other.
+        for last in (1..count).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let pick = usize::try_from(state % (last as u64 + 1)).unwrap_or(0);
+            order.swap(last, pick);
+        }
+        for &index in &order {
             let cpu_before = cpu_time();
             let started = Instant::now();
             variants[index]();
