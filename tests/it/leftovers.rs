@@ -21,6 +21,15 @@ fn shared_tmp(base: &Path) -> PathBuf {
     tmp
 }
 
+/// The probe pack installed, with `TMPDIR` a folder of the test's own like `/tmp`.
+fn probe_env() -> (TestEnv, PathBuf) {
+    let env = TestEnv::new();
+    env.install_fixture("probe", "probe");
+    let tmp = shared_tmp(env.root.path());
+    let env = env.env("TMPDIR", &tmp.display().to_string());
+    (env, tmp)
+}
+
 /// The `note` files that terminal calls of the probe's `tmp` command wrote under
 /// `tmp` (`hcpx-UID/PROCESS-XXXXXX/note`: a terminal's call gets one folder, named
 /// after its process).
@@ -85,10 +94,7 @@ fn call_writing_a_note(mut command: std::process::Command, tmp: &Path) -> (std::
 /// user's folder around it, are 0700: the other user gets nothing.
 #[test]
 fn another_user_cannot_read_a_calls_temporary_files() {
-    let env = TestEnv::new();
-    env.install_fixture("probe", "probe");
-    let tmp = shared_tmp(env.root.path());
-    let env = env.env("TMPDIR", &tmp.display().to_string());
+    let (env, tmp) = probe_env();
     let (hcpx, note) = call_writing_a_note(env.command(&["exec", "probe", "tmp", "--", "wait=2"]), &tmp);
     let call = note.parent().unwrap().to_path_buf();
     if let Some(mut cat) = as_user(65534, "cat") {
@@ -167,10 +173,7 @@ fn an_unprivileged_users_temporary_files_are_its_own() {
 /// not through a link.
 #[test]
 fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
-    let env = TestEnv::new();
-    env.install_fixture("probe", "probe");
-    let tmp = shared_tmp(env.root.path());
-    let env = env.env("TMPDIR", &tmp.display().to_string());
+    let (env, tmp) = probe_env();
     let (mut hcpx, note) = call_writing_a_note(env.command(&["exec", "probe", "tmp", "--", "wait=60"]), &tmp);
     let killed = note.parent().unwrap().to_path_buf();
     hcpx.kill().unwrap();
@@ -227,14 +230,12 @@ fn a_killed_calls_temporary_folder_goes_at_the_next_call() {
         .collect();
     assert_eq!(left, ["keepme"]);
 }
+
 /// A call refused on the way (an unknown parameter, an unknown command, a denial),
 /// a dry run and a call that ran: none leaves a folder behind.
 #[test]
 fn a_call_refused_before_it_runs_leaves_no_folder() {
-    let env = TestEnv::new();
-    env.install_fixture("probe", "probe");
-    let tmp = shared_tmp(env.root.path());
-    let env = env.env("TMPDIR", &tmp.display().to_string());
+    let (env, tmp) = probe_env();
     let user = user_folder(&tmp);
     let left = || -> Vec<String> {
         std::fs::read_dir(&user)
