@@ -169,3 +169,55 @@ fn a_header_binding_reaches_the_server_and_never_the_pack() {
     let egress = env.home().join("egress");
     assert!(egress.join("ca.key").is_file() && egress.join("ca.pem").is_file());
 }
+
+/// Only a call that ends TLS (one with header bindings) needs hcpx's authority and
+/// the roots real servers are checked against: any other allowlisted call neither
+/// makes the authority nor reads the roots (every file of `/etc/ssl/certs`, 5 ms a
+/// call), so roots that cannot be read stop only the calls that need them.
+#[test]
+fn only_a_call_with_header_bindings_loads_the_authority_and_the_roots() {
+    if !require(std::path::Path::new("/usr/bin/curl").exists(), "curl in /usr/bin")
+        || !require_kernel_layers()
+    {
+        return;
+    }
+    let env = TestEnv::new();
+    let missing = env.home().join("no-such-roots.pem");
+    let env = env.env("HCP_EGRESS_ROOTS", missing.to_str().unwrap());
+    let plain = env.home().join("packs/plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let manifest = serde_json::json!({
+        "hcp": 1, "id": "plain", "version": "1.0.0",
+        "description": "Test fixture: an allowlist without header bindings",
+        "bin": ["./plain"],
+        "sandbox": { "network": { "allow": ["127.0.0.1:9"] } },
+        "commands": { "env": { "summary": "Print the environment", "effect": "read", "argv": [] } }
+    });
+    std::fs::write(plain.join("hcp.json"), manifest.to_string()).unwrap();
+    std::fs::write(
+        plain.join("SKILL.md"),
+        "---\nname: plain\ndescription: Test fixture for an allowlist.\n---\n\n# plain\n\nOnly for tests.\n",
+    )
+    .unwrap();
+    std::fs::write(plain.join("plain"), "#!/bin/sh\nenv | sort\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(plain.join("plain"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, reply) = env.json(&["exec", "plain", "env"]);
+    assert_eq!(code, 0, "{reply:#}");
+    let stdout = reply["stdout"].as_str().unwrap();
+    assert!(stdout.contains("HTTPS_PROXY=http://127.0.0.1:"), "{stdout}");
+    assert!(!stdout.contains("SSL_CERT_FILE="), "{stdout}");
+    assert!(!env.home().join("egress").exists(), "the authority was made");
+    // A call that ends TLS does need the roots, and says which cannot be read.
+    write_pack(&env.home().join("packs/api"), 9);
+    env.bind("api", "API_TOKEN", VALUE);
+    let (code, reply) = env.json(&["exec", "api", "hello"]);
+    assert_eq!((code, reply["error"]["reason"].as_str()), (2, Some("not_runnable")), "{reply:#}");
+    let details = reply["data"]["details"].as_array().unwrap();
+    assert_eq!(details.len(), 1, "{reply:#}");
+    let detail = details[0].as_str().unwrap();
+    assert!(
+        detail.starts_with("the roots the proxy trusts: ") && detail.contains("no-such-roots.pem"),
+        "{reply:#}"
+    );
+}

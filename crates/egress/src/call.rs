@@ -99,12 +99,21 @@ pub(crate) enum Denied {
     Failed(String),
 }
 
+/// What ending TLS takes: this server's authority, which signs the leaf a client
+/// sees, and the roots the real server is checked against. Only a call with header
+/// bindings ends TLS, so only such a call needs them: loading the system's roots
+/// reads every file of `/etc/ssl/certs`.
+#[derive(Clone)]
+pub struct Tls {
+    pub authority: Arc<Authority>,
+    pub upstream: Arc<Upstream>,
+}
+
 /// One call's egress: its policy, the refusals so far.
 pub struct Call {
     allow: Vec<Allow>,
     headers: Vec<Bound>,
-    pub(crate) authority: Arc<Authority>,
-    pub(crate) upstream: Arc<Upstream>,
+    pub(crate) tls: Option<Tls>,
     resolver: Resolver,
     pub(crate) limits: Limits,
     refusals: Mutex<(Vec<Refusal>, usize)>,
@@ -146,39 +155,23 @@ impl Ctx {
 pub(crate) type Slot = Option<Arc<OwnedSemaphorePermit>>;
 
 impl Call {
-    pub fn new(policy: Policy, authority: Arc<Authority>, upstream: Arc<Upstream>) -> Arc<Self> {
-        Self::with(policy, authority, upstream, Resolver::System, Limits::default())
+    /// `tls` is what ending TLS takes: needed when `policy` has headers to add (a
+    /// request that should get them is answered 502 without it).
+    pub fn new(policy: Policy, tls: Option<Tls>) -> Arc<Self> {
+        Self::with(policy, tls, Resolver::System, Limits::default())
     }
 
     /// A call whose names resolve only through `names` (tests).
-    pub fn with_resolver(
-        policy: Policy,
-        authority: Arc<Authority>,
-        upstream: Arc<Upstream>,
-        names: HashMap<String, Vec<IpAddr>>,
-    ) -> Arc<Self> {
-        Self::with(
-            policy,
-            authority,
-            upstream,
-            Resolver::Map(names),
-            Limits::default(),
-        )
+    pub fn with_resolver(policy: Policy, tls: Option<Tls>, names: HashMap<String, Vec<IpAddr>>) -> Arc<Self> {
+        Self::with(policy, tls, Resolver::Map(names), Limits::default())
     }
 
-    pub fn with(
-        policy: Policy,
-        authority: Arc<Authority>,
-        upstream: Arc<Upstream>,
-        resolver: Resolver,
-        limits: Limits,
-    ) -> Arc<Self> {
+    pub fn with(policy: Policy, tls: Option<Tls>, resolver: Resolver, limits: Limits) -> Arc<Self> {
         let headers = policy.headers.iter().map(bind).collect();
         Arc::new(Self {
             allow: policy.allow,
             headers,
-            authority,
-            upstream,
+            tls,
             resolver,
             slots: Arc::new(Semaphore::new(limits.connections)),
             overflow: Arc::new(Semaphore::new(16)),
@@ -225,6 +218,11 @@ impl Call {
             .map(|bound| bound.header.clone())
             .peekable();
         found.peek()?;
+        if self.tls.is_none() {
+            return Some(Err(format!(
+                "the headers for {host} cannot be added: this proxy was started without a certificate authority"
+            )));
+        }
         Some(found.collect())
     }
 

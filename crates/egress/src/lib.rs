@@ -18,7 +18,7 @@ mod serve;
 mod tls;
 
 pub use authority::{Authority, AuthorityError};
-pub use call::{Call, Header, Limits, Policy, Refusal, Resolver};
+pub use call::{Call, Header, Limits, Policy, Refusal, Resolver, Tls};
 pub use rule::{Allow, RuleError};
 pub use serve::{Destination, Running, ServeError};
 pub use tls::{TlsError, Upstream};

@@ -16,13 +16,14 @@ use rustls::pki_types::ServerName;
 use tokio::sync::Mutex;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::call::{Ctx, Slot, Target};
+use crate::call::{Ctx, Slot, Target, Tls};
 use crate::http::{Body, HEAD_BYTES, failed, host_value, to_origin};
 use crate::rule::Host;
 
 /// What the requests of one terminated connection share.
 struct Session {
     ctx: Ctx,
+    tls: Tls,
     target: Target,
     headers: Vec<(HeaderName, HeaderValue)>,
     host: Option<HeaderValue>,
@@ -42,7 +43,12 @@ pub(crate) async fn serve(
         Host::Ip(ip) => ip.to_string(),
         Host::Name(name) => name.clone(),
     };
-    let config = match ctx.call.authority.server_config(&name) {
+    // `headers_for` gives no headers to a call without it.
+    let Some(trust) = ctx.call.tls.clone() else {
+        tracing::warn!(host = %name, "egress has no certificate authority to end TLS with");
+        return;
+    };
+    let config = match trust.authority.server_config(&name) {
         Ok(config) => config,
         Err(e) => {
             tracing::warn!(host = %name, error = %e, "egress could not make a leaf certificate");
@@ -62,6 +68,7 @@ pub(crate) async fn serve(
     let session = Arc::new(Session {
         host: host_value(&target, 443),
         ctx,
+        tls: trust,
         target,
         headers,
         sender: Mutex::new(None),
@@ -119,7 +126,7 @@ impl Session {
             Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
             Host::Name(name) => ServerName::try_from(name.clone()).map_err(|e| e.to_string())?,
         };
-        let connect = TlsConnector::from(call.upstream.config()).connect(name, out);
+        let connect = TlsConnector::from(self.tls.upstream.config()).connect(name, out);
         let tls = match tokio::time::timeout(call.limits.connect_timeout, connect).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => return Err(format!("TLS with {}: {e}", self.target.host)),

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use hcpx_egress::{Allow, Call, Destination, Header, Policy, Refusal, Running};
+use hcpx_egress::{Allow, Call, Destination, Header, Policy, Refusal, Running, Tls};
 use hcpx_pack::manifest::{Endpoint, Host};
 
 use crate::binding::Secret;
@@ -225,11 +225,17 @@ pub(super) fn prepare(
     let ports: Vec<u16> = std::iter::once(proxy_port)
         .chain(forwards.list.iter().map(|forward| forward.listen.port()))
         .collect();
-    let tls = !headers.is_empty();
-    let (authority, upstream) = ctx
-        .session
-        .egress(&ctx.home, ctx.env.get(EXTRA_ROOTS).map(Path::new))
-        .map_err(failure)?;
+    // Only header bindings end TLS: a call without them never loads the authority
+    // or the system's roots (every file of /etc/ssl/certs, 5 ms here).
+    let tls = if headers.is_empty() {
+        None
+    } else {
+        let (authority, upstream) = ctx
+            .session
+            .egress(&ctx.home, ctx.env.get(EXTRA_ROOTS).map(Path::new))
+            .map_err(failure)?;
+        Some(Tls { authority, upstream })
+    };
     let policy = Policy {
         allow: allow
             .iter()
@@ -245,7 +251,8 @@ pub(super) fn prepare(
             })
             .collect(),
     };
-    let call = Call::new(policy, Arc::clone(&authority), upstream);
+    let authority_pem = tls.as_ref().map(|tls| tls.authority.cert_pem().to_owned());
+    let call = Call::new(policy, tls);
     let running = call
         .serve(
             proxy,
@@ -258,8 +265,8 @@ pub(super) fn prepare(
         .iter()
         .map(|name| ((*name).to_owned(), format!("http://127.0.0.1:{proxy_port}")))
         .collect();
-    if tls {
-        env.extend(authority_files(tmpdir, authority.cert_pem())?);
+    if let Some(pem) = &authority_pem {
+        env.extend(authority_files(tmpdir, pem)?);
     }
 
     Ok(Egress {

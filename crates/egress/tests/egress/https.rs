@@ -300,6 +300,42 @@ async fn a_header_for_an_ip_host_gets_a_certificate_for_that_ip() {
 }
 
 #[tokio::test]
+async fn a_proxy_without_an_authority_refuses_what_needs_headers_and_tunnels_the_rest() {
+    let server = server(true).await;
+    let port = server.addr.port();
+    let (named, ip) = (format!("localhost:{port}"), format!("127.0.0.1:{port}"));
+    let proxy = proxy(Setup {
+        allow: &[&named, &ip],
+        names: &[("localhost", "127.0.0.1")],
+        headers: vec![header("Authorization", "Bearer s3cret", &["localhost"])],
+        extra_root: Some(&server.ca_pem),
+        without_tls: true,
+        ..Setup::default()
+    });
+    // The host that should get the header: refused, never tunnelled without it.
+    let answer = connect(proxy.addr, &named).await.unwrap_err();
+    assert_eq!(
+        answer,
+        Answer {
+            status: StatusCode::BAD_GATEWAY,
+            body: "hcpx could not reach it: the headers for localhost cannot be added: this proxy was started without a certificate authority\n".into(),
+        }
+    );
+    // Any other host is the plain tunnel it always is.
+    let mut plain = client(proxy.addr, &ip, "127.0.0.1", &server.ca_pem)
+        .await
+        .unwrap();
+    let got = text(get(&mut plain, "/auth", None).await).await;
+    assert_eq!(
+        got,
+        (
+            StatusCode::OK,
+            "/auth authorization: (none) host: wrong.test".into()
+        )
+    );
+}
+
+#[tokio::test]
 async fn a_value_that_cannot_be_a_header_is_never_sent() {
     let server = server(true).await;
     let entry = format!("localhost:{}", server.addr.port());

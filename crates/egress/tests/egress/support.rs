@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hcpx_egress::{Allow, Authority, Call, Header, Limits, Policy, Resolver, Running, Upstream};
+use hcpx_egress::{Allow, Authority, Call, Header, Limits, Policy, Resolver, Running, Tls, Upstream};
 use http_body_util::{BodyExt as _, Empty};
 use hyper::upgrade::Upgraded;
 use hyper::{Request, StatusCode};
@@ -51,6 +51,9 @@ pub(crate) struct Setup<'a> {
     pub(crate) extra_root: Option<&'a str>,
     pub(crate) limits: Limits,
     pub(crate) forwards: Vec<(std::net::TcpListener, hcpx_egress::Destination)>,
+    /// Started without what ending TLS takes, as hcpx starts a call without header
+    /// bindings.
+    pub(crate) without_tls: bool,
 }
 
 pub(crate) fn header(name: &str, value: &str, hosts: &[&str]) -> Header {
@@ -79,13 +82,11 @@ pub(crate) fn proxy(setup: Setup<'_>) -> Proxy {
         .iter()
         .map(|(name, ip)| ((*name).to_owned(), vec![ip.parse().unwrap()]))
         .collect();
-    let call = Call::with(
-        policy,
-        Arc::clone(&authority),
+    let tls = (!setup.without_tls).then(|| Tls {
+        authority: Arc::clone(&authority),
         upstream,
-        Resolver::Map(names),
-        setup.limits,
-    );
+    });
+    let call = Call::with(policy, tls, Resolver::Map(names), setup.limits);
     let listener = std_listener();
     let addr = listener.local_addr().unwrap();
     let running = call.serve(listener, setup.forwards).unwrap();
