@@ -137,11 +137,13 @@ pub(super) fn secret_covers() -> (Vec<(PathBuf, bool)>, Vec<Landmark>) {
         .collect();
     let mut ways = BTreeSet::new();
     ways.insert(PathBuf::from(HOST_KEYS));
+    // Most secrets share a folder (`/etc`): each folder is looked at once.
+    let mut is_dir: std::collections::HashMap<&Path, bool> = std::collections::HashMap::new();
     for secret in ROOT_SECRETS {
         if let Some(folder) = Path::new(secret)
             .ancestors()
             .skip(1)
-            .find(|folder| folder.is_dir())
+            .find(|folder| *is_dir.entry(folder).or_insert_with(|| folder.is_dir()))
         {
             ways.insert(folder.to_path_buf());
         }
