@@ -122,7 +122,10 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
         let (read, write) = rmcp::transport::stdio_pipes();
         hcpx::mcp::serve(server, read, write).await
     }) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            print_marks();
+            ExitCode::SUCCESS
+        }
         Err(error) => fail(&error, hcpx::error::EXIT_FAILED),
     }
 }

@@ -49,6 +49,7 @@ impl<R: AsyncRead + Unpin + Send> Lines<R> {
                 if write.write_all(&line).await.is_err() || write.flush().await.is_err() {
                     break;
                 }
+                crate::mark("mcp written");
             }
             let _ = write.shutdown().await;
         });
@@ -141,6 +142,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        crate::mark("mcp send");
         let queued = serde_json::to_vec(&item)
             .map_err(|_| Closed)
             .and_then(|mut line| {
@@ -154,7 +156,9 @@ impl<R: AsyncRead + Unpin + Send + 'static> rmcp::transport::Transport<RoleServe
         loop {
             match self.next_line().await? {
                 Ok(line) => {
+                    crate::mark("mcp line read");
                     if let Some(message) = self.parse(&line) {
+                        crate::mark("mcp line parsed");
                         return Some(message);
                     }
                 }

@@ -120,6 +120,7 @@ impl Server {
         ctx: Option<&RequestContext<RoleServer>>,
         detach: Option<Arc<Detach>>,
     ) -> CallToolResponse {
+        crate::mark("mcp call");
         let input = match args::parse(arguments) {
             Ok(input) => input,
             Err(failure) => return view::refusal(failure).into(),
@@ -167,7 +168,9 @@ impl Server {
             confirmation = Some(asked);
             forwarder = forward_progress(request, &mut call, detach);
         }
+        crate::mark("mcp call set up");
         let executed = crate::execute_for_program(input.argv.clone(), &call).await;
+        crate::mark("mcp executed");
         // Every progress notification goes out before the result: close the channel
         // (the callback owns its sender) and let the forwarder drain it.
         drop(call);
@@ -193,14 +196,16 @@ impl Server {
         if executed.effects.packs_changed {
             self.changes.announce_if_changed().await;
         }
-        view::render(
+        let rendered = view::render(
             envelope,
             &executed.text,
             &self.options,
             &self.base.session.captures,
             subject,
         )
-        .into()
+        .into();
+        crate::mark("mcp rendered");
+        rendered
     }
 }
 
