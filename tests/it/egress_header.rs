@@ -212,7 +212,11 @@ fn only_a_call_with_header_bindings_loads_the_authority_and_the_roots() {
     write_pack(&env.home().join("packs/api"), 9);
     env.bind("api", "API_TOKEN", VALUE);
     let (code, reply) = env.json(&["exec", "api", "hello"]);
-    assert_eq!((code, reply["error"]["reason"].as_str()), (2, Some("not_runnable")), "{reply:#}");
+    assert_eq!(
+        (code, reply["error"]["reason"].as_str()),
+        (2, Some("not_runnable")),
+        "{reply:#}"
+    );
     let details = reply["data"]["details"].as_array().unwrap();
     assert_eq!(details.len(), 1, "{reply:#}");
     let detail = details[0].as_str().unwrap();
