@@ -490,6 +490,55 @@ pub(crate) fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> b
     }
 }
 
+/// What a test does that the other kind must not do meanwhile in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Runs pack calls in this process: it starts keepers.
+    Calls,
+    /// Connects to an `hcpx mcp --http` or `--unix` server.
+    HttpClient,
+}
+
+/// The kind of test running in this process now, and how many of it.
+static ROOM: std::sync::Mutex<(Option<Kind>, usize)> = std::sync::Mutex::new((None, 0));
+static ROOM_FREE: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A place among the tests of one kind (see [`calls_here`]); left when dropped.
+#[derive(Debug)]
+pub(crate) struct InRoom;
+
+fn enter(kind: Kind) -> InRoom {
+    let mut room = ROOM.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    while room.0.is_some_and(|other| other != kind) {
+        room = ROOM_FREE
+            .wait(room)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    *room = (Some(kind), room.1 + 1);
+    InRoom
+}
+
+impl Drop for InRoom {
+    fn drop(&mut self) {
+        let mut room = ROOM.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        room.1 -= 1;
+        if room.1 == 0 {
+            room.0 = None;
+            ROOM_FREE.notify_all();
+        }
+    }
+}
+
+/// Held while a test runs pack calls in this process. The HTTP server's peer gate
+/// rightly refuses every connection held by a process that starts keepers (hcpx's
+/// egress proxy connects from such a process for its packs), and under `cargo test`
+/// every test is a thread of one process: a test that runs calls here and one that
+/// connects to an hcpx server ([`HttpServer`] holds the other place) take turns.
+/// Under nextest each test is a process of its own and never waits.
+pub(crate) fn calls_here() -> InRoom {
+    enter(Kind::Calls)
+}
+
 /// `hcpx mcp --http ...` (or `--unix`) running as a child, with the address it printed.
 pub(crate) struct HttpServer {
     pub(crate) child: std::process::Child,
@@ -499,6 +548,8 @@ pub(crate) struct HttpServer {
     pub(crate) unix: Option<PathBuf>,
     /// Everything it wrote to stderr so far.
     pub(crate) stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// No test runs calls in this process while this one connects (see [`calls_here`]).
+    _room: InRoom,
 }
 
 impl HttpServer {
@@ -523,6 +574,7 @@ impl HttpServer {
     /// serves.
     pub(crate) fn start_command(mut command: Command) -> Self {
         use std::io::BufRead as _;
+        let room = enter(Kind::HttpClient);
         let mut child = command
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -558,6 +610,7 @@ impl HttpServer {
             address,
             unix: None,
             stderr,
+            _room: room,
         }
     }
 

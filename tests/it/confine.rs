@@ -72,6 +72,7 @@ pub(crate) fn without_landlock(env: &TestEnv, args: &[&str]) -> (i32, Value) {
         .enable_all()
         .build()
         .unwrap();
+    let _calls = crate::common::calls_here();
     let outcome = runtime.block_on(hcpx::run_to_sink(argv, &ctx, &mut hcpx::BufferSink::default()));
     (
         i32::from(outcome.exit_code),

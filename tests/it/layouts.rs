@@ -525,6 +525,7 @@ async fn as_root_a_secret_replaced_or_added_while_a_server_runs_stays_hidden() {
     let mut ctx = hcpx::Context::new(vars, env.work(), false).unwrap();
     // As `hcpx mcp` runs every call: one session, its namespace made once.
     ctx.session = std::sync::Arc::new(hcpx::Session::server());
+    let _calls = crate::common::calls_here();
     let read = |file: &Path| {
         let argv: Vec<String> = ["--json", "exec", "attacker", "cat", "--"]
             .iter()

@@ -97,7 +97,9 @@ pub(crate) async fn connect(
     let options = hcpx::mcp::Options::from_context(&ctx, read_only);
     let server = hcpx::mcp::Server::new(ctx, options);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let calls = crate::common::calls_here();
     tokio::spawn(async move {
+        let _calls = calls;
         let (read, write) = tokio::io::split(server_io);
         hcpx::mcp::serve(server, read, write).await
     });
@@ -937,7 +939,9 @@ pub(crate) async fn connect_modern(env: &TestEnv, client: Client) -> RunningServ
     let options = hcpx::mcp::Options::from_context(&ctx, false);
     let server = hcpx::mcp::Server::new(ctx, options);
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let calls = crate::common::calls_here();
     tokio::spawn(async move {
+        let _calls = calls;
         let (read, write) = tokio::io::split(server_io);
         hcpx::mcp::serve(server, read, write).await
     });

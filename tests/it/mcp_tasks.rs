@@ -92,7 +92,9 @@ async fn connect_to(
     use rmcp::{ClientLifecycleMode, ClientServiceExt as _, ServiceExt as _};
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     let server = server.clone();
+    let calls = crate::common::calls_here();
     tokio::spawn(async move {
+        let _calls = calls;
         let (read, write) = tokio::io::split(server_io);
         hcpx::mcp::serve(server, read, write).await
     });

@@ -495,6 +495,7 @@ async fn without_the_kernel_layers_strict_mode_refuses() {
         .map(|arg| (*arg).to_owned())
         .collect();
     let mut sink = hcpx::BufferSink::default();
+    let _calls = crate::common::calls_here();
     let outcome = hcpx::run_to_sink(argv.clone(), &ctx, &mut sink).await;
     assert_eq!(outcome.exit_code, 2);
     let envelope = &outcome.envelope;

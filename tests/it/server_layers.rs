@@ -15,6 +15,7 @@ const STATUS: &str = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapE
 async fn stdout(ctx: &hcpx::Context, argv: &[&str]) -> String {
     let argv: Vec<String> = argv.iter().map(|arg| (*arg).to_owned()).collect();
     let mut sink = hcpx::BufferSink::default();
+    let _calls = crate::common::calls_here();
     let outcome = hcpx::run_to_sink(argv.clone(), ctx, &mut sink).await;
     assert_eq!(outcome.exit_code, 0, "{argv:?}: {:?}", outcome.envelope.error);
     outcome.envelope.stdout.clone()
