@@ -9,7 +9,10 @@
 //!   machine description without it), then with none of them;
 //! - the same with the pack's network on (`"network": true`): what taking the
 //!   network away costs;
-//! - a whole `hcpx exec …` process per call;
+//! - the same with an allowlist (`"network": {"allow": ["127.0.0.1:9"]}`): its
+//!   namespace (made ahead by the server) and the proxy;
+//! - a whole `hcpx exec …` process per call, of the plain pack and of the
+//!   allowlisted one;
 //! - run as root, the same CLI process and the direct run as `nobody` too (through
 //!   `setpriv`, both alike): agents run hcpx as a user, and a root process also
 //!   makes its `/proc` namespace;
@@ -68,6 +71,22 @@ fn main() {
         let text = std::fs::read_to_string(networked.join(file)).unwrap();
         assert!(text.contains(from), "{file}: {from}");
         std::fs::write(networked.join(file), text.replacen(from, to, 1)).unwrap();
+    }
+    // The same pack with an allowlist: its own network namespace and the proxy.
+    let allowlisted = home.join("packs/probeallow");
+    copy_dir(&fixture, &allowlisted);
+    for (file, from, to) in [
+        (
+            "hcp.json",
+            "\"network\": false",
+            "\"network\": {\"allow\": [\"127.0.0.1:9\"]}",
+        ),
+        ("hcp.json", "\"id\": \"probe\"", "\"id\": \"probeallow\""),
+        ("SKILL.md", "name: probe", "name: probeallow"),
+    ] {
+        let text = std::fs::read_to_string(allowlisted.join(file)).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        std::fs::write(allowlisted.join(file), text.replacen(from, to, 1)).unwrap();
     }
     let script: PathBuf = home.join("packs/probe/probe");
     let bin = env!("CARGO_BIN_EXE_hcpx");
@@ -163,6 +182,20 @@ fn main() {
         ));
         assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
     };
+    // Every layer, an allowlist: the same server session, a namespace made ahead.
+    let allowlisted_argv: Vec<String> = ["exec", "probeallow", "args", "--json", "--", "text=hello"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let mut with_allowlist = || {
+        let mut sink = hcpx::BufferSink::default();
+        let outcome = runtime.block_on(hcpx::run_to_sink(
+            allowlisted_argv.clone(),
+            &contexts[0].1,
+            &mut sink,
+        ));
+        assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+    };
     let cleared = |program: &Path| {
         let mut command = Command::new(program);
         command.env_clear();
@@ -174,7 +207,8 @@ fn main() {
     let copies = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let bin_copy = copies.path().join("hcpx");
     std::fs::copy(bin, &bin_copy).unwrap();
-    let mut cli = || run_cli(cleared(&bin_copy), &work, &home, path);
+    let mut cli = || run_cli(cleared(&bin_copy), &work, &home, path, "probe");
+    let mut cli_allowlisted = || run_cli(cleared(&bin_copy), &work, &home, path, "probeallow");
     // For a profiler: only the in-process exec with every layer, N times; with the
     // feature `marks`, the median time of each step it marks, and of a direct run.
     if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
@@ -189,7 +223,9 @@ fn main() {
         variants.push(run.as_mut());
     }
     variants.push(&mut with_network);
+    variants.push(&mut with_allowlist);
     variants.push(&mut cli);
+    variants.push(&mut cli_allowlisted);
     // Another build's CLI, and every CLI as `nobody`, when asked and possible.
     let other = std::env::var_os("HCP_BENCH_CLI").map(PathBuf::from);
     let other_copy = other.as_ref().map(|other| {
@@ -199,7 +235,7 @@ fn main() {
     });
     let mut other_cli = other_copy.as_ref().map(|other| {
         let (work, home) = (work.clone(), home.clone());
-        move || run_cli(cleared(other), &work, &home, path)
+        move || run_cli(cleared(other), &work, &home, path, "probe")
     });
     let nobody = Nobody::new(bin, other.as_deref(), &home, &script);
     let mut nobody_runs: Vec<Box<dyn FnMut()>> = nobody.as_ref().map_or_else(Vec::new, |nobody| {
@@ -214,7 +250,7 @@ fn main() {
         })];
         for bin in &nobody.bins {
             runs.push(Box::new(|| {
-                run_cli(nobody.command(bin), &nobody.work, &nobody.home, path);
+                run_cli(nobody.command(bin), &nobody.work, &nobody.home, path, "probe");
             }));
         }
         runs
@@ -274,6 +310,17 @@ fn main() {
             ms(every.cpu) - ms(network.cpu)
         ),
     );
+    let allowlist = results[contexts.len() + 2];
+    line(
+        "in-process exec, every layer, network.allow",
+        &allowlist,
+        format!(
+            "  added {:>6.3} ms p50, {:>6.3} ms cpu; the allowlist costs {:>6.3} ms p50",
+            ms(allowlist.p50) - ms(direct.p50),
+            ms(allowlist.cpu) - ms(direct.cpu),
+            ms(allowlist.p50) - ms(every.p50),
+        ),
+    );
     let added = |timing: &common::Timing, base: &common::Timing| {
         format!(
             "  added {:>6.3} ms p50, {:>6.3} ms cpu",
@@ -281,9 +328,20 @@ fn main() {
             ms(timing.cpu) - ms(base.cpu)
         )
     };
-    let mut rest = results[contexts.len() + 2..].iter();
+    let mut rest = results[contexts.len() + 3..].iter();
     if let Some(cli) = rest.next() {
         line("hcpx exec CLI process, every layer", cli, added(cli, &direct));
+        if let Some(allowlisted) = rest.next() {
+            line(
+                "  the same, network.allow",
+                allowlisted,
+                added(allowlisted, &direct)
+                    + &format!(
+                        "; the allowlist costs {:>6.3} ms p50",
+                        ms(allowlisted.p50) - ms(cli.p50)
+                    ),
+            );
+        }
     }
     if other.is_some()
         && let Some(cli) = rest.next()
@@ -304,9 +362,9 @@ fn main() {
 }
 
 /// One `hcpx exec` CLI process (`command` is hcpx, or what runs it), which must succeed.
-fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str) {
+fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str, pack: &str) {
     let output = command
-        .args(["exec", "probe", "args", "--", "text=hello"])
+        .args(["exec", pack, "args", "--", "text=hello"])
         .current_dir(work)
         .env("PATH", path)
         .env("HCP_HOME", home)
