@@ -61,33 +61,9 @@ fn main() {
     copy_dir(&fixture, &home.join("packs/probe"));
     // The same pack with the network as the user has it: what taking the network
     // away costs is the difference.
-    let networked = home.join("packs/probenet");
-    copy_dir(&fixture, &networked);
-    for (file, from, to) in [
-        ("hcp.json", "\"network\": false", "\"network\": true"),
-        ("hcp.json", "\"id\": \"probe\"", "\"id\": \"probenet\""),
-        ("SKILL.md", "name: probe", "name: probenet"),
-    ] {
-        let text = std::fs::read_to_string(networked.join(file)).unwrap();
-        assert!(text.contains(from), "{file}: {from}");
-        std::fs::write(networked.join(file), text.replacen(from, to, 1)).unwrap();
-    }
+    probe_with_network(&fixture, &home, "probenet", "true");
     // The same pack with an allowlist: its own network namespace and the proxy.
-    let allowlisted = home.join("packs/probeallow");
-    copy_dir(&fixture, &allowlisted);
-    for (file, from, to) in [
-        (
-            "hcp.json",
-            "\"network\": false",
-            "\"network\": {\"allow\": [\"127.0.0.1:9\"]}",
-        ),
-        ("hcp.json", "\"id\": \"probe\"", "\"id\": \"probeallow\""),
-        ("SKILL.md", "name: probe", "name: probeallow"),
-    ] {
-        let text = std::fs::read_to_string(allowlisted.join(file)).unwrap();
-        assert!(text.contains(from), "{file}: {from}");
-        std::fs::write(allowlisted.join(file), text.replacen(from, to, 1)).unwrap();
-    }
+    probe_with_network(&fixture, &home, "probeallow", "{\"allow\": [\"127.0.0.1:9\"]}");
     let script: PathBuf = home.join("packs/probe/probe");
     let bin = env!("CARGO_BIN_EXE_hcpx");
     let path = "/usr/local/bin:/usr/bin:/bin";
@@ -168,34 +144,22 @@ fn main() {
             }) as Box<dyn FnMut()>
         })
         .collect();
-    // Every layer, the network on: the same server session as "every layer".
-    let networked_argv: Vec<String> = ["exec", "probenet", "args", "--json", "--", "text=hello"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    let mut with_network = || {
-        let mut sink = hcpx::BufferSink::default();
-        let outcome = runtime.block_on(hcpx::run_to_sink(
-            networked_argv.clone(),
-            &contexts[0].1,
-            &mut sink,
-        ));
-        assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+    // Every layer, the network on, then an allowlist (a namespace made ahead): the
+    // same server session as "every layer".
+    let in_server = |pack: &'static str| {
+        let argv: Vec<String> = ["exec", pack, "args", "--json", "--", "text=hello"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let (runtime, ctx) = (&runtime, &contexts[0].1);
+        move || {
+            let mut sink = hcpx::BufferSink::default();
+            let outcome = runtime.block_on(hcpx::run_to_sink(argv.clone(), ctx, &mut sink));
+            assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
+        }
     };
-    // Every layer, an allowlist: the same server session, a namespace made ahead.
-    let allowlisted_argv: Vec<String> = ["exec", "probeallow", "args", "--json", "--", "text=hello"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    let mut with_allowlist = || {
-        let mut sink = hcpx::BufferSink::default();
-        let outcome = runtime.block_on(hcpx::run_to_sink(
-            allowlisted_argv.clone(),
-            &contexts[0].1,
-            &mut sink,
-        ));
-        assert_eq!(outcome.exit_code, 0, "{:?}", outcome.envelope.error);
-    };
+    let mut with_network = in_server("probenet");
+    let mut with_allowlist = in_server("probeallow");
     let cleared = |program: &Path| {
         let mut command = Command::new(program);
         command.env_clear();
@@ -298,29 +262,6 @@ fn main() {
         };
         line(&format!("in-process exec, {label}"), timing, added + &costs);
     }
-    let network = results[contexts.len() + 1];
-    line(
-        "in-process exec, every layer, network: true",
-        &network,
-        format!(
-            "  added {:>6.3} ms p50, {:>6.3} ms cpu; no network costs {:>6.3} ms p50, {:>6.3} ms cpu",
-            ms(network.p50) - ms(direct.p50),
-            ms(network.cpu) - ms(direct.cpu),
-            ms(every.p50) - ms(network.p50),
-            ms(every.cpu) - ms(network.cpu)
-        ),
-    );
-    let allowlist = results[contexts.len() + 2];
-    line(
-        "in-process exec, every layer, network.allow",
-        &allowlist,
-        format!(
-            "  added {:>6.3} ms p50, {:>6.3} ms cpu; the allowlist costs {:>6.3} ms p50",
-            ms(allowlist.p50) - ms(direct.p50),
-            ms(allowlist.cpu) - ms(direct.cpu),
-            ms(allowlist.p50) - ms(every.p50),
-        ),
-    );
     let added = |timing: &common::Timing, base: &common::Timing| {
         format!(
             "  added {:>6.3} ms p50, {:>6.3} ms cpu",
@@ -328,6 +269,27 @@ fn main() {
             ms(timing.cpu) - ms(base.cpu)
         )
     };
+    let network = results[contexts.len() + 1];
+    line(
+        "in-process exec, every layer, network: true",
+        &network,
+        added(&network, &direct)
+            + &format!(
+                "; no network costs {:>6.3} ms p50, {:>6.3} ms cpu",
+                ms(every.p50) - ms(network.p50),
+                ms(every.cpu) - ms(network.cpu)
+            ),
+    );
+    let allowlist = results[contexts.len() + 2];
+    line(
+        "in-process exec, every layer, network.allow",
+        &allowlist,
+        added(&allowlist, &direct)
+            + &format!(
+                "; the allowlist costs {:>6.3} ms p50",
+                ms(allowlist.p50) - ms(every.p50)
+            ),
+    );
     let mut rest = results[contexts.len() + 3..].iter();
     if let Some(cli) = rest.next() {
         line("hcpx exec CLI process, every layer", cli, added(cli, &direct));
@@ -358,6 +320,29 @@ fn main() {
         }
     } else {
         println!("  (not run as nobody: that takes root and setpriv)");
+    }
+}
+
+/// A copy of the probe fixture named `id` whose `sandbox.network` is `network`.
+fn probe_with_network(fixture: &Path, home: &Path, id: &str, network: &str) {
+    let dir = home.join("packs").join(id);
+    copy_dir(fixture, &dir);
+    for (file, from, to) in [
+        (
+            "hcp.json",
+            "\"network\": false".to_owned(),
+            format!("\"network\": {network}"),
+        ),
+        (
+            "hcp.json",
+            "\"id\": \"probe\"".to_owned(),
+            format!("\"id\": \"{id}\""),
+        ),
+        ("SKILL.md", "name: probe".to_owned(), format!("name: {id}")),
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(text.contains(&from), "{file}: {from}");
+        std::fs::write(dir.join(file), text.replacen(&from, &to, 1)).unwrap();
     }
 }
 

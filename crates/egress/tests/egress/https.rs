@@ -18,7 +18,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-use crate::support::{Answer, Setup, connect, header, proxy, send};
+use crate::support::{Answer, Proxy, Setup, connect, header, proxy, send};
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -168,9 +168,10 @@ async fn text(response: Response<Incoming>) -> (StatusCode, String) {
     (status, String::from_utf8(body.to_vec()).unwrap())
 }
 
-#[tokio::test]
-async fn a_bound_header_replaces_the_clients_and_reaches_only_its_host() {
-    let server = server(true).await;
+/// A proxy that allows `server` both as `localhost` and as `127.0.0.1`, with a bound
+/// header for `localhost` (and what ending TLS takes, unless `without_tls`); the two
+/// allowlist entries.
+fn header_for_localhost(server: &Server, without_tls: bool) -> (Proxy, String, String) {
     let port = server.addr.port();
     let (named, ip) = (format!("localhost:{port}"), format!("127.0.0.1:{port}"));
     let proxy = proxy(Setup {
@@ -178,19 +179,16 @@ async fn a_bound_header_replaces_the_clients_and_reaches_only_its_host() {
         names: &[("localhost", "127.0.0.1")],
         headers: vec![header("Authorization", "Bearer s3cret", &["localhost"])],
         extra_root: Some(&server.ca_pem),
+        without_tls,
         ..Setup::default()
     });
-    let ca = proxy.authority.cert_pem().to_owned();
-    // The client trusts the proxy's CA for the bound host, and sends a placeholder.
-    let mut bound = client(proxy.addr, &named, "localhost", &ca).await.unwrap();
-    for path in ["/auth", "/again?x=1"] {
-        let got = text(get(&mut bound, path, Some("Bearer placeholder")).await).await;
-        let expected = format!("{path} authorization: Bearer s3cret host: localhost:{port}");
-        assert_eq!(got, (StatusCode::OK, expected));
-    }
-    // The other host is a plain tunnel: the client talks to the real server.
-    assert!(client(proxy.addr, &ip, "127.0.0.1", &ca).await.is_err());
-    let mut plain = client(proxy.addr, &ip, "127.0.0.1", &server.ca_pem)
+    (proxy, named, ip)
+}
+
+/// Through `proxy`, `entry` is a plain tunnel: the client talks TLS with the real
+/// server, which gets no header.
+async fn plain_tunnel(proxy: &Proxy, entry: &str, server: &Server) {
+    let mut plain = client(proxy.addr, entry, "127.0.0.1", &server.ca_pem)
         .await
         .unwrap();
     let got = text(get(&mut plain, "/auth", None).await).await;
@@ -201,6 +199,24 @@ async fn a_bound_header_replaces_the_clients_and_reaches_only_its_host() {
             "/auth authorization: (none) host: wrong.test".into()
         )
     );
+}
+
+#[tokio::test]
+async fn a_bound_header_replaces_the_clients_and_reaches_only_its_host() {
+    let server = server(true).await;
+    let port = server.addr.port();
+    let (proxy, named, ip) = header_for_localhost(&server, false);
+    let ca = proxy.authority.cert_pem().to_owned();
+    // The client trusts the proxy's CA for the bound host, and sends a placeholder.
+    let mut bound = client(proxy.addr, &named, "localhost", &ca).await.unwrap();
+    for path in ["/auth", "/again?x=1"] {
+        let got = text(get(&mut bound, path, Some("Bearer placeholder")).await).await;
+        let expected = format!("{path} authorization: Bearer s3cret host: localhost:{port}");
+        assert_eq!(got, (StatusCode::OK, expected));
+    }
+    // The other host is a plain tunnel: the client talks to the real server.
+    assert!(client(proxy.addr, &ip, "127.0.0.1", &ca).await.is_err());
+    plain_tunnel(&proxy, &ip, &server).await;
     assert_eq!(proxy.call.refusals(), vec![]);
 }
 
@@ -302,16 +318,7 @@ async fn a_header_for_an_ip_host_gets_a_certificate_for_that_ip() {
 #[tokio::test]
 async fn a_proxy_without_an_authority_refuses_what_needs_headers_and_tunnels_the_rest() {
     let server = server(true).await;
-    let port = server.addr.port();
-    let (named, ip) = (format!("localhost:{port}"), format!("127.0.0.1:{port}"));
-    let proxy = proxy(Setup {
-        allow: &[&named, &ip],
-        names: &[("localhost", "127.0.0.1")],
-        headers: vec![header("Authorization", "Bearer s3cret", &["localhost"])],
-        extra_root: Some(&server.ca_pem),
-        without_tls: true,
-        ..Setup::default()
-    });
+    let (proxy, named, ip) = header_for_localhost(&server, true);
     // The host that should get the header: refused, never tunnelled without it.
     let answer = connect(proxy.addr, &named).await.unwrap_err();
     assert_eq!(
@@ -322,17 +329,7 @@ async fn a_proxy_without_an_authority_refuses_what_needs_headers_and_tunnels_the
         }
     );
     // Any other host is the plain tunnel it always is.
-    let mut plain = client(proxy.addr, &ip, "127.0.0.1", &server.ca_pem)
-        .await
-        .unwrap();
-    let got = text(get(&mut plain, "/auth", None).await).await;
-    assert_eq!(
-        got,
-        (
-            StatusCode::OK,
-            "/auth authorization: (none) host: wrong.test".into()
-        )
-    );
+    plain_tunnel(&proxy, &ip, &server).await;
 }
 
 #[tokio::test]
