@@ -77,14 +77,8 @@ pub struct Session {
     pub os: MachineOs,
     /// The proxy's certificate authority and the roots it verifies real servers
     /// with, made or read once when a call first needs them.
-    pub egress: std::sync::OnceLock<Result<EgressTrust, String>>,
+    pub egress: std::sync::OnceLock<Result<hcpx_egress::Tls, String>>,
 }
-
-/// The proxy's certificate authority (kept in `$HCP_HOME`) and the roots it trusts.
-pub type EgressTrust = (
-    std::sync::Arc<hcpx_egress::Authority>,
-    std::sync::Arc<hcpx_egress::Upstream>,
-);
 
 /// This very binary's path, found the first time a command asks (most never do, and
 /// finding it is a `/proc` lookup), with what `main` gives; none by default.
@@ -122,14 +116,17 @@ impl Session {
         &self,
         home: &std::path::Path,
         extra: Option<&std::path::Path>,
-    ) -> Result<EgressTrust, String> {
+    ) -> Result<hcpx_egress::Tls, String> {
         self.egress
             .get_or_init(|| {
                 let authority = hcpx_egress::Authority::load_or_make(&crate::layout::egress(home))
                     .map_err(|error| format!("the proxy's certificate authority: {error}"))?;
                 let upstream = hcpx_egress::Upstream::new(extra)
                     .map_err(|error| format!("the roots the proxy trusts: {error}"))?;
-                Ok((std::sync::Arc::new(authority), std::sync::Arc::new(upstream)))
+                Ok(hcpx_egress::Tls {
+                    authority: std::sync::Arc::new(authority),
+                    upstream: std::sync::Arc::new(upstream),
+                })
             })
             .clone()
     }

@@ -103,7 +103,7 @@ pub(crate) enum Denied {
 /// sees, and the roots the real server is checked against. Only a call with header
 /// bindings ends TLS, so only such a call needs them: loading the system's roots
 /// reads every file of `/etc/ssl/certs`.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Tls {
     pub authority: Arc<Authority>,
     pub upstream: Arc<Upstream>,

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use hcpx_egress::{Allow, Call, Destination, Header, Policy, Refusal, Running, Tls};
+use hcpx_egress::{Allow, Call, Destination, Header, Policy, Refusal, Running};
 use hcpx_pack::manifest::{Endpoint, Host};
 
 use crate::binding::Secret;
@@ -194,6 +194,18 @@ pub(super) fn prepare(
     headers: Vec<HeaderValue>,
     tmpdir: &Path,
 ) -> Result<Egress, Failure> {
+    // Only header bindings end TLS: a call without them never loads the authority
+    // or the system's roots (every file of /etc/ssl/certs, 5 ms here). Loaded before
+    // the namespace is made, so that roots that cannot be read start nothing.
+    let tls = if headers.is_empty() {
+        None
+    } else {
+        Some(
+            ctx.session
+                .egress(&ctx.home, ctx.env.get(EXTRA_ROOTS).map(Path::new))
+                .map_err(failure)?,
+        )
+    };
     let forwards = forwards(allow);
     let proxy_at = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
     let addrs: Vec<SocketAddr> = std::iter::once(proxy_at)
@@ -225,17 +237,6 @@ pub(super) fn prepare(
     let ports: Vec<u16> = std::iter::once(proxy_port)
         .chain(forwards.list.iter().map(|forward| forward.listen.port()))
         .collect();
-    // Only header bindings end TLS: a call without them never loads the authority
-    // or the system's roots (every file of /etc/ssl/certs, 5 ms here).
-    let tls = if headers.is_empty() {
-        None
-    } else {
-        let (authority, upstream) = ctx
-            .session
-            .egress(&ctx.home, ctx.env.get(EXTRA_ROOTS).map(Path::new))
-            .map_err(failure)?;
-        Some(Tls { authority, upstream })
-    };
     let policy = Policy {
         allow: allow
             .iter()
