@@ -16,6 +16,7 @@
 //! - run as root, the same CLI process and the direct run as `nobody` too (through
 //!   `setpriv`, both alike): agents run hcpx as a user, and a root process also
 //!   makes its `/proc` namespace;
+//! - the same CLI process handed to a resident `hcpx serve` (`HCP_RESIDENT=require`);
 //! - with `HCP_BENCH_CLI=/path/to/another/hcpx` (a static build, say), that build's
 //!   CLI process too, in the same rounds.
 //!
@@ -171,8 +172,11 @@ fn main() {
     let copies = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let bin_copy = copies.path().join("hcpx");
     std::fs::copy(bin, &bin_copy).unwrap();
-    let mut cli = || run_cli(cleared(&bin_copy), &work, &home, path, "probe");
-    let mut cli_allowlisted = || run_cli(cleared(&bin_copy), &work, &home, path, "probeallow");
+    let mut cli = || run_cli(cleared(&bin_copy), &work, &home, path, "probe", false);
+    let mut cli_allowlisted = || run_cli(cleared(&bin_copy), &work, &home, path, "probeallow", false);
+    // `hcpx serve` for the same home, which the CLI hands its calls to.
+    let _resident = Resident::start(cleared(&bin_copy), &home, path);
+    let mut cli_resident = || run_cli(cleared(&bin_copy), &work, &home, path, "probe", true);
     // For a profiler: only the in-process exec with every layer, N times; with the
     // feature `marks`, the median time of each step it marks, and of a direct run.
     if let Some(times) = std::env::var("HCP_BENCH_PROFILE")
@@ -190,6 +194,7 @@ fn main() {
     variants.push(&mut with_allowlist);
     variants.push(&mut cli);
     variants.push(&mut cli_allowlisted);
+    variants.push(&mut cli_resident);
     // Another build's CLI, and every CLI as `nobody`, when asked and possible.
     let other = std::env::var_os("HCP_BENCH_CLI").map(PathBuf::from);
     let other_copy = other.as_ref().map(|other| {
@@ -199,9 +204,12 @@ fn main() {
     });
     let mut other_cli = other_copy.as_ref().map(|other| {
         let (work, home) = (work.clone(), home.clone());
-        move || run_cli(cleared(other), &work, &home, path, "probe")
+        move || run_cli(cleared(other), &work, &home, path, "probe", false)
     });
     let nobody = Nobody::new(bin, other.as_deref(), &home, &script);
+    let _nobody_resident = nobody
+        .as_ref()
+        .map(|nobody| Resident::start(nobody.command(&nobody.bins[0]), &nobody.home, path));
     let mut nobody_runs: Vec<Box<dyn FnMut()>> = nobody.as_ref().map_or_else(Vec::new, |nobody| {
         let mut runs: Vec<Box<dyn FnMut()>> = vec![Box::new(|| {
             let output = nobody
@@ -214,9 +222,26 @@ fn main() {
         })];
         for bin in &nobody.bins {
             runs.push(Box::new(|| {
-                run_cli(nobody.command(bin), &nobody.work, &nobody.home, path, "probe");
+                run_cli(
+                    nobody.command(bin),
+                    &nobody.work,
+                    &nobody.home,
+                    path,
+                    "probe",
+                    false,
+                );
             }));
         }
+        runs.push(Box::new(|| {
+            run_cli(
+                nobody.command(&nobody.bins[0]),
+                &nobody.work,
+                &nobody.home,
+                path,
+                "probe",
+                true,
+            );
+        }));
         runs
     });
     if let Some(other_cli) = other_cli.as_mut() {
@@ -291,19 +316,22 @@ fn main() {
             ),
     );
     let mut rest = results[contexts.len() + 3..].iter();
-    if let Some(cli) = rest.next() {
+    if let (Some(cli), Some(allowlisted), Some(resident)) = (rest.next(), rest.next(), rest.next()) {
         line("hcpx exec CLI process, every layer", cli, added(cli, &direct));
-        if let Some(allowlisted) = rest.next() {
-            line(
-                "  the same, network.allow",
-                allowlisted,
-                added(allowlisted, &direct)
-                    + &format!(
-                        "; the allowlist costs {:>6.3} ms p50",
-                        ms(allowlisted.p50) - ms(cli.p50)
-                    ),
-            );
-        }
+        line(
+            "  the same, network.allow",
+            allowlisted,
+            added(allowlisted, &direct)
+                + &format!(
+                    "; the allowlist costs {:>6.3} ms p50",
+                    ms(allowlisted.p50) - ms(cli.p50)
+                ),
+        );
+        line(
+            "  the same, handed to hcpx serve",
+            resident,
+            added(resident, &direct),
+        );
     }
     if other.is_some()
         && let Some(cli) = rest.next()
@@ -312,10 +340,12 @@ fn main() {
     }
     if let Some(direct) = rest.next() {
         line("direct, as nobody (through setpriv)", direct, String::new());
-        for (cli, label) in rest.zip([
-            "hcpx exec CLI process, as nobody",
-            "  the same, HCP_BENCH_CLI's build",
-        ]) {
+        let mut labels = vec!["hcpx exec CLI process, as nobody"];
+        if other.is_some() {
+            labels.push("  the same, HCP_BENCH_CLI's build");
+        }
+        labels.push("  the same, handed to hcpx serve");
+        for (cli, label) in rest.zip(labels) {
             line(label, cli, added(cli, direct));
         }
     } else {
@@ -346,13 +376,16 @@ fn probe_with_network(fixture: &Path, home: &Path, id: &str, network: &str) {
     }
 }
 
-/// One `hcpx exec` CLI process (`command` is hcpx, or what runs it), which must succeed.
-fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str, pack: &str) {
+/// One `hcpx exec` CLI process (`command` is hcpx, or what runs it), which must
+/// succeed: run in its own process, or handed to the resident server
+/// (`HCP_RESIDENT=require`) when `resident`.
+fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str, pack: &str, resident: bool) {
     let output = command
         .args(["exec", pack, "args", "--", "text=hello"])
         .current_dir(work)
         .env("PATH", path)
         .env("HCP_HOME", home)
+        .env("HCP_RESIDENT", if resident { "require" } else { "off" })
         .output()
         .unwrap();
     assert!(
@@ -360,6 +393,38 @@ fn run_cli(mut command: Command, work: &Path, home: &Path, path: &str, pack: &st
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// A running `hcpx serve` (`command` is hcpx, or what runs it) for `home`, stopped
+/// when dropped.
+struct Resident(std::process::Child);
+
+impl Resident {
+    fn start(mut command: Command, home: &Path, path: &str) -> Self {
+        let child = command
+            .arg("serve")
+            .env("PATH", path)
+            .env("HCP_HOME", home)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket = home.join("run/exec.sock");
+        let started = std::time::Instant::now();
+        while !socket.exists() {
+            assert!(started.elapsed().as_secs() < 10, "hcpx serve did not start");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        Self(child)
+    }
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.0.id()).unwrap()).unwrap();
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let _ = self.0.wait();
+    }
 }
 
 /// `nobody`'s copy of the pack and of the binaries (the build folder may not be

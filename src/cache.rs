@@ -76,10 +76,15 @@ impl CatalogCache {
         // A long-lived server parses the built-ins once, not per call.
         let _ = builtins();
         let Some(catalog) = Catalog::find_one(packs_dir, id) else {
-            // An unknown id: the ids there are, for the closest ones.
+            // An unknown id: the ids there are, the catalog's not installed among
+            // them (as a process that loads them all names them), for the closest.
             let all = self.get(packs_dir);
             return Catalog::known(
-                all.packs.iter().map(|pack| pack.id().to_owned()).collect(),
+                all.packs
+                    .iter()
+                    .chain(&all.available)
+                    .map(|pack| pack.id().to_owned())
+                    .collect(),
                 all.broken.clone(),
             );
         };

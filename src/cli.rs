@@ -214,6 +214,20 @@ pub enum HcpxCommand {
                             sessions are held."
     )]
     Mcp(McpArgs),
+    /// Keep hcpx resident for this user: `hcpx exec` in a shell hands its call over instead of setting up the sandbox again.
+    #[command(after_help = "Examples:\n  \
+                            hcpx serve &\n  \
+                            hcpx serve --idle 1800        (stops after 30 minutes without a call)\n\n\
+                            It listens at $HCP_HOME/run/exec.sock, in a folder only you can enter. `hcpx exec` \
+                            hands it a call only when the server would run it exactly as the process would: the \
+                            same user, HCP_HOME and HCP_* settings, namespaces, root, cgroup, security label, \
+                            no_new_privs, seccomp, capabilities, limits and hcpx binary, from outside any pack, \
+                            and without a person at the terminal who may be asked to confirm. Any other call \
+                            runs in its own process, as without a server. HCP_RESIDENT=off keeps every call in \
+                            its process; HCP_RESIDENT=require fails a call the server does not take. The server \
+                            refuses to start under no_new_privs or a seccomp filter (inside a sandbox), where \
+                            it could not tell a confined client from one that is not.")]
+    Serve(ServeArgs),
     /// Show the effective policy, check one decision, or set or unset a rule.
     #[command(subcommand)]
     Policy(PolicyCommand),
@@ -284,6 +298,14 @@ impl CompletionShell {
             Self::Powershell => "powershell",
         }
     }
+}
+
+/// `hcpx serve`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Stop after this many seconds without a call (by default it runs until stopped).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle: Option<u64>,
 }
 
 /// `hcpx mcp`'s options.

@@ -232,25 +232,12 @@ impl Context {
         interactive: bool,
     ) -> Result<Self, ContextError> {
         let env: BTreeMap<String, String> = env.into_iter().collect();
-        let home = match env.get(env_vars::HCP_HOME).filter(|value| !value.is_empty()) {
-            Some(home) => absolute(&cwd, Path::new(home)),
-            None => {
-                let user_home = env
-                    .get(env_vars::HOME)
-                    .filter(|value| !value.is_empty())
-                    .ok_or(ContextError::NoHome)?;
-                absolute(&cwd, Path::new(user_home)).join(layout::DEFAULT_HOME)
-            }
-        };
-        // An agent is anyone who says so at all: any value but empty, `0` or `false`.
-        let principal = if env.get(env_vars::HCP_AGENT).is_some_and(|value| {
-            let value = value.trim();
-            !(value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false"))
-        }) {
-            Principal::Agent
-        } else {
-            Principal::Terminal
-        };
+        let home = home_of(
+            env.get(env_vars::HCP_HOME).map(String::as_str),
+            env.get(env_vars::HOME).map(String::as_str),
+            &cwd,
+        )?;
+        let principal = principal_of(env.get(env_vars::HCP_AGENT).map(String::as_str));
         let sandbox_mode = match env.get(env_vars::HCP_SANDBOX).map(String::as_str) {
             Some("best-effort") => Mode::BestEffort,
             _ => Mode::Strict,
@@ -366,6 +353,37 @@ fn this_machines_os() -> crate::program::Os {
         .map_or(crate::program::Os::Other, |text| {
             crate::program::Os::from_os_release(&text)
         })
+}
+
+/// The caller `HCP_AGENT`'s value makes: an agent is anyone who says so at all, with
+/// any value but empty, `0` or `false`.
+pub fn principal_of(hcp_agent: Option<&str>) -> Principal {
+    if hcp_agent.is_some_and(|value| {
+        let value = value.trim();
+        !(value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false"))
+    }) {
+        Principal::Agent
+    } else {
+        Principal::Terminal
+    }
+}
+
+/// `$HCP_HOME`, absolute, from the variables `HCP_HOME` and `HOME` and the working
+/// folder.
+pub(crate) fn home_of(
+    hcp_home: Option<&str>,
+    home: Option<&str>,
+    cwd: &Path,
+) -> Result<PathBuf, ContextError> {
+    match hcp_home.filter(|value| !value.is_empty()) {
+        Some(home) => Ok(absolute(cwd, Path::new(home))),
+        None => {
+            let user_home = home
+                .filter(|value| !value.is_empty())
+                .ok_or(ContextError::NoHome)?;
+            Ok(absolute(cwd, Path::new(user_home)).join(layout::DEFAULT_HOME))
+        }
+    }
 }
 
 fn absolute(cwd: &Path, path: &Path) -> PathBuf {

@@ -137,6 +137,12 @@ pub(crate) async fn dispatch(
             offset,
             usize::try_from(limit).unwrap_or(usize::MAX),
         ),
+        // Both servers are started by `main.rs`; through the tool they are refused.
+        HcpxCommand::Serve(_) => Err(Failure::new(
+            crate::error::Reason::AccessRefused,
+            "`serve` starts a server; it cannot run inside one, nor from an agent's call",
+        )
+        .next(Next::hcpx(["serve", "--help"]).note("to start it from a shell"))),
         // The server itself is started by `main.rs`; through the tool it is refused.
         HcpxCommand::Mcp(_) => Err(Failure::new(
             crate::error::Reason::AccessRefused,

@@ -16,6 +16,7 @@
 //!   bindings.json  policy.json  adopted.json  audit.log
 //!   mcp/outputs/out-HEX         a stateless MCP server's kept outputs (shared by replicas)
 //!   mcp/spent/HEX               confirmations used, with a state key file (shared by replicas)
+//!   run/exec.sock  run/exec.lock  the resident server's socket and lock (`hcpx serve`, mode 0700)
 //!   .lock  .append.lock         the state lock and the audit log's own
 //! ```
 
@@ -107,6 +108,21 @@ pub(crate) fn mcp_outputs(home: &Path) -> PathBuf {
 /// that replicas sharing `$HCP_HOME` accept each one once among them.
 pub(crate) fn mcp_spent(home: &Path) -> PathBuf {
     home.join("mcp").join("spent")
+}
+
+/// The resident server's folder (mode 0700): its socket and its lock.
+pub(crate) fn resident(home: &Path) -> PathBuf {
+    home.join("run")
+}
+
+/// The socket `hcpx serve` listens on, which `hcpx exec` hands calls to.
+pub(crate) fn resident_socket(home: &Path) -> PathBuf {
+    resident(home).join("exec.sock")
+}
+
+/// The lock a resident server holds while it runs: one per `$HCP_HOME`.
+pub(crate) fn resident_lock(home: &Path) -> PathBuf {
+    resident(home).join("exec.lock")
 }
 
 pub(crate) fn audit_log(home: &Path) -> PathBuf {

@@ -43,6 +43,7 @@ pub(crate) mod redact;
 pub(crate) mod registry;
 pub(crate) mod render;
 pub(crate) mod reply;
+pub mod resident;
 pub(crate) use hcpx_process::runtime;
 pub use hcpx_process::sandbox;
 pub mod search;

@@ -130,12 +130,104 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
     }
 }
 
+/// Runs `hcpx serve` until SIGTERM, SIGINT or SIGHUP, or its idle time is over.
+fn serve_resident(
+    args: &hcpx::cli::ServeArgs,
+    ctx: &hcpx::Context,
+    runtime: &tokio::runtime::Runtime,
+) -> ExitCode {
+    let cancel = ctx.cancel.clone();
+    runtime.block_on(async {
+        let bound = match hcpx::resident::bind(ctx) {
+            Ok(bound) => bound,
+            Err(error) => return fail(&error.to_string(), hcpx::error::EXIT_REFUSED),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "hcpx: serving `hcpx exec` calls at {} (stop with Ctrl-C or SIGTERM)",
+            bound.path().display()
+        );
+        cancel_on_signals(cancel);
+        bound.serve(args.idle.map(std::time::Duration::from_secs)).await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// `hcpx exec` without a person who may be asked to confirm (no terminal, or an
+/// agent's call): handed to the resident server when one takes it (see `hcpx serve --help`). `None`: the process runs the
+/// call.
+fn hand_off(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &std::path::Path,
+    interactive: bool,
+) -> Option<ExitCode> {
+    use hcpx::resident::{HandOff, Mode};
+    if !hcpx::cli::names_exec(argv) {
+        return None;
+    }
+    let var = |wanted: &str| {
+        env.iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.as_str())
+    };
+    let mode = Mode::from_value(var(hcpx::resident::HCP_RESIDENT));
+    // Only a person at a terminal is asked to confirm (see `main`): an agent's call
+    // runs alike anywhere.
+    let interactive =
+        interactive && hcpx::context::principal_of(var("HCP_AGENT")) == hcpx::Principal::Terminal;
+    let refused = |why: &str| {
+        fail(
+            &format!("HCP_RESIDENT=require, and {why}"),
+            hcpx::error::EXIT_REFUSED,
+        )
+    };
+    match mode {
+        Mode::Off => return None,
+        Mode::Require if interactive => {
+            return Some(refused(
+                "a call that a person at this terminal may be asked to confirm runs in its own process",
+            ));
+        }
+        Mode::Auto if interactive => return None,
+        Mode::Auto | Mode::Require => {}
+    }
+    let request = hcpx::resident::Request {
+        argv: argv.to_vec(),
+        env: env.to_vec(),
+        cwd: cwd.to_path_buf(),
+        terminals: (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
+    };
+    let mut streams = StdStreams {
+        progress_shown: Arc::default(),
+        terminals: request.terminals,
+    };
+    match hcpx::resident::hand_off(&request, &mut streams) {
+        HandOff::Served(code) => Some(ExitCode::from(code)),
+        HandOff::Local(why) if mode == Mode::Require => Some(refused(&why)),
+        HandOff::Local(_) => None,
+        HandOff::Lost(why) => Some(fail(&why, hcpx::error::EXIT_FAILED)),
+    }
+}
+
 fn main() -> ExitCode {
     hcpx::mark("main");
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
+    #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
+    let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
+    let Ok(cwd) = cwd else {
+        return fail(
+            "the current folder cannot be read (was it deleted?)",
+            hcpx::error::EXIT_REFUSED,
+        );
+    };
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if let Some(code) = hand_off(&argv, &env, &cwd, interactive) {
+        return code;
+    }
     {
         use tracing_subscriber::Layer as _;
         use tracing_subscriber::layer::SubscriberExt as _;
@@ -163,15 +255,6 @@ fn main() -> ExitCode {
             .init();
     }
     hcpx::mark("logs");
-    #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
-    let (env, cwd): (Vec<(String, String)>, _) = (std::env::vars().collect(), std::env::current_dir());
-    let Ok(cwd) = cwd else {
-        return fail(
-            "the current folder cannot be read (was it deleted?)",
-            hcpx::error::EXIT_REFUSED,
-        );
-    };
-    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let ctx = match hcpx::Context::new(env, cwd, interactive) {
         Ok(ctx) => {
             let mut ctx = ctx.with_temp_dir(std::env::temp_dir());
@@ -223,6 +306,14 @@ fn main() -> ExitCode {
         }) = hcpx::parse(&argv)
     {
         return serve_mcp(&args, ctx, &runtime);
+    }
+    if argv.iter().any(|word| word == "serve")
+        && let Ok(hcpx::cli::Cli {
+            command: hcpx::cli::HcpxCommand::Serve(args),
+            ..
+        }) = hcpx::parse(&argv)
+    {
+        return serve_resident(&args, &ctx, &runtime);
     }
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.

@@ -28,6 +28,15 @@ struct Found<'a> {
     sandbox: Sandbox<'a>,
     bindings: BindingStore<'a>,
     caches: Caches<'a>,
+    resident: Resident,
+}
+
+/// The resident server (`hcpx serve`) of this `HCP_HOME`: its socket, and whether it
+/// runs now.
+#[derive(Serialize)]
+struct Resident {
+    socket: PathBuf,
+    running: bool,
 }
 
 /// The folder of the packs' cache folders, and each folder in it.
@@ -98,6 +107,10 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let view = ctx.session.sandbox.home_view(&ctx.home);
     let caches_root = pack_cache::root(ctx);
     let caches = pack_cache::list(ctx, &catalog.packs);
+    let resident = Resident {
+        socket: crate::resident::socket_path(&ctx.home),
+        running: crate::resident::running(&ctx.home),
+    };
     let text = render::doctor_text(&Doctor {
         home: &ctx.home,
         home_exists: ctx.home.is_dir(),
@@ -112,6 +125,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
         bindings_error: bindings.as_ref().err().map(String::as_str),
         caches_root: caches_root.as_deref(),
         caches: &caches,
+        resident: resident.running.then_some(resident.socket.as_path()),
     });
     let data = Found {
         home: &ctx.home,
@@ -139,6 +153,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
             root: caches_root.as_deref(),
             folders: &caches,
         },
+        resident,
     };
     Ok(Reply::new(&data, text))
 }

@@ -27,6 +27,8 @@ pub(crate) struct Doctor<'a> {
     /// The folder of the packs' cache folders, and each folder in it.
     pub caches_root: Option<&'a Path>,
     pub caches: &'a [crate::pack_cache::Listed],
+    /// The resident server's socket when one runs.
+    pub resident: Option<&'a Path>,
 }
 
 /// `hcpx doctor`: one line per thing checked, the broken packs and the sandbox's
@@ -108,6 +110,12 @@ pub(crate) fn doctor_text(doctor: &Doctor<'_>) -> String {
                 );
             }
         }
+    }
+    match doctor.resident {
+        Some(socket) => {
+            let _ = writeln!(text, "resident   hcpx serve, at {}", socket.display());
+        }
+        None => text.push_str("resident   none (`hcpx serve` makes each `hcpx exec` start faster)\n"),
     }
     text
 }

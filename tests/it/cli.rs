@@ -67,6 +67,7 @@ fn help_json_is_the_command_tree() {
             "output",
             "adopt",
             "mcp",
+            "serve",
             "policy",
             "pack",
             "doctor",
@@ -75,7 +76,7 @@ fn help_json_is_the_command_tree() {
         ]
     );
     assert_eq!(
-        data["commands"][13],
+        data["commands"][14],
         json!({
             "name": "pack", "summary": "Tools for pack authors",
             "commands": [

@@ -47,6 +47,7 @@ mod programs;
 mod readme;
 mod registry;
 mod reparent;
+mod resident;
 mod sandbox;
 mod server_layers;
 mod siblings;

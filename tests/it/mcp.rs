@@ -205,6 +205,7 @@ async fn every_refusal_reason_is_reachable() {
             "access_refused",
         ),
         (json!({ "argv": ["mcp"] }), "access_refused"),
+        (json!({ "argv": ["serve"] }), "access_refused"),
         (json!({ "argv": ["exec", "locked", "open"] }), "unbound"),
         (json!({ "args": "x".repeat(1024 * 1024 + 1) }), "too_large"),
         (

@@ -32,6 +32,10 @@ pub(crate) use clone::{Cover, proc_namespace};
 mod mounts;
 mod netns;
 #[cfg(target_os = "linux")]
+mod peer;
+#[cfg(target_os = "linux")]
+pub use peer::{Peer, Surroundings};
+#[cfg(target_os = "linux")]
 mod spawner;
 #[cfg(target_os = "linux")]
 pub use netns::{MAX_LISTENERS, NetNamespace, net_namespace};

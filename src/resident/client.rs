@@ -1,0 +1,144 @@
+//! A CLI process's side: hands its call to the resident server when one serves
+//! its `$HCP_HOME`, and writes out what comes back. Blocking and small: it runs
+//! before the process sets up anything else.
+
+use std::path::Path;
+
+use super::wire::{Frame, Request};
+use crate::Sink;
+
+/// Whether `hcpx exec` hands its call to a resident server: `auto` (the default)
+/// when one is there and takes it, `off` never, `require` always (a call it would
+/// not take fails instead of running in the process).
+pub const HCP_RESIDENT: &str = "HCP_RESIDENT";
+
+/// What [`HCP_RESIDENT`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Auto,
+    Off,
+    Require,
+}
+
+impl Mode {
+    /// The mode `value` (of [`HCP_RESIDENT`]) names: `off`, `0`, `false` or `no`
+    /// for off, `require` for require, anything else auto.
+    pub fn from_value(value: Option<&str>) -> Self {
+        match value.map(str::trim) {
+            Some(value)
+                if ["off", "0", "false", "no"]
+                    .iter()
+                    .any(|off| value.eq_ignore_ascii_case(off)) =>
+            {
+                Self::Off
+            }
+            Some(value) if value.eq_ignore_ascii_case("require") => Self::Require,
+            _ => Self::Auto,
+        }
+    }
+}
+
+/// How a hand-off went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandOff {
+    /// The server ran the call; its output is written; the exit code.
+    Served(u8),
+    /// Nothing ran: the process runs the call itself (why it was not handed off).
+    Local(String),
+    /// The server took the call and went away before answering: whether the call
+    /// ran is unknown, so it must not run again.
+    Lost(String),
+}
+
+/// Hands `request` to the server of `$HCP_HOME` (from the request's environment),
+/// writing its output to `sink`.
+pub fn hand_off(request: &Request, sink: &mut dyn Sink) -> HandOff {
+    let var = |wanted: &str| {
+        request
+            .env
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.as_str())
+    };
+    let Ok(home) = crate::context::home_of(
+        var(crate::context::env_vars::HCP_HOME),
+        var(crate::context::env_vars::HOME),
+        &request.cwd,
+    ) else {
+        return HandOff::Local("hcpx does not know where its state lives".to_owned());
+    };
+    let path = super::socket_path(&home);
+    let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
+        Ok(stream) => stream,
+        Err(error) => return HandOff::Local(no_server(&path, &error)),
+    };
+    if let Err(reason) = same_user(&stream) {
+        return HandOff::Local(reason);
+    }
+    // A server that refuses the client answers before reading the request, and
+    // may close before all of it is written: its answer is still there to read.
+    let written = request.write_to(&mut stream);
+    let mut input = std::io::BufReader::new(&stream);
+    let mut answered = false;
+    loop {
+        match Frame::read_from(&mut input) {
+            Ok(Some(Frame::Refused(reason))) if !answered => {
+                return HandOff::Local(format!("the resident server refused the call: {reason}"));
+            }
+            _ if !answered && written.is_err() => {
+                let error = written.err().map(|error| error.to_string()).unwrap_or_default();
+                return HandOff::Local(format!("the resident server did not take the call: {error}"));
+            }
+            Ok(Some(Frame::Stdout(text))) => sink.stdout(&text),
+            Ok(Some(Frame::Stderr(text))) => sink.stderr(&text),
+            Ok(Some(Frame::Exit(code))) => return HandOff::Served(code),
+            Ok(Some(Frame::Refused(_))) => {
+                return HandOff::Lost("the resident server refused a call it had answered".to_owned());
+            }
+            Ok(None) => {
+                return HandOff::Lost(
+                    "the resident server stopped before the call's result came back; the call may have \
+                     run, so it is not run again"
+                        .to_owned(),
+                );
+            }
+            Err(error) => {
+                return HandOff::Lost(format!(
+                    "the resident server's answer cannot be read ({error}); the call may have run, so it \
+                     is not run again"
+                ));
+            }
+        }
+        answered = true;
+    }
+}
+
+/// Why no server took the connection.
+fn no_server(path: &Path, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => format!(
+            "no resident server is running for this HCP_HOME (start one with `hcpx serve`; it listens at {})",
+            path.display()
+        ),
+        _ => format!(
+            "the resident server at {} cannot be reached: {error}",
+            path.display()
+        ),
+    }
+}
+
+/// Whether the server runs as this process's user.
+fn same_user(stream: &std::os::unix::net::UnixStream) -> Result<(), String> {
+    use std::os::fd::AsFd as _;
+    let credentials = rustix::net::sockopt::socket_peercred(stream.as_fd())
+        .map_err(|error| format!("the resident server cannot be identified: {error}"))?;
+    let own = rustix::process::geteuid();
+    if credentials.uid != own {
+        return Err(format!(
+            "the resident server runs as user {}, not as {}",
+            credentials.uid.as_raw(),
+            own.as_raw()
+        ));
+    }
+    Ok(())
+}

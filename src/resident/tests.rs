@@ -1,0 +1,134 @@
+use super::*;
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect()
+}
+
+/// Only `HCP_*` settings are compared, but for what each call has of its own.
+#[test]
+fn the_settings_are_the_hcp_variables_but_the_callers() {
+    let env = pairs(&[
+        ("PATH", "/bin"),
+        ("HCP_SANDBOX", "best-effort"),
+        ("HCP_AGENT", "1"),
+        ("HCP_LOG", "debug"),
+        ("HCP_MARKS", "1"),
+        ("HCP_RESIDENT", "require"),
+        ("HCP_HOME", "/h"),
+        ("HCPX", "not ours"),
+    ]);
+    let found = settings(env.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    assert_eq!(
+        found,
+        pairs(&[("HCP_HOME", "/h"), ("HCP_SANDBOX", "best-effort")])
+    );
+}
+
+#[test]
+fn the_first_difference_is_named_set_or_not() {
+    let server = pairs(&[("HCP_A", "1"), ("HCP_C", "3")]);
+    assert_eq!(first_difference(&server, &server), None);
+    assert_eq!(
+        first_difference(&pairs(&[("HCP_A", "1")]), &server),
+        Some("HCP_C")
+    );
+    assert_eq!(
+        first_difference(&pairs(&[("HCP_A", "1"), ("HCP_B", ""), ("HCP_C", "3")]), &server),
+        Some("HCP_B")
+    );
+    assert_eq!(
+        first_difference(&pairs(&[("HCP_A", "2"), ("HCP_C", "4")]), &server),
+        Some("HCP_A")
+    );
+}
+
+#[test]
+fn hcp_resident_says_off_require_or_auto() {
+    for (value, mode) in [
+        (None, Mode::Auto),
+        (Some(""), Mode::Auto),
+        (Some("auto"), Mode::Auto),
+        (Some("off"), Mode::Off),
+        (Some(" OFF "), Mode::Off),
+        (Some("0"), Mode::Off),
+        (Some("false"), Mode::Off),
+        (Some("no"), Mode::Off),
+        (Some("require"), Mode::Require),
+        (Some("Require"), Mode::Require),
+        (Some("yes"), Mode::Auto),
+    ] {
+        assert_eq!(Mode::from_value(value), mode, "{value:?}");
+    }
+}
+
+fn shared(env: &[(&str, &str)]) -> Shared {
+    let base = Context::new(pairs(env), "/w".into(), false).unwrap();
+    Shared {
+        own: hcpx_process::runtime::Surroundings::own().unwrap(),
+        uid: 0,
+        settings: settings(
+            base.env
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        ),
+        base,
+        marks: false,
+    }
+}
+
+fn request(env: &[(&str, &str)], cwd: &str) -> Request {
+    Request {
+        argv: vec!["exec".to_owned(), "p".to_owned(), "c".to_owned()],
+        env: pairs(env),
+        cwd: cwd.into(),
+        terminals: (false, true),
+    }
+}
+
+/// A call runs with the client's environment, folder and caller, on the server's
+/// session, never interactively; other settings, another home or a relative folder
+/// are refused.
+#[test]
+fn a_call_gets_the_clients_context_on_the_servers_session() {
+    let server = shared(&[("HOME", "/u"), ("HCP_HOME", "/h")]);
+    let Call { argv, ctx, terminals } = context(
+        request(
+            &[
+                ("HOME", "/other"),
+                ("HCP_HOME", "/h"),
+                ("HCP_AGENT", "1"),
+                ("LANG", "C"),
+            ],
+            "/c",
+        ),
+        &server,
+    )
+    .unwrap();
+    assert_eq!(argv, ["exec", "p", "c"]);
+    assert_eq!(terminals, (false, true));
+    assert_eq!(ctx.cwd, std::path::Path::new("/c"));
+    assert_eq!(ctx.var("LANG"), Some("C"));
+    assert_eq!(ctx.principal, crate::Principal::Agent);
+    assert!(!ctx.interactive && ctx.human.is_none());
+    assert!(Arc::ptr_eq(&ctx.session, &server.base.session));
+    assert_eq!(
+        context(
+            request(&[("HCP_HOME", "/h"), ("HCP_SANDBOX", "best-effort")], "/c"),
+            &server
+        )
+        .err(),
+        Some("the client's HCP_SANDBOX differs from the server's".to_owned())
+    );
+    assert_eq!(
+        context(request(&[("HCP_HOME", "/h")], "c"), &server).err(),
+        Some("the client's working folder is not absolute".to_owned())
+    );
+    // The same home under another name is another home.
+    let by_home = shared(&[("HOME", "/u")]);
+    assert_eq!(
+        context(request(&[("HOME", "/v")], "/c"), &by_home).err(),
+        Some("the client's HCP_HOME is /v/.hcp, the server's /u/.hcp".to_owned())
+    );
+}
