@@ -119,10 +119,14 @@ pub fn bind(ctx: &Context) -> Result<Bound, ResidentError> {
     // Whoever made it before is gone (the lock was free): a stale socket file.
     let path = crate::layout::resident_socket(&ctx.home);
     let _ = std::fs::remove_file(&path);
-    let listener = tokio::net::UnixListener::bind(&path).map_err(|source| ResidentError::Listen {
+    let listen_error = |source| ResidentError::Listen {
         path: path.clone(),
         source,
-    })?;
+    };
+    let listener = tokio::net::UnixListener::bind(&path).map_err(listen_error)?;
+    // The folder is the guard; the socket is the user's alone too.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(listen_error)?;
     let mut base = ctx.clone();
     base.session = Arc::new(Session::server());
     base.human = None;

@@ -383,6 +383,8 @@ fn another_user_cannot_reach_the_server() {
     let mode = std::fs::metadata(env.home().join("run")).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(mode.permissions().mode() & 0o777, 0o700);
+    let socket = std::fs::metadata(&server.socket).unwrap();
+    assert_eq!(socket.permissions().mode() & 0o777, 0o600);
     nobody
         .args(["exec", "probe", "args", "--", "word=x"])
         .current_dir("/")
@@ -404,7 +406,8 @@ fn the_server_starts_once_per_home_outside_any_sandbox_and_cleans_up() {
     let script = "import ctypes, os, sys\n\
                   ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)\n\
                   os.execv(sys.argv[1], sys.argv[1:])";
-    let confined = python(&env, script, &[crate::common::BIN, "serve"])
+    // (With `--idle`, a server that did start would stop by itself, and fail the test.)
+    let confined = python(&env, script, &[crate::common::BIN, "serve", "--idle", "1"])
         .output()
         .unwrap();
     assert_eq!(confined.status.code(), Some(2));
