@@ -18,7 +18,8 @@
 //!   makes its `/proc` namespace;
 //! - the same CLI process handed to a resident `hcpx serve` (`HCP_RESIDENT=require`);
 //! - with `HCP_BENCH_CLI=/path/to/another/hcpx` (a static build, say), that build's
-//!   CLI process too, in the same rounds.
+//!   CLI process too, in the same rounds, in its own process and handed to its own
+//!   `hcpx serve`.
 //!
 //! Prints p50 and p99 and the added milliseconds, and the CPU time per call, which
 //! a loaded machine changes far less than the wall time; never asserts on time.
@@ -206,6 +207,17 @@ fn main() {
         let (work, home) = (work.clone(), home.clone());
         move || run_cli(cleared(other), &work, &home, path, "probe", false)
     });
+    // That build's own `hcpx serve` (a server serves its own binary only), for a home
+    // of its own (one server per home).
+    let other_home = root.path().join("home-other");
+    copy_dir(&home.join("packs/probe"), &other_home.join("packs/probe"));
+    let _other_resident = other_copy
+        .as_ref()
+        .map(|other| Resident::start(cleared(other), &other_home, path));
+    let mut other_cli_resident = other_copy.as_ref().map(|other| {
+        let (work, other_home) = (work.clone(), other_home.clone());
+        move || run_cli(cleared(other), &work, &other_home, path, "probe", true)
+    });
     let nobody = Nobody::new(bin, other.as_deref(), &home, &script);
     let _nobody_resident = nobody
         .as_ref()
@@ -244,8 +256,9 @@ fn main() {
         }));
         runs
     });
-    if let Some(other_cli) = other_cli.as_mut() {
+    if let (Some(other_cli), Some(other_cli_resident)) = (other_cli.as_mut(), other_cli_resident.as_mut()) {
         variants.push(other_cli);
+        variants.push(other_cli_resident);
     }
     for run in &mut nobody_runs {
         variants.push(run.as_mut());
@@ -334,9 +347,14 @@ fn main() {
         );
     }
     if other.is_some()
-        && let Some(cli) = rest.next()
+        && let (Some(cli), Some(resident)) = (rest.next(), rest.next())
     {
         line("  the same, HCP_BENCH_CLI's build", cli, added(cli, &direct));
+        line(
+            "    that build handed to its hcpx serve",
+            resident,
+            added(resident, &direct),
+        );
     }
     if let Some(direct) = rest.next() {
         line("direct, as nobody (through setpriv)", direct, String::new());
