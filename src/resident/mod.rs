@@ -86,6 +86,9 @@ struct Shared {
     settings: Vec<(String, String)>,
     /// The server's context: its home, session and binary.
     base: Context,
+    /// Fires when the server should stop taking calls and leave once its running
+    /// ones are done (its binary was replaced).
+    retire: tokio_util::sync::CancellationToken,
     /// Built with the feature `marks` and started with `HCP_MARKS` set: each call's
     /// steps are logged (for profiling).
     marks: bool,
@@ -147,6 +150,7 @@ pub fn bind(ctx: &Context) -> Result<Bound, ResidentError> {
                     .iter()
                     .map(|(name, value)| (name.as_str(), value.as_str())),
             ),
+            retire: tokio_util::sync::CancellationToken::new(),
             marks: ctx.var("HCP_MARKS").is_some(),
             base,
         }),
@@ -200,8 +204,10 @@ impl Bound {
         &self.path
     }
 
-    /// Serves until `ctx`'s cancellation fires, or for `idle` without a call; the
-    /// socket file is removed on the way out. Running calls are cancelled first.
+    /// Serves until `ctx`'s cancellation fires (running calls are cancelled first),
+    /// for `idle` without a call, or until a client shows that this server's binary
+    /// was replaced (running calls finish first); the socket file is removed on the
+    /// way out.
     pub async fn serve(self, idle: Option<Duration>) {
         let cancel = self.shared.base.cancel.clone();
         let calls = tokio_util::task::TaskTracker::new();
@@ -216,6 +222,14 @@ impl Bound {
             };
             tokio::select! {
                 () = cancel.cancelled() => break,
+                () = self.shared.retire.cancelled() => {
+                    // New clients run their calls themselves from now on; running
+                    // calls finish.
+                    let _ = std::fs::remove_file(&self.path);
+                    calls.close();
+                    calls.wait().await;
+                    return;
+                }
                 () = idle_over => {
                     if calls.is_empty() {
                         break;
@@ -273,12 +287,27 @@ async fn admit(peer: std::io::Result<hcpx_process::runtime::Peer>, shared: &Shar
     }
     let theirs = theirs.map_err(|error| format!("the client cannot be read: {error}"))?;
     if let Some(fact) = shared.own.differs(&theirs) {
+        if fact == "exe" && replaced() {
+            // hcpx was upgraded under the server: it serves none of the new
+            // binary's calls, so it leaves for a server of the new one.
+            shared.retire.cancel();
+            return Err(
+                "the client runs another hcpx binary: the server's was replaced, and the server stops"
+                    .to_owned(),
+            );
+        }
         return Err(format!("the client's {fact} differs from the server's"));
     }
     if !peer.running() {
         return Err("the client left before it could be looked at".to_owned());
     }
     Ok(())
+}
+
+/// Whether the file this process was started from is gone (replaced by an upgrade).
+fn replaced() -> bool {
+    std::fs::read_link("/proc/self/exe")
+        .is_ok_and(|path| path.as_os_str().as_encoded_bytes().ends_with(b" (deleted)"))
 }
 
 /// Serves one connection: checks the client, reads its request, runs it, answers;

@@ -74,6 +74,7 @@ fn shared(env: &[(&str, &str)]) -> Shared {
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         ),
         base,
+        retire: tokio_util::sync::CancellationToken::new(),
         marks: false,
     }
 }

@@ -371,6 +371,36 @@ print(kind.decode() + " " + s.recv(length).decode())
     assert!(!server.runs_a_call());
 }
 
+/// A server whose binary was replaced (an upgrade) refuses the new binary's calls,
+/// which run in their own processes, and stops.
+#[test]
+fn a_server_whose_binary_was_replaced_stops() {
+    let env = probe_env();
+    let old = env.root.path().join("old-hcpx");
+    std::fs::copy(crate::common::BIN, &old).unwrap();
+    let mut server = Resident::start_with(env.command_of(&old, &["serve"]), &env.home());
+    std::fs::remove_file(&old).unwrap();
+    let mut client = env.command(&["exec", "probe", "args", "--", "word=x"]);
+    client.env("HCP_RESIDENT", "require");
+    let stderr = refused(&server, client);
+    assert!(
+        stderr
+            .contains("the client runs another hcpx binary: the server's was replaced, and the server stops"),
+        "{stderr}"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || server
+            .child
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "the server is still running"
+    );
+    assert!(!server.socket.exists());
+    let (code, stdout, _) = run(&env, "auto", &["exec", "probe", "args", "--", "word=x"]);
+    assert_eq!((code, stdout.as_str()), (0, "[x]\n[--]\n"));
+}
+
 /// Another user cannot reach the socket (its folder is the user's alone), and the
 /// server would refuse it anyway.
 #[test]
