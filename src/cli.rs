@@ -220,7 +220,7 @@ pub enum HcpxCommand {
                             hcpx serve --idle 1800        (stops after 30 minutes without a call)\n\n\
                             It listens at $HCP_HOME/run/exec.sock, in a folder only you can enter. `hcpx exec` \
                             hands it a call only when the server would run it exactly as the process would: the \
-                            same user, HCP_HOME and HCP_* settings, namespaces, root, cgroup, security label, \
+                            same user, HCP_HOME, HCP_* settings and TMPDIR, namespaces, root, cgroup, security label, \
                             no_new_privs, seccomp, capabilities, limits and hcpx binary, from outside any pack, \
                             and without a person at the terminal who may be asked to confirm. Any other call \
                             runs in its own process, as without a server. HCP_RESIDENT=off keeps every call in \

@@ -188,10 +188,12 @@ fn private_folder(dir: &Path, uid: u32) -> Result<(), ResidentError> {
     Ok(())
 }
 
-/// The `HCP_*` settings of an environment that a client must share with the server.
+/// The settings of an environment that a client must share with the server: its
+/// `HCP_*` variables, and `TMPDIR`, under which the server keeps one folder for all
+/// its calls' folders.
 fn settings<'a>(env: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(String, String)> {
     let mut settings: Vec<(String, String)> = env
-        .filter(|(name, _)| name.starts_with("HCP_") && !PER_CALL.contains(name))
+        .filter(|(name, _)| (name.starts_with("HCP_") && !PER_CALL.contains(name)) || *name == "TMPDIR")
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect();
     settings.sort();

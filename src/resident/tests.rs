@@ -6,7 +6,8 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Only `HCP_*` settings are compared, but for what each call has of its own.
+/// Only `HCP_*` settings and `TMPDIR` are compared, but for what each call has of its
+/// own.
 #[test]
 fn the_settings_are_the_hcp_variables_but_the_callers() {
     let env = pairs(&[
@@ -18,11 +19,16 @@ fn the_settings_are_the_hcp_variables_but_the_callers() {
         ("HCP_RESIDENT", "require"),
         ("HCP_HOME", "/h"),
         ("HCPX", "not ours"),
+        ("TMPDIR", "/t"),
     ]);
     let found = settings(env.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     assert_eq!(
         found,
-        pairs(&[("HCP_HOME", "/h"), ("HCP_SANDBOX", "best-effort")])
+        pairs(&[
+            ("HCP_HOME", "/h"),
+            ("HCP_SANDBOX", "best-effort"),
+            ("TMPDIR", "/t")
+        ])
     );
 }
 

@@ -259,8 +259,8 @@ impl Arg0 for Command {
     }
 }
 
-/// A client with lower limits, another umask, or other hcpx settings would get
-/// the server's: refused, naming what differs.
+/// A client with lower limits, another umask, other hcpx settings or another
+/// TMPDIR would get the server's: refused, naming what differs.
 #[test]
 fn a_client_with_other_limits_umask_or_settings_is_refused() {
     let env = probe_env();
@@ -281,6 +281,16 @@ fn a_client_with_other_limits_umask_or_settings_is_refused() {
     assert!(
         settings.contains("the client's HCP_SANDBOX differs from the server's"),
         "{settings}"
+    );
+    // Another TMPDIR: the server keeps its calls' folders in one folder under its own.
+    let tmp = env.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut other = env.command(&["exec", "probe", "args", "--", "word=x"]);
+    other.env("TMPDIR", &tmp);
+    let tmpdir = refused(&server, other);
+    assert!(
+        tmpdir.contains("the client's TMPDIR differs from the server's"),
+        "{tmpdir}"
     );
     // And with them as the server has them, the same call is served.
     let (code, stdout, stderr) = run(&env, "require", &["exec", "probe", "args", "--", "word=x"]);
