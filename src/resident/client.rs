@@ -75,41 +75,47 @@ pub fn hand_off(request: &Request, sink: &mut dyn Sink) -> HandOff {
     if let Err(reason) = same_user(&stream) {
         return HandOff::Local(reason);
     }
-    // A server that refuses the client answers before reading the request, and
-    // may close before all of it is written: its answer is still there to read.
+    // A server that refuses the client may close before all of the request is
+    // written: its answer is still there to read.
     let written = request.write_to(&mut stream);
     let mut input = std::io::BufReader::new(&stream);
-    let mut answered = false;
+    // Whether the server said it runs the call: until then, nothing has run.
+    let mut started = false;
     loop {
-        match Frame::read_from(&mut input) {
-            Ok(Some(Frame::Refused(reason))) if !answered => {
+        match (started, Frame::read_from(&mut input)) {
+            (false, Ok(Some(Frame::Refused(reason)))) => {
                 return HandOff::Local(format!("the resident server refused the call: {reason}"));
             }
-            _ if !answered && written.is_err() => {
-                let error = written.err().map(|error| error.to_string()).unwrap_or_default();
-                return HandOff::Local(format!("the resident server did not take the call: {error}"));
+            (false, Ok(Some(Frame::Started))) => started = true,
+            (false, Ok(None) | Err(_)) => {
+                return HandOff::Local(match written {
+                    Err(error) => format!("the resident server did not take the call: {error}"),
+                    Ok(()) => "the resident server closed the connection before it ran the call".to_owned(),
+                });
             }
-            Ok(Some(Frame::Stdout(text))) => sink.stdout(&text),
-            Ok(Some(Frame::Stderr(text))) => sink.stderr(&text),
-            Ok(Some(Frame::Exit(code))) => return HandOff::Served(code),
-            Ok(Some(Frame::Refused(_))) => {
-                return HandOff::Lost("the resident server refused a call it had answered".to_owned());
+            (true, Ok(Some(Frame::Stdout(text)))) => sink.stdout(&text),
+            (true, Ok(Some(Frame::Stderr(text)))) => sink.stderr(&text),
+            (true, Ok(Some(Frame::Exit(code)))) => return HandOff::Served(code),
+            (_, Ok(Some(frame))) => {
+                return HandOff::Lost(format!(
+                    "the resident server sent {frame:?} out of turn; the call may have run, so it is \
+                     not run again"
+                ));
             }
-            Ok(None) => {
+            (true, Ok(None)) => {
                 return HandOff::Lost(
                     "the resident server stopped before the call's result came back; the call may have \
                      run, so it is not run again"
                         .to_owned(),
                 );
             }
-            Err(error) => {
+            (true, Err(error)) => {
                 return HandOff::Lost(format!(
                     "the resident server's answer cannot be read ({error}); the call may have run, so it \
                      is not run again"
                 ));
             }
         }
-        answered = true;
     }
 }
 

@@ -347,6 +347,13 @@ async fn serve_one(stream: tokio::net::UnixStream, shared: &Shared, full: bool) 
             frames
         }
         Ok(Call { argv, ctx, terminals }) => {
+            // Said before anything runs: a client that is gone by then has its call
+            // not run at all.
+            let mut started = Vec::new();
+            Frame::Started.write_to(&mut started);
+            if writer.write_all(&started).await.is_err() {
+                return;
+            }
             // The client going away (interrupted, killed) cancels the call.
             let cancel = ctx.cancel.clone();
             let watch = tokio::spawn(async move {

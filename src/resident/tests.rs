@@ -139,3 +139,66 @@ fn a_call_gets_the_clients_context_on_the_servers_session() {
         Some("the client's HCP_HOME is /v/.hcp, the server's /u/.hcp".to_owned())
     );
 }
+
+/// A server that answers a client's connection with `frames` (after reading the
+/// request), then closes it: what `hand_off` makes of it, and what it printed.
+fn handed_to(frames: &[Frame]) -> (HandOff, crate::BufferSink) {
+    use std::io::{Read as _, Write as _};
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(crate::layout::resident(home.path())).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(socket_path(home.path())).unwrap();
+    let mut bytes = Vec::new();
+    frames.iter().for_each(|frame| frame.write_to(&mut bytes));
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut length = [0_u8; 4];
+        stream.read_exact(&mut length).unwrap();
+        let mut body = vec![0_u8; u32::from_be_bytes(length) as usize];
+        stream.read_exact(&mut body).unwrap();
+        stream.write_all(&bytes).unwrap();
+    });
+    let request = request(&[("HCP_HOME", home.path().to_str().unwrap())], "/c");
+    let mut sink = crate::BufferSink::default();
+    let handed = hand_off(&request, &mut sink);
+    server.join().unwrap();
+    (handed, sink)
+}
+
+/// Until the server says it runs the call, nothing has run: a refusal or a closed
+/// connection sends the call back to the process. After it, a closed connection
+/// leaves the call's fate unknown, and the call is not run again.
+#[test]
+fn a_call_is_run_again_in_the_process_only_if_the_server_never_started_it() {
+    let (handed, _) = handed_to(&[Frame::Refused("why".to_owned())]);
+    assert_eq!(
+        handed,
+        HandOff::Local("the resident server refused the call: why".to_owned())
+    );
+    let (handed, _) = handed_to(&[]);
+    assert_eq!(
+        handed,
+        HandOff::Local("the resident server closed the connection before it ran the call".to_owned())
+    );
+    let (handed, sink) = handed_to(&[
+        Frame::Started,
+        Frame::Stdout("out".to_owned()),
+        Frame::Stderr("err".to_owned()),
+        Frame::Exit(3),
+    ]);
+    assert_eq!(
+        (handed, sink.stdout.as_str(), sink.stderr.as_str()),
+        (HandOff::Served(3), "out", "err")
+    );
+    let (handed, sink) = handed_to(&[Frame::Started, Frame::Stdout("part".to_owned())]);
+    assert_eq!(
+        handed,
+        HandOff::Lost(
+            "the resident server stopped before the call's result came back; the call may have run, \
+             so it is not run again"
+                .to_owned()
+        )
+    );
+    assert_eq!(sink.stdout, "part");
+    let (handed, _) = handed_to(&[Frame::Stdout("early".to_owned())]);
+    assert!(matches!(handed, HandOff::Lost(_)), "{handed:?}");
+}

@@ -35,6 +35,7 @@ pub struct Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Frame {
     Refused(String),
+    Started,
     Stdout(String),
     Stderr(String),
     Exit(u8),
@@ -45,6 +46,7 @@ impl Frame {
     pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
         let (kind, payload): (u8, &[u8]) = match self {
             Self::Refused(text) => (b'R', text.as_bytes()),
+            Self::Started => (b'S', &[]),
             Self::Stdout(text) => (b'O', text.as_bytes()),
             Self::Stderr(text) => (b'E', text.as_bytes()),
             Self::Exit(code) => (b'X', std::slice::from_ref(code)),
@@ -75,6 +77,7 @@ impl Frame {
         let text = || String::from_utf8(payload.clone()).map_err(std::io::Error::other);
         Ok(Some(match kind {
             b'R' => Self::Refused(text()?),
+            b'S' => Self::Started,
             b'O' => Self::Stdout(text()?),
             b'E' => Self::Stderr(text()?),
             b'X' => Self::Exit(payload.first().copied().unwrap_or(crate::error::EXIT_FAILED)),
@@ -112,6 +115,7 @@ mod tests {
     fn frames_come_back_as_they_were_written() {
         let frames = [
             Frame::Refused("no".to_owned()),
+            Frame::Started,
             Frame::Stdout("out ✓\n".to_owned()),
             Frame::Stderr(String::new()),
             Frame::Exit(124),
