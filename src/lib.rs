@@ -438,6 +438,22 @@ fn parses(argv: &[String]) -> bool {
 #[doc(hidden)]
 pub use hcpx_process::{mark, take_marks};
 
+/// How long each step marked on this thread since the last take took, a line each
+/// (empty without the feature `marks`).
+#[doc(hidden)]
+pub fn marks_text() -> String {
+    let marks = take_marks();
+    let mut text = String::new();
+    for pair in marks.windows(2) {
+        let [(_, from), (name, to)] = pair else { continue };
+        text.push_str(&format!(
+            "{:>8.3} ms  {name}\n",
+            (*to - *from).as_secs_f64() * 1e3
+        ));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;

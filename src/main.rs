@@ -341,15 +341,6 @@ fn main() -> ExitCode {
 fn print_marks() {
     #[expect(clippy::disallowed_methods, reason = "main.rs is where process state is read")]
     if cfg!(feature = "marks") && std::env::var_os("HCP_MARKS").is_some() {
-        let marks = hcpx::take_marks();
-        let mut text = String::new();
-        for pair in marks.windows(2) {
-            let [(_, from), (name, to)] = pair else { continue };
-            text.push_str(&format!(
-                "{:>8.3} ms  {name}\n",
-                (*to - *from).as_secs_f64() * 1e3
-            ));
-        }
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        let _ = std::io::stderr().write_all(hcpx::marks_text().as_bytes());
     }
 }

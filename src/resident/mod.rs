@@ -374,22 +374,8 @@ async fn serve_one(stream: tokio::net::UnixStream, shared: &Shared, full: bool) 
     let _ = writer.write_all(&frames).await;
     crate::mark("resident written");
     if cfg!(feature = "marks") && shared.marks {
-        tracing::warn!("{}", marks_text());
+        tracing::warn!("{}", crate::marks_text());
     }
-}
-
-/// How long each step marked since the last call took (the feature `marks`).
-fn marks_text() -> String {
-    let marks = crate::take_marks();
-    let mut text = String::new();
-    for pair in marks.windows(2) {
-        let [(_, from), (name, to)] = pair else { continue };
-        text.push_str(&format!(
-            "{:>8.3} ms  {name}\n",
-            (*to - *from).as_secs_f64() * 1e3
-        ));
-    }
-    text
 }
 
 /// Reads a request: its length, then its body.

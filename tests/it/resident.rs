@@ -308,17 +308,11 @@ fn python(env: &TestEnv, script: &str, args: &[&str]) -> Command {
 /// step out of its sandbox through the server: refused.
 #[test]
 fn a_client_under_no_new_privs_is_refused() {
-    let env = probe_env();
-    let server = Resident::start(&env);
-    let script = "import ctypes, os, sys\n\
-                  assert ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) == 0\n\
-                  os.execv(sys.argv[1], sys.argv[1:])";
-    let command = python(
-        &env,
-        script,
-        &[crate::common::BIN, "exec", "probe", "args", "--", "word=x"],
+    let stderr = refused_under_python(
+        "import ctypes, os, sys\n\
+         assert ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) == 0\n\
+         os.execv(sys.argv[1], sys.argv[1:])",
     );
-    let stderr = refused(&server, command);
     assert!(
         stderr.contains("the client's NoNewPrivs differs from the server's"),
         "{stderr}"
@@ -329,22 +323,29 @@ fn a_client_under_no_new_privs_is_refused() {
 /// the same hcpx with the same surroundings.
 #[test]
 fn a_process_of_a_packs_call_is_refused() {
+    // A parent that names itself as a call's keeper does.
+    let stderr = refused_under_python(
+        "import ctypes, subprocess, sys\n\
+         ctypes.CDLL(None).prctl(15, b'hcpx-keeper', 0, 0, 0)\n\
+         sys.exit(subprocess.run(sys.argv[1:]).returncode)",
+    );
+    assert!(
+        stderr.contains("the client is a process of a pack's call"),
+        "{stderr}"
+    );
+}
+
+/// The refusal of `hcpx exec probe args` run by a Python `script` (which gets
+/// that command line as its arguments), with a server running.
+fn refused_under_python(script: &str) -> String {
     let env = probe_env();
     let server = Resident::start(&env);
-    // A parent that names itself as a call's keeper does.
-    let script = "import ctypes, subprocess, sys\n\
-                  ctypes.CDLL(None).prctl(15, b'hcpx-keeper', 0, 0, 0)\n\
-                  sys.exit(subprocess.run(sys.argv[1:]).returncode)";
     let command = python(
         &env,
         script,
         &[crate::common::BIN, "exec", "probe", "args", "--", "word=x"],
     );
-    let stderr = refused(&server, command);
-    assert!(
-        stderr.contains("the client is a process of a pack's call"),
-        "{stderr}"
-    );
+    refused(&server, command)
 }
 
 /// Another program that speaks the server's protocol gets a refusal, and nothing
