@@ -192,10 +192,10 @@ fn hand_off(
         Mode::Auto if interactive => return None,
         Mode::Auto | Mode::Require => {}
     }
-    let request = hcpx::resident::Request {
-        argv: argv.to_vec(),
-        env: env.to_vec(),
-        cwd: cwd.to_path_buf(),
+    let request = hcpx::resident::Outgoing {
+        argv,
+        env,
+        cwd,
         terminals: (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
     };
     let mut streams = StdStreams {

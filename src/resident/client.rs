@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::wire::{Frame, Request};
+use super::wire::{Frame, Outgoing};
 use crate::Sink;
 
 /// Whether `hcpx exec` hands its call to a resident server: `auto` (the default)
@@ -52,18 +52,11 @@ pub enum HandOff {
 
 /// Hands `request` to the server of `$HCP_HOME` (from the request's environment),
 /// writing its output to `sink`.
-pub fn hand_off(request: &Request, sink: &mut dyn Sink) -> HandOff {
-    let var = |wanted: &str| {
-        request
-            .env
-            .iter()
-            .find(|(name, _)| name == wanted)
-            .map(|(_, value)| value.as_str())
-    };
+pub fn hand_off(request: &Outgoing<'_>, sink: &mut dyn Sink) -> HandOff {
     let Ok(home) = crate::context::home_of(
-        var(crate::context::env_vars::HCP_HOME),
-        var(crate::context::env_vars::HOME),
-        &request.cwd,
+        request.var(crate::context::env_vars::HCP_HOME),
+        request.var(crate::context::env_vars::HOME),
+        request.cwd,
     ) else {
         return HandOff::Local("hcpx does not know where its state lives".to_owned());
     };

@@ -24,8 +24,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 pub use client::{HCP_RESIDENT, HandOff, Mode, hand_off};
-use wire::Frame;
-pub use wire::Request;
+pub use wire::Outgoing;
+use wire::{Frame, Request};
 
 use crate::context::{Context, Session, env_vars};
 

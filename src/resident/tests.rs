@@ -158,8 +158,14 @@ fn handed_to(frames: &[Frame]) -> (HandOff, crate::BufferSink) {
         stream.write_all(&bytes).unwrap();
     });
     let request = request(&[("HCP_HOME", home.path().to_str().unwrap())], "/c");
+    let outgoing = Outgoing {
+        argv: &request.argv,
+        env: &request.env,
+        cwd: &request.cwd,
+        terminals: request.terminals,
+    };
     let mut sink = crate::BufferSink::default();
-    let handed = hand_off(&request, &mut sink);
+    let handed = hand_off(&outgoing, &mut sink);
     server.join().unwrap();
     (handed, sink)
 }

@@ -18,17 +18,47 @@ pub(crate) const MAX_REQUEST: usize = 8 * 1024 * 1024;
 /// The largest frame read: more than any one call's rendering.
 const MAX_FRAME: usize = 256 * 1024 * 1024;
 
-/// One call, as the client's process would have run it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Request {
-    /// The words after `hcpx`.
-    pub argv: Vec<String>,
-    /// The client's whole environment.
-    pub env: Vec<(String, String)>,
-    /// The client's working folder, absolute.
-    pub cwd: std::path::PathBuf,
-    /// Whether the client's stdout and stderr are terminals.
+/// One call as the client sends it: a [`Request`], borrowed from the process's own
+/// arguments and environment (nothing is copied to try a server that is not there).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Outgoing<'a> {
+    pub argv: &'a [String],
+    pub env: &'a [(String, String)],
+    pub cwd: &'a std::path::Path,
     pub terminals: (bool, bool),
+}
+
+impl Outgoing<'_> {
+    /// Writes the request, length first.
+    pub(crate) fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let body = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        let length = u32::try_from(body.len()).map_err(std::io::Error::other)?;
+        let mut message = Vec::with_capacity(4 + body.len());
+        message.extend_from_slice(&length.to_be_bytes());
+        message.extend_from_slice(&body);
+        out.write_all(&message)
+    }
+
+    /// The value of environment variable `wanted`.
+    pub(crate) fn var(&self, wanted: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// One call, as the client's process would have run it (what the server reads).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub(crate) struct Request {
+    /// The words after `hcpx`.
+    pub(crate) argv: Vec<String>,
+    /// The client's whole environment.
+    pub(crate) env: Vec<(String, String)>,
+    /// The client's working folder, absolute.
+    pub(crate) cwd: std::path::PathBuf,
+    /// Whether the client's stdout and stderr are terminals.
+    pub(crate) terminals: (bool, bool),
 }
 
 /// A frame from the server.
@@ -91,16 +121,6 @@ impl Frame {
 }
 
 impl Request {
-    /// Writes the request, length first.
-    pub(crate) fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
-        let body = serde_json::to_vec(self).map_err(std::io::Error::other)?;
-        let length = u32::try_from(body.len()).map_err(std::io::Error::other)?;
-        let mut message = Vec::with_capacity(4 + body.len());
-        message.extend_from_slice(&length.to_be_bytes());
-        message.extend_from_slice(&body);
-        out.write_all(&message)
-    }
-
     /// Parses a request's body (after its length).
     pub(crate) fn parse(body: &[u8]) -> Result<Self, String> {
         serde_json::from_slice(body).map_err(|error| format!("the request cannot be read: {error}"))
@@ -147,8 +167,15 @@ mod tests {
             cwd: "/w".into(),
             terminals: (true, false),
         };
+        let outgoing = Outgoing {
+            argv: &request.argv,
+            env: &request.env,
+            cwd: &request.cwd,
+            terminals: request.terminals,
+        };
+        assert_eq!(outgoing.var("HOME"), Some("/h"));
         let mut bytes = Vec::new();
-        request.write_to(&mut bytes).unwrap();
+        outgoing.write_to(&mut bytes).unwrap();
         let length = u32::from_be_bytes(bytes[..4].try_into().unwrap()) as usize;
         assert_eq!(length, bytes.len() - 4);
         assert_eq!(Request::parse(&bytes[4..]).unwrap(), request);
