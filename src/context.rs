@@ -30,6 +30,10 @@ pub mod env_vars {
     pub const HCP_MCP_VIEW_BYTES: &str = "HCP_MCP_VIEW_BYTES";
     /// `best-effort` runs packs even when a needed sandbox layer is missing here.
     pub const HCP_SANDBOX: &str = "HCP_SANDBOX";
+    /// Whether `hcpx exec` hands its call to a resident server (see docs/serve.md):
+    /// `auto` (the default) when one is there and takes it, `off` never, `require`
+    /// always (a call it would not take fails instead of running in the process).
+    pub const HCP_RESIDENT: &str = "HCP_RESIDENT";
     pub const HOME: &str = "HOME";
     pub const PATH: &str = "PATH";
     /// The user's cache folder, which holds each pack's cache folder (see

@@ -166,16 +166,18 @@ fn hand_off(
     if !hcpx::cli::names_exec(argv) {
         return None;
     }
-    let var = |wanted: &str| {
-        env.iter()
-            .find(|(name, _)| name == wanted)
-            .map(|(_, value)| value.as_str())
+    let request = hcpx::resident::Outgoing {
+        argv,
+        env,
+        cwd,
+        terminals: (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
     };
-    let mode = Mode::from_value(var(hcpx::resident::HCP_RESIDENT));
+    use hcpx::context::env_vars;
+    let mode = Mode::from_value(request.var(env_vars::HCP_RESIDENT));
     // Only a person at a terminal is asked to confirm (see `main`): an agent's call
     // runs alike anywhere.
-    let interactive =
-        interactive && hcpx::context::principal_of(var("HCP_AGENT")) == hcpx::Principal::Terminal;
+    let interactive = interactive
+        && hcpx::context::principal_of(request.var(env_vars::HCP_AGENT)) == hcpx::Principal::Terminal;
     let refused = |why: &str| {
         fail(
             &format!("HCP_RESIDENT=require, and {why}"),
@@ -192,12 +194,6 @@ fn hand_off(
         Mode::Auto if interactive => return None,
         Mode::Auto | Mode::Require => {}
     }
-    let request = hcpx::resident::Outgoing {
-        argv,
-        env,
-        cwd,
-        terminals: (std::io::stdout().is_terminal(), std::io::stderr().is_terminal()),
-    };
     let mut streams = StdStreams {
         progress_shown: Arc::default(),
         terminals: request.terminals,

@@ -108,7 +108,7 @@ pub(crate) fn run(ctx: &Context) -> Result<Reply, Failure> {
     let caches_root = pack_cache::root(ctx);
     let caches = pack_cache::list(ctx, &catalog.packs);
     let resident = Resident {
-        socket: crate::resident::socket_path(&ctx.home),
+        socket: crate::layout::resident_socket(&ctx.home),
         running: crate::resident::running(&ctx.home),
     };
     let text = render::doctor_text(&Doctor {

@@ -7,12 +7,7 @@ use std::path::Path;
 use super::wire::{Frame, Outgoing};
 use crate::Sink;
 
-/// Whether `hcpx exec` hands its call to a resident server: `auto` (the default)
-/// when one is there and takes it, `off` never, `require` always (a call it would
-/// not take fails instead of running in the process).
-pub const HCP_RESIDENT: &str = "HCP_RESIDENT";
-
-/// What [`HCP_RESIDENT`] says.
+/// What `HCP_RESIDENT` says (see [`crate::context::env_vars::HCP_RESIDENT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Auto,
@@ -21,7 +16,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The mode `value` (of [`HCP_RESIDENT`]) names: `off`, `0`, `false` or `no`
+    /// The mode `value` (of `HCP_RESIDENT`) names: `off`, `0`, `false` or `no`
     /// for off, `require` for require, anything else auto.
     pub fn from_value(value: Option<&str>) -> Self {
         match value.map(str::trim) {
@@ -60,7 +55,7 @@ pub fn hand_off(request: &Outgoing<'_>, sink: &mut dyn Sink) -> HandOff {
     ) else {
         return HandOff::Local("hcpx does not know where its state lives".to_owned());
     };
-    let path = super::socket_path(&home);
+    let path = crate::layout::resident_socket(&home);
     let mut stream = match std::os::unix::net::UnixStream::connect(&path) {
         Ok(stream) => stream,
         Err(error) => return HandOff::Local(no_server(&path, &error)),

@@ -8,7 +8,7 @@
 //! client ([`admit`]): the same user, not a process of a pack's call, the same
 //! surroundings (namespaces, root, cgroup, LSM label, no_new_privs, seccomp,
 //! capabilities, limits, umask and binary), and the same hcpx settings (`HCP_*`).
-//! Anything else is refused before a byte of the call is read, and the client runs
+//! Anything else is refused before anything of the call runs, and the client runs
 //! the call itself, as it would without a server. The call runs with the client's
 //! arguments, environment and working folder, never interactively (a client at a
 //! terminal that a person may answer runs its calls itself), and is cancelled,
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-pub use client::{HCP_RESIDENT, HandOff, Mode, hand_off};
+pub use client::{HandOff, Mode, hand_off};
 pub use wire::Outgoing;
 use wire::{Frame, Request};
 
@@ -36,12 +36,12 @@ const MAX_CALLS: usize = 256;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The `HCP_*` variables that may differ between the server and a client: the
 /// caller (each call's own), logging, the marks, and this choice itself.
-const PER_CALL: [&str; 4] = [env_vars::HCP_AGENT, "HCP_LOG", "HCP_MARKS", client::HCP_RESIDENT];
-
-/// The server's socket for `home`.
-pub fn socket_path(home: &Path) -> PathBuf {
-    crate::layout::resident_socket(home)
-}
+const PER_CALL: [&str; 4] = [
+    env_vars::HCP_AGENT,
+    "HCP_LOG",
+    "HCP_MARKS",
+    env_vars::HCP_RESIDENT,
+];
 
 /// Whether a resident server serves `home` now: its lock is held. Reads only.
 pub(crate) fn running(home: &Path) -> bool {

@@ -146,7 +146,8 @@ fn handed_to(frames: &[Frame]) -> (HandOff, crate::BufferSink) {
     use std::io::{Read as _, Write as _};
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(crate::layout::resident(home.path())).unwrap();
-    let listener = std::os::unix::net::UnixListener::bind(socket_path(home.path())).unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(crate::layout::resident_socket(home.path())).unwrap();
     let mut bytes = Vec::new();
     frames.iter().for_each(|frame| frame.write_to(&mut bytes));
     let server = std::thread::spawn(move || {

@@ -40,7 +40,7 @@ impl Outgoing<'_> {
     }
 
     /// The value of environment variable `wanted`.
-    pub(crate) fn var(&self, wanted: &str) -> Option<&str> {
+    pub fn var(&self, wanted: &str) -> Option<&str> {
         self.env
             .iter()
             .find(|(name, _)| name == wanted)

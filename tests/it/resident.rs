@@ -412,6 +412,21 @@ fn a_server_whose_binary_was_replaced_stops() {
     assert_eq!((code, stdout.as_str()), (0, "[x]\n[--]\n"));
 }
 
+/// A run folder that is a link (to a folder others may enter, say) is not used:
+/// the server says what is wrong and does not start.
+#[test]
+fn a_linked_run_folder_is_refused() {
+    let env = probe_env();
+    let elsewhere = env.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, env.home().join("run")).unwrap();
+    let output = env.command(&["serve", "--idle", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("run is not a folder; remove it"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
 /// Another user cannot reach the socket (its folder is the user's alone), and the
 /// server would refuse it anyway.
 #[test]
