@@ -52,4 +52,5 @@ mod sandbox;
 mod server_layers;
 mod siblings;
 mod sockets;
+mod start;
 mod transit;
