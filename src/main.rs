@@ -1,11 +1,18 @@
 //! The `hcpx` binary: reads the process's environment, arguments and streams, runs
 //! the command tree in [`hcpx::run_to_sink`], and turns the outcome into an exit code. The
 //! only place that touches process-wide state.
+//!
+//! The process starts at [`main`], the C library's entry, not at Rust's: Rust's
+//! start-up reads `/proc/self/maps` to find the main thread's stack and maps a
+//! signal stack, about 0.1 ms of every `hcpx exec`, for a message on a stack
+//! overflow. What else it does, [`main`] does: closed standard streams are opened on
+//! `/dev/null`, SIGPIPE is ignored. A stack overflow still ends the process (the
+//! kernel's guard gap), by SIGSEGV without the message.
 
-#![forbid(unsafe_code)]
+#![no_main]
+#![deny(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use hcpx::context::{Human, SecretInput};
@@ -50,9 +57,9 @@ impl hcpx::Sink for StdStreams {
     }
 }
 
-fn fail(message: &str, code: u8) -> ExitCode {
+fn fail(message: &str, code: u8) -> u8 {
     let _ = writeln!(std::io::stderr(), "error: {message}");
-    ExitCode::from(code)
+    code
 }
 
 /// Cancels `cancel` on SIGINT, SIGTERM or SIGHUP: the running children's groups go
@@ -82,7 +89,7 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
 /// address or a unix socket), until
 /// SIGTERM, SIGINT or SIGHUP (running calls are cancelled first). `--help` and bad arguments go through the command tree like
 /// any other command.
-fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> ExitCode {
+fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> u8 {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
     if args.http.is_some() || args.unix.is_some() {
         let settings = match hcpx::mcp::http::Settings::resolve(args, &ctx) {
@@ -109,7 +116,7 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
             cancel_on_signals(cancel);
             bound.serve(server).await
         }) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => 0,
             Err(error) => fail(&error.to_string(), hcpx::error::EXIT_FAILED),
         };
     }
@@ -124,18 +131,14 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
     }) {
         Ok(()) => {
             print_marks();
-            ExitCode::SUCCESS
+            0
         }
         Err(error) => fail(&error, hcpx::error::EXIT_FAILED),
     }
 }
 
 /// Runs `hcpx serve` until SIGTERM, SIGINT or SIGHUP, or its idle time is over.
-fn serve_resident(
-    args: &hcpx::cli::ServeArgs,
-    ctx: &hcpx::Context,
-    runtime: &tokio::runtime::Runtime,
-) -> ExitCode {
+fn serve_resident(args: &hcpx::cli::ServeArgs, ctx: &hcpx::Context, runtime: &tokio::runtime::Runtime) -> u8 {
     let cancel = ctx.cancel.clone();
     runtime.block_on(async {
         let bound = match hcpx::resident::bind(ctx) {
@@ -149,7 +152,7 @@ fn serve_resident(
         );
         cancel_on_signals(cancel);
         bound.serve(args.idle.map(std::time::Duration::from_secs)).await;
-        ExitCode::SUCCESS
+        0
     })
 }
 
@@ -161,7 +164,7 @@ fn hand_off(
     env: &[(String, String)],
     cwd: &std::path::Path,
     interactive: bool,
-) -> Option<ExitCode> {
+) -> Option<u8> {
     use hcpx::resident::{HandOff, Mode};
     if !hcpx::cli::names_exec(argv) {
         return None;
@@ -199,14 +202,59 @@ fn hand_off(
         terminals: request.terminals,
     };
     match hcpx::resident::hand_off(&request, &mut streams) {
-        HandOff::Served(code) => Some(ExitCode::from(code)),
+        HandOff::Served(code) => Some(code),
         HandOff::Local(why) if mode == Mode::Require => Some(refused(&why)),
         HandOff::Local(_) => None,
         HandOff::Lost(why) => Some(fail(&why, hcpx::error::EXIT_FAILED)),
     }
 }
 
-fn main() -> ExitCode {
+/// The process's entry, called by the C library with the arguments (which
+/// `std::env::args_os` reads on its own). Ends the process with [`run`]'s code,
+/// through `std::process::exit`, which flushes stdout.
+#[expect(unsafe_code, reason = "the process's entry must be the C symbol `main`")]
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+    standard_streams();
+    ignore_sigpipe();
+    #[expect(clippy::disallowed_methods, reason = "main.rs decides the exit code")]
+    std::process::exit(i32::from(run()))
+}
+
+/// A standard stream that is closed (fd 0, 1 or 2) is opened on `/dev/null`, as
+/// Rust's start-up does: otherwise the next file hcpx opens would take its number,
+/// and what is printed would land in it. `/dev/null` is opened until the number it
+/// gets is not a standard one.
+fn standard_streams() {
+    use std::os::fd::{AsRawFd as _, IntoRawFd as _};
+    while let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        if null.as_raw_fd() > 2 {
+            break;
+        }
+        // It stays open as the stream whose number it took.
+        let _ = null.into_raw_fd();
+    }
+}
+
+/// SIGPIPE is ignored, as Rust's start-up does: writing to a closed pipe (`hcpx …
+/// | head`) is an error to handle, not the end of the process. The runtime restores
+/// the default in every child.
+fn ignore_sigpipe() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: SIG_IGN installs no handler, and no other thread exists yet to race
+    // on the disposition.
+    #[expect(unsafe_code, reason = "setting a signal's disposition is a raw system call")]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// What the process does; its exit code.
+fn run() -> u8 {
     hcpx::mark("main");
     let argv: Vec<String> = std::env::args_os()
         .skip(1)
@@ -328,7 +376,7 @@ fn main() -> ExitCode {
     // first. The standard streams are still flushed on the way out.
     std::mem::forget(runtime);
     std::mem::forget(ctx);
-    ExitCode::from(outcome.exit_code)
+    outcome.exit_code
 }
 
 /// Built with the feature `marks` and run with `HCP_MARKS` set: how long each marked
