@@ -33,6 +33,7 @@ mod mounts;
 mod netns;
 #[cfg(target_os = "linux")]
 mod peer;
+pub(crate) mod procfs;
 #[cfg(target_os = "linux")]
 pub use peer::{Peer, Surroundings};
 #[cfg(target_os = "linux")]

@@ -136,9 +136,7 @@ impl Surroundings {
             let failed = |error: std::io::Error| format!("{name} cannot be read: {error}");
             let file = rustix::fs::openat(&dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
                 .map_err(|error| failed(error.into()))?;
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::fs::File::from(file), &mut text).map_err(failed)?;
-            Ok(text)
+            super::procfs::read_file(std::fs::File::from(file)).map_err(failed)
         };
         let mut facts = Vec::with_capacity(STATUS_LINES.len() + NAMESPACES.len() + 5);
         let status = read("status")?;

@@ -226,12 +226,13 @@ impl MountTable {
                 self.text = None;
                 self.mounts = Vec::new();
                 self.file = std::fs::File::open("/proc/self/mountinfo").ok();
-                if let Some(file) = &self.file {
-                    let mut text = String::new();
-                    if std::io::Read::read_to_string(&mut &*file, &mut text).is_ok() {
-                        self.mounts = parse_mountinfo(&text);
-                        self.text = Some(text);
-                    }
+                if let Some(text) = self
+                    .file
+                    .as_ref()
+                    .and_then(|file| crate::runtime::procfs::read_file(file).ok())
+                {
+                    self.mounts = parse_mountinfo(&text);
+                    self.text = Some(text);
                 }
             }
         }
