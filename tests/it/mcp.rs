@@ -132,7 +132,7 @@ pub(crate) fn probe_env() -> TestEnv {
     env
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn lists_the_one_tool_and_runs_argv_and_args() {
     let env = TestEnv::new();
     let client = connect(&env, Client::default(), false).await;
@@ -165,7 +165,7 @@ async fn lists_the_one_tool_and_runs_argv_and_args() {
     client.cancel().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn every_refusal_reason_is_reachable() {
     let env = probe_env();
     env.install_fixture("locked", "locked");
@@ -263,7 +263,7 @@ async fn every_refusal_reason_is_reachable() {
     assert_eq!(envelope(&result)["error"]["reason"], json!("declined"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn confirmation_by_flag_and_by_elicitation() {
     let env = probe_env();
     std::fs::create_dir_all(env.work().join("out")).unwrap();
@@ -329,7 +329,7 @@ async fn confirmation_by_flag_and_by_elicitation() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn read_only_server_denies_everything_but_reads() {
     let env = probe_env();
     let client = connect(
@@ -386,7 +386,7 @@ async fn read_only_server_denies_everything_but_reads() {
     assert_eq!(result.is_error, Some(false));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_5_mb_argument_is_answered_cleanly() {
     let env = probe_env();
     let client = connect(&env, Client::default(), false).await;
@@ -399,7 +399,7 @@ async fn a_5_mb_argument_is_answered_cleanly() {
     assert_eq!(result.is_error, Some(false));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn truncated_output_is_pageable_by_command_and_resource() {
     let env = probe_env();
     let client = connect(&env, Client::default(), false).await;
@@ -444,7 +444,7 @@ async fn truncated_output_is_pageable_by_command_and_resource() {
 /// Through the tool: an escaped token is redacted in `structuredContent` (stdout and
 /// data) and the text; a token cut at the capture limit leaves no prefix in the
 /// paged output or the resource.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn escaped_and_cut_secrets_never_reach_the_host() {
     let env = probe_env();
     let secret = "tok-SECRET-9f8e7d6c";
@@ -481,7 +481,7 @@ async fn escaped_and_cut_secrets_never_reach_the_host() {
     assert!(text.ends_with("\"--offset\", \"N\"]}]\n") && !text.contains("tok-"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn fifty_concurrent_calls_and_a_slow_exec_never_blocks_a_search() {
     let env = probe_env();
     let client = connect(&env, Client::default(), false).await;
@@ -532,7 +532,7 @@ async fn fifty_concurrent_calls_and_a_slow_exec_never_blocks_a_search() {
     assert_eq!(slow.await.unwrap().unwrap().is_error, Some(false));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn cancellation_kills_the_running_child() {
     let env = probe_env();
     let client = connect(&env, Client::default(), false).await;
@@ -566,7 +566,7 @@ async fn cancellation_kills_the_running_child() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn resources_catalog_help_skills_and_template() {
     if !crate::common::require_kernel_layers() {
         return;
@@ -956,7 +956,7 @@ pub(crate) fn params(argv: Value) -> CallToolRequestParams {
     CallToolRequestParams::new("hcp").with_arguments(json!({ "argv": argv }).as_object().unwrap().clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn sealed_state_confirmation_on_2026_07_28() {
     use rmcp::model::CallToolResponse;
     let env = probe_env();
@@ -1063,7 +1063,7 @@ async fn sealed_state_confirmation_on_2026_07_28() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn install_and_uninstall_through_the_tool_announce_list_changed() {
     let env = TestEnv::new();
     let client = Client::default();
@@ -1138,7 +1138,7 @@ pub(crate) async fn hears_list_changed(subscription: &mut rmcp::service::Subscri
 /// On 2026-07-28 a list change travels only on a `subscriptions/listen` stream:
 /// the listener hears the install, and no bare notification reaches the client.
 /// Results there name the server in `_meta`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn on_2026_07_28_list_changes_come_only_through_listen() {
     let env = TestEnv::new();
     let client = Client::default();
@@ -1163,7 +1163,7 @@ async fn on_2026_07_28_list_changes_come_only_through_listen() {
 /// The mistakes a model makes most, and the exact words it gets back over MCP:
 /// `next` is a tool call with the real values (never an ellipsis, never a flag the
 /// tool does not take), and a read-only refusal says what the server is.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn hints_are_tool_calls_an_agent_can_make() {
     let env = probe_env();
     let client = connect(&env, Client::default(), false).await;

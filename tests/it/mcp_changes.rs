@@ -24,7 +24,7 @@ async fn heard_exactly(seen: &AtomicUsize, count: usize, what: &str) {
     assert_eq!(seen.load(Ordering::SeqCst), count, "{what}: told more than once");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn an_install_and_uninstall_in_a_terminal_are_announced_to_a_running_server() {
     let env = TestEnv::new();
     let client = Client::default();
@@ -52,7 +52,7 @@ async fn an_install_and_uninstall_in_a_terminal_are_announced_to_a_running_serve
 }
 
 /// On 2026-07-28 the change travels on the `subscriptions/listen` stream.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_listener_hears_an_install_made_by_another_process() {
     let env = TestEnv::new();
     let session = connect_modern(&env, Client::default()).await;

@@ -85,7 +85,7 @@ fn verify(skill: &Skill, mut read: impl FnMut(&str) -> String) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn skills_are_listed_got_and_read_as_the_extension_says_and_follow_installs() {
     let env = TestEnv::new();
     let client = Client::default();

@@ -111,7 +111,7 @@ fn server_info() -> Value {
     json!({ "io.modelcontextprotocol/serverInfo": { "name": "hcpx", "version": env!("CARGO_PKG_VERSION") } })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn a_long_call_becomes_a_task_that_only_its_client_sees_and_can_cancel() {
     let env = probe_env();
     // Four clients of one server (as an HTTP server's sessions are): its tasks are
