@@ -1,4 +1,4 @@
-//! `cargo bench --bench catalog`: the catalog at scale, in one run. Two homes: one
+//! `cargo bench -p hcpx --bench catalog`: the catalog at scale, in one run. Two homes: one
 //! holding a single installed pack (`hail`, a shell script CLI) beside the
 //! built-ins, one holding the same pack and 10,000 generated ones (written
 //! directly, with their `packs.lock.json` entries). In both, interleaved round by

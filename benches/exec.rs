@@ -1,4 +1,4 @@
-//! `cargo bench --bench exec`: what hcpx adds to one pack command, and what each
+//! `cargo bench -p hcpx --bench exec`: what hcpx adds to one pack command, and what each
 //! sandbox layer costs, measured in one run with the variants interleaved (each
 //! round runs every variant once, so drift on the machine falls on all alike):
 //!

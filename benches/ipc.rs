@@ -1,4 +1,4 @@
-//! `cargo bench --bench ipc`: what keeping System V IPC and POSIX message queues
+//! `cargo bench -p hcpx --bench ipc`: what keeping System V IPC and POSIX message queues
 //! from crossing calls costs, two ways, measured in one run with the variants
 //! interleaved: refusing their system calls in the seccomp filter (what hcpx does),
 //! against giving each call an IPC namespace of its own (root only). Each variant

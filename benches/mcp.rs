@@ -1,4 +1,4 @@
-//! `cargo bench --bench mcp`: in one run,
+//! `cargo bench -p hcpx --bench mcp`: in one run,
 //!
 //! (a) `tools/call` of `search journey` through a running `hcpx mcp` (stdio, raw
 //!     JSON-RPC lines), 1,000 calls;

@@ -1,4 +1,4 @@
-//! `cargo bench --bench replicas`: calls per second through a load balancer in front
+//! `cargo bench -p hcpx --bench replicas`: calls per second through a load balancer in front
 //! of three `hcpx mcp --http --stateless` replicas against one, and the p50 and p99
 //! latency of each, in one run.
 //!

@@ -1,4 +1,4 @@
-//! `cargo bench --bench search`: search over 10,000 generated packs, in process (the
+//! `cargo bench -p hcpx --bench search`: search over 10,000 generated packs, in process (the
 //! index built once, as a long-lived MCP server holds it, and also built per query,
 //! as a CLI run does) and as whole `hcpx search` processes over an HCP_HOME holding
 //! the same packs. Prints medians and p99s; never asserts on time.
