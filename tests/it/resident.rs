@@ -522,3 +522,33 @@ fn the_server_starts_once_per_home_outside_any_sandbox_and_cleans_up() {
     assert!(status.success(), "{}", idle.stderr());
     assert!(!idle.socket.exists());
 }
+
+/// A server with 256 calls under way takes no more: the next call is refused
+/// before anything runs, and runs in its own process. Connections that never send
+/// their request hold the calls (each until the server's 10 s wait for it ends).
+#[test]
+fn a_server_holding_256_calls_refuses_the_next_until_one_ends() {
+    let env = probe_env();
+    let server = Resident::start(&env);
+    let held: Vec<std::os::unix::net::UnixStream> = (0..256)
+        .map(|_| std::os::unix::net::UnixStream::connect(&server.socket).unwrap())
+        .collect();
+    let stderr = refused(&server, env.command(&["exec", "probe", "args", "--", "word=x"]));
+    assert!(
+        stderr.contains("the resident server refused the call: the server runs 256 calls already"),
+        "{stderr}"
+    );
+    // Without the mode, the refused call runs in the process itself.
+    let (code, stdout, _) = run(&env, "auto", &["exec", "probe", "args", "--", "word=x"]);
+    assert_eq!((code, stdout.as_str()), (0, "[x]\n[--]\n"));
+    drop(held);
+    assert!(
+        wait_until(Duration::from_secs(10), || run(
+            &env,
+            "require",
+            &["exec", "probe", "args", "--", "word=x"]
+        )
+        .0 == 0),
+        "the server did not take calls again"
+    );
+}
