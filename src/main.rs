@@ -2,14 +2,15 @@
 //! the command tree in [`hcpx::run_to_sink`], and turns the outcome into an exit code. The
 //! only place that touches process-wide state.
 //!
-//! The process starts at [`main`], the C library's entry, not at Rust's: Rust's
+//! On Linux with glibc, the process starts at [`main`], the C library's entry, not
+//! at Rust's (glibc hands std the arguments itself, before any entry): Rust's
 //! start-up reads `/proc/self/maps` to find the main thread's stack and maps a
 //! signal stack, about 0.1 ms of every `hcpx exec`, for a message on a stack
 //! overflow. What else it does, [`main`] does: closed standard streams are opened on
 //! `/dev/null`, SIGPIPE is ignored. A stack overflow still ends the process (the
 //! kernel's guard gap), by SIGSEGV without the message.
 
-#![no_main]
+#![cfg_attr(all(target_os = "linux", target_env = "gnu"), no_main)]
 #![deny(unsafe_code)]
 
 use std::io::{IsTerminal as _, Write as _};
@@ -212,6 +213,7 @@ fn hand_off(
 /// The process's entry, called by the C library with the arguments (which
 /// `std::env::args_os` reads on its own). Ends the process with [`run`]'s code,
 /// through `std::process::exit`, which flushes stdout.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[expect(unsafe_code, reason = "the process's entry must be the C symbol `main`")]
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
@@ -221,10 +223,17 @@ extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char
     std::process::exit(i32::from(run()))
 }
 
+/// Elsewhere, Rust's own entry: std reads the arguments from it.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn main() -> std::process::ExitCode {
+    std::process::ExitCode::from(run())
+}
+
 /// A standard stream that is closed (fd 0, 1 or 2) is opened on `/dev/null`, as
 /// Rust's start-up does: otherwise the next file hcpx opens would take its number,
 /// and what is printed would land in it. `/dev/null` is opened until the number it
 /// gets is not a standard one.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn standard_streams() {
     use std::os::fd::{AsRawFd as _, IntoRawFd as _};
     while let Ok(null) = std::fs::OpenOptions::new()
@@ -243,8 +252,8 @@ fn standard_streams() {
 /// SIGPIPE is ignored, as Rust's start-up does: writing to a closed pipe (`hcpx …
 /// | head`) is an error to handle, not the end of the process. The runtime restores
 /// the default in every child.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn ignore_sigpipe() {
-    #[cfg(target_os = "linux")]
     // SAFETY: SIG_IGN installs no handler, and no other thread exists yet to race
     // on the disposition.
     #[expect(unsafe_code, reason = "setting a signal's disposition is a raw system call")]

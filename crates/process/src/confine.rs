@@ -315,7 +315,9 @@ unsafe fn send_fd(channel: usize, fd: usize) -> Result<(), Errno> {
     };
     // SAFETY: plain old data, every field set below.
     let mut rights: Rights = unsafe { std::mem::zeroed() };
-    rights.header.cmsg_len = std::mem::size_of::<libc::cmsghdr>() + std::mem::size_of::<libc::c_int>();
+    // The field's type is the C library's (usize in glibc, u32 in musl); the size is
+    // a few bytes either way.
+    rights.header.cmsg_len = (std::mem::size_of::<libc::cmsghdr>() + std::mem::size_of::<libc::c_int>()) as _;
     rights.header.cmsg_level = libc::SOL_SOCKET;
     rights.header.cmsg_type = libc::SCM_RIGHTS;
     rights.fd = libc::c_int::try_from(fd).map_err(|_| Errno::EBADF)?;
@@ -324,7 +326,7 @@ unsafe fn send_fd(channel: usize, fd: usize) -> Result<(), Errno> {
     message.msg_iov = &raw mut iov;
     message.msg_iovlen = 1;
     message.msg_control = (&raw mut rights).cast();
-    message.msg_controllen = std::mem::size_of::<Rights>();
+    message.msg_controllen = std::mem::size_of::<Rights>() as _;
     // SAFETY: sendmsg reads the message, its one byte and its control data, all on
     // this stack.
     unsafe { syscall!(Sysno::sendmsg, channel, &raw const message, libc::MSG_NOSIGNAL) }.map(|_| ())
