@@ -31,7 +31,6 @@ fn main() {
     println!("cargo:rerun-if-changed=packs");
     println!("cargo:rerun-if-changed=adopt");
     println!("cargo:rerun-if-env-changed=HCP_BUILD_PLAIN_LINK");
-    println!("cargo:rerun-if-env-changed=CC");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let done = link().unwrap_or_else(|why| {
         println!("cargo:warning=hcpx links as usual: {why}");

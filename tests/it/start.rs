@@ -83,28 +83,31 @@ fn a_panic_unwinds_and_is_caught() {
 /// A running `hcpx serve` shows its descriptors in `/proc`.
 #[test]
 fn closed_standard_streams_are_dev_null_while_hcpx_runs() {
-    let env = TestEnv::new();
-    let mut server = env
-        .command_of(
-            Path::new("/bin/sh"),
-            &["-c", "exec \"$0\" serve --idle 20 0<&- 1>&- 2>&-", BIN],
-        )
-        .spawn()
-        .unwrap();
-    let socket = env.home().join("run/exec.sock");
-    assert!(
-        wait_until(Duration::from_secs(10), || socket.exists()),
-        "hcpx serve did not start"
-    );
-    let streams: Vec<String> = (0..3)
-        .map(|fd| {
-            std::fs::read_link(format!("/proc/{}/fd/{fd}", server.id()))
-                .map(|target| target.display().to_string())
-                .unwrap_or_else(|error| format!("unreadable: {error}"))
-        })
-        .collect();
-    terminate(&mut server);
-    assert_eq!(streams, ["/dev/null", "/dev/null", "/dev/null"]);
+    // Each stream alone (the others open on the test's `/dev/null`), then all three.
+    for closed in ["0<&-", "1>&-", "2>&-", "0<&- 1>&- 2>&-"] {
+        let env = TestEnv::new();
+        let line = format!("exec \"$0\" serve --idle 20 {closed}");
+        let mut server = env
+            .command_of(Path::new("/bin/sh"), &["-c", &line, BIN])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket = env.home().join("run/exec.sock");
+        assert!(
+            wait_until(Duration::from_secs(10), || socket.exists()),
+            "{closed}: hcpx serve did not start"
+        );
+        let streams: Vec<String> = (0..3)
+            .map(|fd| {
+                std::fs::read_link(format!("/proc/{}/fd/{fd}", server.id()))
+                    .map(|target| target.display().to_string())
+                    .unwrap_or_else(|error| format!("unreadable: {error}"))
+            })
+            .collect();
+        terminate(&mut server);
+        assert_eq!(streams, ["/dev/null", "/dev/null", "/dev/null"], "{closed}");
+    }
 }
 
 /// A reader that went away (`hcpx … | head -1`) makes hcpx's writes fail; it does

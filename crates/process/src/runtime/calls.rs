@@ -113,7 +113,7 @@ fn socket_holder_in(proc: &Path, inode: u64, owner: u32) -> Holder {
 /// Whether any of the uids of `pid` (real, effective, saved, file system) is `uid`;
 /// `/proc/PID/status` stays readable when the process is not dumpable.
 fn runs_as(proc: &Path, pid: u32, uid: u32) -> bool {
-    super::procfs::read(&proc.join(pid.to_string()).join("status")).is_ok_and(|text| {
+    super::procfs::read(proc.join(pid.to_string()).join("status")).is_ok_and(|text| {
         text.lines()
             .find_map(|line| line.strip_prefix("Uid:"))
             .is_some_and(|uids| uids.split_whitespace().any(|one| one.parse() == Ok(uid)))
@@ -203,7 +203,7 @@ struct Status {
 /// The name and the parent, from `/proc/PID/stat` (shorter for the kernel to
 /// write than `status`, which matters when every process is read).
 fn status(proc: &Path, pid: u32) -> Option<Status> {
-    let text = super::procfs::read(&proc.join(pid.to_string()).join("stat")).ok()?;
+    let text = super::procfs::read(proc.join(pid.to_string()).join("stat")).ok()?;
     parse_stat(&text)
 }
 
@@ -228,7 +228,7 @@ fn children(proc: &Path, pid: u32) -> Vec<u32> {
     let mut listed = false;
     if let Ok(threads) = std::fs::read_dir(&task) {
         for thread in threads.flatten() {
-            if let Ok(text) = super::procfs::read(&thread.path().join("children")) {
+            if let Ok(text) = super::procfs::read(thread.path().join("children")) {
                 listed = true;
                 found.extend(
                     text.split_whitespace()

@@ -6,11 +6,12 @@
 
 use std::path::Path;
 
-/// What one read asks for first: more than any of the files read here holds.
+/// What the first read asks for: all of a process's `status` or `stat` (a larger
+/// file, such as a long mount table, takes more reads, each twice the last).
 const FIRST_READ: usize = 4096;
 
 /// The text of `path`.
-pub(crate) fn read(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read(path: impl AsRef<Path>) -> std::io::Result<String> {
     read_file(std::fs::File::open(path)?)
 }
 
@@ -60,7 +61,7 @@ mod tests {
         std::fs::write(&path, [0xff, 0xfe]).unwrap();
         assert_eq!(read(&path).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
         assert_eq!(
-            read(&folder.path().join("missing")).unwrap_err().kind(),
+            read(folder.path().join("missing")).unwrap_err().kind(),
             std::io::ErrorKind::NotFound
         );
     }

@@ -168,7 +168,7 @@ impl Owner {
 
     /// Whether the process is still running; when that cannot be told, it is.
     fn alive(self) -> bool {
-        match crate::runtime::procfs::read(std::path::Path::new(&format!("/proc/{}/stat", self.pid))) {
+        match crate::runtime::procfs::read(format!("/proc/{}/stat", self.pid)) {
             Ok(stat) => parse_start(&stat).is_none_or(|start| start == self.start),
             Err(error) => error.kind() != std::io::ErrorKind::NotFound,
         }
@@ -183,7 +183,7 @@ fn parse_start(stat: &str) -> Option<u64> {
 }
 
 fn start_time(pid: u32) -> Option<u64> {
-    parse_start(&crate::runtime::procfs::read(std::path::Path::new(&format!("/proc/{pid}/stat"))).ok()?)
+    parse_start(&crate::runtime::procfs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Removes the folders in `folder` (the user's) of hcpx processes of this user, in
