@@ -24,7 +24,7 @@ fn sh_lines(markdown: &str) -> Vec<(usize, String)> {
 }
 
 /// Lines not run here, and why. Nothing in the tour needs the network or npm;
-/// these are the build, the suites themselves and an install.
+/// these are the build, the suites themselves and an install (with what it needs).
 fn skipped(line: &str) -> Option<&'static str> {
     if line.starts_with("scripts/test.sh") {
         Some("the test suite this test is part of")
@@ -32,6 +32,8 @@ fn skipped(line: &str) -> Option<&'static str> {
         Some("benchmarks: minutes of generated packs, not an example")
     } else if line.contains("cargo install") {
         Some("an install: a release build of minutes, into the user's ~/.cargo")
+    } else if line.starts_with("rustup target add") {
+        Some("a download of a target's standard library, for an install")
     } else {
         None
     }
