@@ -82,6 +82,7 @@ fn shared(env: &[(&str, &str)]) -> Shared {
         base,
         retire: tokio_util::sync::CancellationToken::new(),
         marks: false,
+        clear: hcpx_process::runtime::Clear::default(),
     }
 }
 

@@ -335,6 +335,43 @@ fn a_process_of_a_packs_call_is_refused() {
     );
 }
 
+/// The server remembers the ancestors it found in no call, and a client under a
+/// keeper below them is still refused: a Python process runs one call, which is
+/// served (its ancestors remembered), then starts a second Python that names itself
+/// as a keeper does, whose `hcpx exec` is refused.
+#[test]
+fn a_process_of_a_packs_call_is_refused_below_remembered_ancestors() {
+    let env = probe_env();
+    let server = Resident::start(&env);
+    let script = "import subprocess, sys\n\
+         first = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n\
+         print('first', first.returncode, first.stdout.strip())\n\
+         keeper = \"import ctypes, subprocess, sys\\n\
+         ctypes.CDLL(None).prctl(15, b'hcpx-keeper', 0, 0, 0)\\n\
+         sys.exit(subprocess.run(sys.argv[1:]).returncode)\"\n\
+         second = subprocess.run([sys.executable, '-c', keeper] + sys.argv[1:], capture_output=True, text=True)\n\
+         print('second', second.returncode, second.stderr.strip())";
+    let output = python(
+        &env,
+        script,
+        &[crate::common::BIN, "exec", "probe", "args", "--", "word=x"],
+    )
+    .env("HCP_RESIDENT", "require")
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    // The first call's output is the probe's: its arguments, one a line.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "first 0 [x]\n[--]\n\
+         second 2 error: HCP_RESIDENT=require, and the resident server refused the call: the \
+         client is a process of a pack's call\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!server.runs_a_call());
+}
+
 /// The refusal of `hcpx exec probe args` run by a Python `script` (which gets
 /// that command line as its arguments), with a server running.
 fn refused_under_python(script: &str) -> String {

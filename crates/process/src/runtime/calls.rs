@@ -34,28 +34,80 @@ pub enum Tie {
 /// How process `pid` is tied to a call, if at all; `Err` when it could not be read
 /// (gone, or hidden from this process).
 pub fn tie(pid: u32) -> Result<Option<Tie>, String> {
-    tie_in(Path::new("/proc"), pid)
+    tie_in(Path::new("/proc"), pid, None)
 }
 
-fn tie_in(proc: &Path, pid: u32) -> Result<Option<Tie>, String> {
+/// [`tie`], walking up only to the first ancestor `clear` holds, and remembering
+/// there the ancestors it walked past: a server's clients share their shells and
+/// agents, so each client costs two reads of `/proc` rather than one per ancestor.
+pub fn tie_remembering(pid: u32, clear: &Clear) -> Result<Option<Tie>, String> {
+    tie_in(Path::new("/proc"), pid, Some(clear))
+}
+
+/// Processes, by pid and start time, found in no call with all of their ancestors.
+/// That stays true while they run: a process's ancestors only ever leave it (it is
+/// handed to a living ancestor, a subreaper, when its parent dies), and a keeper
+/// names itself before anything of its call runs. The start time tells a reused
+/// pid apart.
+#[derive(Debug, Default)]
+pub struct Clear(std::sync::Mutex<Vec<(u32, u64)>>);
+
+/// How many processes a [`Clear`] holds; beyond it, the oldest go first.
+const CLEAR_KEPT: usize = 256;
+
+impl Clear {
+    fn holds(&self, pid: u32, start: u64) -> bool {
+        self.0.lock().is_ok_and(|clear| clear.contains(&(pid, start)))
+    }
+
+    fn remember(&self, walked: &[(u32, u64)]) {
+        if let Ok(mut clear) = self.0.lock() {
+            for found in walked {
+                if !clear.contains(found) {
+                    clear.push(*found);
+                }
+            }
+            let over = clear.len().saturating_sub(CLEAR_KEPT);
+            clear.drain(..over);
+        }
+    }
+}
+
+fn tie_in(proc: &Path, pid: u32, clear: Option<&Clear>) -> Result<Option<Tie>, String> {
     let own = status(proc, pid).ok_or_else(|| format!("process {pid} cannot be read"))?;
     if own.name == KEEPER_NAME {
         return Ok(Some(Tie::InCall));
     }
-    // Up the tree to the first process (pid 1 has parent 0); a bound in case the
-    // table changes under the walk.
+    // Up the tree to the first process (pid 1 has parent 0), or to one known to be
+    // in no call; a bound in case the table changes under the walk.
     let mut parent = own.parent;
+    let mut walked = Vec::new();
+    let mut whole = false;
     for _ in 0..4096 {
         if parent <= 1 {
+            whole = true;
             break;
         }
         let Some(ancestor) = status(proc, parent) else {
             break;
         };
+        let known = ancestor.start.map(|start| (parent, start));
+        if let (Some(clear), Some((pid, start))) = (clear, known)
+            && clear.holds(pid, start)
+        {
+            whole = true;
+            break;
+        }
         if ancestor.name == KEEPER_NAME {
             return Ok(Some(Tie::InCall));
         }
+        walked.extend(known);
         parent = ancestor.parent;
+    }
+    // Only a walk that reached the top (or a process known to be clear) says that
+    // none of these is in a call.
+    if let Some(clear) = clear.filter(|_| whole) {
+        clear.remember(&walked);
     }
     if children(proc, pid).into_iter().any(|child| {
         status(proc, child).is_some_and(|child| child.name == KEEPER_NAME && child.parent == pid)
@@ -198,10 +250,13 @@ fn tied(proc: &Path) -> Vec<(u32, Tie)> {
 struct Status {
     name: String,
     parent: u32,
+    /// When it started, in clock ticks since boot (`None` where the line is cut
+    /// short).
+    start: Option<u64>,
 }
 
-/// The name and the parent, from `/proc/PID/stat` (shorter for the kernel to
-/// write than `status`, which matters when every process is read).
+/// The name, the parent and the start time, from `/proc/PID/stat` (shorter for the
+/// kernel to write than `status`, which matters when every process is read).
 fn status(proc: &Path, pid: u32) -> Option<Status> {
     let text = super::procfs::read(proc.join(pid.to_string()).join("stat")).ok()?;
     parse_stat(&text)
@@ -214,9 +269,13 @@ fn parse_stat(text: &str) -> Option<Status> {
     let (_, name) = head.split_once('(')?;
     let mut fields = rest.split_whitespace();
     let _state = fields.next()?;
+    let parent = fields.next()?.parse().ok()?;
+    // Field 22; the state was field 3 and the parent field 4.
+    let start = fields.nth(17).and_then(|start| start.parse().ok());
     Some(Status {
         name: name.to_owned(),
-        parent: fields.next()?.parse().ok()?,
+        parent,
+        start,
     })
 }
 
@@ -262,7 +321,10 @@ mod tests {
             std::fs::write(at.join("comm"), format!("{name}\n")).unwrap();
             std::fs::write(
                 at.join("stat"),
-                format!("{pid} ({name}) S {parent} {pid} {pid} 0 -1 4194560 107 0 0 0 0 0 0 0 20 0 1 0\n"),
+                format!(
+                    "{pid} ({name}) S {parent} {pid} {pid} 0 -1 4194560 107 0 0 0 0 0 0 0 20 0 1 0 {} 0\n",
+                    start_of(*pid)
+                ),
             )
             .unwrap();
             if listed {
@@ -281,6 +343,11 @@ mod tests {
         dir
     }
 
+    /// The start time the fake `/proc` gives process `pid`.
+    fn start_of(pid: u32) -> u64 {
+        1000 + u64::from(pid)
+    }
+
     const TREE: [(u32, &str, u32); 7] = [
         (1, "init", 0),
         (10, "bash", 1),
@@ -297,7 +364,7 @@ mod tests {
             let proc = table(&TREE, listed);
             let ties: Vec<(u32, Option<Tie>)> = [1, 10, 20, 21, 22, 23, 30]
                 .into_iter()
-                .map(|pid| (pid, tie_in(proc.path(), pid).unwrap()))
+                .map(|pid| (pid, tie_in(proc.path(), pid, None).unwrap()))
                 .collect();
             assert_eq!(
                 ties,
@@ -312,8 +379,81 @@ mod tests {
                 ],
                 "children listed: {listed}"
             );
-            assert_eq!(tie_in(proc.path(), 99).unwrap_err(), "process 99 cannot be read");
+            assert_eq!(
+                tie_in(proc.path(), 99, None).unwrap_err(),
+                "process 99 cannot be read"
+            );
         }
+    }
+
+    /// Remembering the processes found clear gives the same answers, and a client
+    /// whose ancestors were walked before is answered from its parent: with the
+    /// grandparents gone from the table, only the cache can still say they are clear.
+    #[test]
+    fn a_remembered_ancestry_gives_the_same_answers_from_the_parent() {
+        let proc = table(&TREE, true);
+        let clear = Clear::default();
+        let ties: Vec<(u32, Option<Tie>)> = [1, 10, 20, 21, 22, 23, 30, 23, 30]
+            .into_iter()
+            .map(|pid| (pid, tie_in(proc.path(), pid, Some(&clear)).unwrap()))
+            .collect();
+        assert_eq!(
+            ties,
+            vec![
+                (1, None),
+                (10, None),
+                (20, Some(Tie::ActsForCall)),
+                (21, Some(Tie::InCall)),
+                (22, Some(Tie::InCall)),
+                (23, Some(Tie::InCall)),
+                (30, None),
+                (23, Some(Tie::InCall)),
+                (30, None),
+            ]
+        );
+        // Only the processes walked past on the way up from a clear one: bash.
+        assert_eq!(*clear.0.lock().unwrap(), vec![(10, start_of(10))]);
+        // A new client of bash's: init's entry is gone, and the walk stops at bash.
+        let proc = table(&[(10, "bash", 1), (40, "hcpx", 10)], true);
+        assert_eq!(tie_in(proc.path(), 40, Some(&clear)), Ok(None));
+        assert!(!proc.path().join("1").exists());
+    }
+
+    /// A pid used again by another process is not the one remembered: its start
+    /// time differs, and its ancestors are walked again.
+    #[test]
+    fn a_reused_pid_is_walked_again() {
+        let clear = Clear::default();
+        clear.remember(&[(10, start_of(10) + 1)]);
+        let proc = table(
+            &[
+                (1, "init", 0),
+                (5, KEEPER_NAME, 1),
+                (10, "sh", 5),
+                (11, "hcpx", 10),
+            ],
+            true,
+        );
+        assert_eq!(tie_in(proc.path(), 11, Some(&clear)), Ok(Some(Tie::InCall)));
+    }
+
+    /// A walk cut short (an ancestor gone before it was read) says nothing about the
+    /// processes it passed: none is remembered.
+    #[test]
+    fn a_walk_cut_short_remembers_nothing() {
+        let clear = Clear::default();
+        let proc = table(&[(10, "sh", 9), (11, "hcpx", 10)], true);
+        assert_eq!(tie_in(proc.path(), 11, Some(&clear)), Ok(None));
+        assert!(clear.0.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_clear_set_keeps_the_newest_processes() {
+        let clear = Clear::default();
+        let many: Vec<(u32, u64)> = (0..300).map(|pid| (pid, 7)).collect();
+        clear.remember(&many);
+        let kept = clear.0.lock().unwrap().clone();
+        assert_eq!(kept, many[300 - CLEAR_KEPT..].to_vec());
     }
 
     #[test]
@@ -329,7 +469,8 @@ mod tests {
             parse_stat("4243 (hcpx-keeper) S 4242 4242 4242 0 -1 4194560 107 0 0 0\n"),
             Some(Status {
                 name: KEEPER_NAME.to_owned(),
-                parent: 4242
+                parent: 4242,
+                start: None
             })
         );
         // A pack may name itself anything: `) S 1 (` does not make pid 1 its parent.
@@ -337,10 +478,22 @@ mod tests {
             parse_stat("4244 (a) S 1 (b) R 4243 4242 4242 0 -1\n"),
             Some(Status {
                 name: "a) S 1 (b".to_owned(),
-                parent: 4243
+                parent: 4243,
+                start: None
             })
         );
         assert_eq!(parse_stat("4245 (x\n"), None);
+        // A whole line: the start time is field 22.
+        assert_eq!(
+            parse_stat(
+                "4246 (s h) S 4242 4246 4242 34816 4246 4194304 120 0 0 0 0 0 0 0 20 0 1 0 987654 2555904 220\n"
+            ),
+            Some(Status {
+                name: "s h".to_owned(),
+                parent: 4242,
+                start: Some(987_654)
+            })
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod calls;
 #[cfg(target_os = "linux")]
 pub(crate) use calls::KEEPER_NAME_C;
 #[cfg(target_os = "linux")]
-pub use calls::{Holder, KEEPER_NAME, Tie, socket_holder, tie};
+pub use calls::{Clear, Holder, KEEPER_NAME, Tie, socket_holder, tie, tie_remembering};
 #[cfg(target_os = "linux")]
 mod clone;
 #[cfg(target_os = "linux")]
