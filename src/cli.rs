@@ -217,7 +217,8 @@ pub enum HcpxCommand {
     /// Keep hcpx resident for this user: `hcpx exec` in a shell hands its call over instead of setting up the sandbox again.
     #[command(after_help = "Examples:\n  \
                             hcpx serve &\n  \
-                            hcpx serve --idle 1800        (stops after 30 minutes without a call)\n\n\
+                            hcpx serve --idle 1800        (stops after 30 minutes without a call)\n  \
+                            hcpx --json serve &           (one line on stdout once it serves: its socket and pid)\n\n\
                             It listens at $HCP_HOME/run/exec.sock, in a folder only you can enter. `hcpx exec` \
                             hands it a call only when the server would run it exactly as the process would: the \
                             same user, HCP_HOME, HCP_* settings and TMPDIR, namespaces, root, cgroup, security label, \
@@ -316,8 +317,8 @@ pub struct McpArgs {
     #[arg(long)]
     pub read_only: bool,
     /// Serve Streamable HTTP at /mcp on this IP:PORT instead of stdio (port 0 picks a free one,
-    /// printed on stderr). Without a token only loopback is allowed, and only connections of the
-    /// user who started the server are accepted.
+    /// printed on stderr, and with --json in a line on stdout). Without a token only loopback is
+    /// allowed, and only connections of the user who started the server are accepted.
     #[arg(long, value_name = "IP:PORT")]
     pub http: Option<String>,
     /// Serve Streamable HTTP at /mcp on a new unix socket file at PATH (mode 0600) instead of

@@ -61,6 +61,7 @@ pub use crate::context::{Context, Principal, Session};
 pub use crate::envelope::Envelope;
 use crate::error::{Failure, Reason};
 use crate::next::Next;
+pub use crate::render::Ready;
 use crate::reply::Effects;
 pub(crate) use crate::reply::Reply;
 pub use crate::runtime::Progress;

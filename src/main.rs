@@ -90,7 +90,12 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
 /// address or a unix socket), until
 /// SIGTERM, SIGINT or SIGHUP (running calls are cancelled first). `--help` and bad arguments go through the command tree like
 /// any other command.
-fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::runtime::Runtime) -> u8 {
+fn serve_mcp(
+    args: &hcpx::cli::McpArgs,
+    json: bool,
+    ctx: hcpx::Context,
+    runtime: &tokio::runtime::Runtime,
+) -> u8 {
     let options = hcpx::mcp::Options::from_context(&ctx, args.read_only);
     if args.http.is_some() || args.unix.is_some() {
         let settings = match hcpx::mcp::http::Settings::resolve(args, &ctx) {
@@ -109,11 +114,23 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
         });
         return match runtime.block_on(async {
             let bound = hcpx::mcp::http::bind(settings).await?;
+            let endpoint = bound.endpoint();
             let _ = writeln!(
                 std::io::stderr(),
-                "hcpx: serving MCP at {} (stop with Ctrl-C or SIGTERM)",
-                bound.endpoint()
+                "hcpx: serving MCP at {endpoint} (stop with Ctrl-C or SIGTERM)"
             );
+            if json {
+                let (url, socket) = match endpoint {
+                    hcpx::mcp::http::Endpoint::Tcp(address) => (format!("http://{address}/mcp"), None),
+                    hcpx::mcp::http::Endpoint::Unix(path) => ("http://localhost/mcp".to_owned(), Some(path)),
+                };
+                ready(&hcpx::Ready {
+                    serving: "mcp",
+                    url: Some(url),
+                    socket,
+                    pid: std::process::id(),
+                });
+            }
             cancel_on_signals(cancel);
             bound.serve(server).await
         }) {
@@ -139,7 +156,12 @@ fn serve_mcp(args: &hcpx::cli::McpArgs, ctx: hcpx::Context, runtime: &tokio::run
 }
 
 /// Runs `hcpx serve` until SIGTERM, SIGINT or SIGHUP, or its idle time is over.
-fn serve_resident(args: &hcpx::cli::ServeArgs, ctx: &hcpx::Context, runtime: &tokio::runtime::Runtime) -> u8 {
+fn serve_resident(
+    args: &hcpx::cli::ServeArgs,
+    json: bool,
+    ctx: &hcpx::Context,
+    runtime: &tokio::runtime::Runtime,
+) -> u8 {
     let cancel = ctx.cancel.clone();
     runtime.block_on(async {
         let bound = match hcpx::resident::bind(ctx) {
@@ -151,10 +173,24 @@ fn serve_resident(args: &hcpx::cli::ServeArgs, ctx: &hcpx::Context, runtime: &to
             "hcpx: serving `hcpx exec` calls at {} (stop with Ctrl-C or SIGTERM)",
             bound.path().display()
         );
+        if json {
+            ready(&hcpx::Ready {
+                serving: "exec",
+                url: None,
+                socket: Some(bound.path().to_path_buf()),
+                pid: std::process::id(),
+            });
+        }
         cancel_on_signals(cancel);
         bound.serve(args.idle.map(std::time::Duration::from_secs)).await;
         0
     })
+}
+
+/// With `--json`, a server says on stdout, in one line, that it serves and where.
+fn ready(ready: &hcpx::Ready) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(ready.line().as_bytes()).and_then(|()| out.flush());
 }
 
 /// `hcpx exec` without a person who may be asked to confirm (no terminal, or an
@@ -355,18 +391,18 @@ fn run() -> u8 {
     if argv.iter().any(|word| word == "mcp")
         && let Ok(hcpx::cli::Cli {
             command: hcpx::cli::HcpxCommand::Mcp(args),
-            ..
+            global,
         }) = hcpx::parse(&argv)
     {
-        return serve_mcp(&args, ctx, &runtime);
+        return serve_mcp(&args, global.json, ctx, &runtime);
     }
     if argv.iter().any(|word| word == "serve")
         && let Ok(hcpx::cli::Cli {
             command: hcpx::cli::HcpxCommand::Serve(args),
-            ..
+            global,
         }) = hcpx::parse(&argv)
     {
-        return serve_resident(&args, &ctx, &runtime);
+        return serve_resident(&args, global.json, &ctx, &runtime);
     }
     let outcome = runtime.block_on(async {
         // Interrupted or terminated: the running child's whole group goes first.

@@ -40,6 +40,32 @@ pub(crate) use policy::{
 pub(crate) use search::{SearchResult, search_text};
 pub(crate) use skill::{skill_reference, skill_text};
 
+/// What a server prints on stdout once it serves, with `--json`: one line a script
+/// reads instead of the sentence on stderr (`hcpx --json serve`, `hcpx --json mcp
+/// --http ADDRESS`, with port 0 the port it picked).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Ready {
+    /// What it serves: `exec` (`hcpx serve`) or `mcp`.
+    pub serving: &'static str,
+    /// The MCP endpoint's URL (over `socket` when that is set too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The unix socket it listens on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<std::path::PathBuf>,
+    /// The server's process, which SIGTERM stops.
+    pub pid: u32,
+}
+
+impl Ready {
+    /// The line, ending with a line break.
+    pub fn line(&self) -> String {
+        let mut line = serde_json::to_string(self).unwrap_or_default();
+        line.push('\n');
+        line
+    }
+}
+
 /// `n` and the noun, singular for one (`1 problem`, `2 problems`, `0 matches`): every
 /// count in a message or report is written with it.
 pub(crate) fn count(n: usize, noun: &str) -> String {

@@ -824,3 +824,27 @@ pub(crate) fn dechunk(mut rest: &[u8]) -> Vec<u8> {
     }
     body
 }
+
+/// The first line `child` prints on its piped stdout, waited for at most 10 s
+/// (`None`: none came), and the thread that reads the rest (joined once the child is
+/// gone).
+pub(crate) fn first_line(
+    child: &mut std::process::Child,
+) -> (Option<String>, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead as _, Read as _};
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (sender, received) = std::sync::mpsc::channel();
+    let rest = std::thread::spawn(move || {
+        let mut stdout = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let _ = sender.send(line);
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+        rest
+    });
+    (
+        received.recv_timeout(std::time::Duration::from_secs(10)).ok(),
+        rest,
+    )
+}

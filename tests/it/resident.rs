@@ -319,6 +319,33 @@ fn a_client_under_no_new_privs_is_refused() {
     );
 }
 
+/// With `--json`, the server says in one line on stdout that it serves, where and
+/// as which process, once a client can connect; people read the sentence on stderr.
+#[test]
+fn with_json_the_server_prints_one_ready_line() {
+    let env = probe_env();
+    let mut server = env
+        .command(&["--json", "serve"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (line, rest) = crate::common::first_line(&mut server);
+    let line = line.unwrap_or_else(|| {
+        terminate(&mut server);
+        panic!("no line on stdout")
+    });
+    let socket = env.home().join("run/exec.sock");
+    let ready: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        ready,
+        serde_json::json!({"serving": "exec", "socket": socket, "pid": server.id()})
+    );
+    assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+    terminate(&mut server).unwrap();
+    assert_eq!(rest.join().unwrap(), "", "one line only");
+}
+
 /// A process of a pack's call (one under a keeper) is refused, even when it runs
 /// the same hcpx with the same surroundings.
 #[test]

@@ -308,3 +308,46 @@ fn sigterm_during_a_long_call_stops_cleanly_and_leaves_no_child() {
     // Nothing listens any more.
     assert!(std::net::TcpStream::connect(address).is_err());
 }
+
+/// With `--json`, `hcpx mcp --http` says in one line on stdout that it serves, at
+/// which URL (port 0: the port it picked) and as which process, once it accepts
+/// connections; over a unix socket, the socket too.
+#[test]
+fn with_json_the_server_prints_one_ready_line() {
+    let env = TestEnv::new();
+    let socket = env.root.path().join("mcp.sock");
+    for (listen, address) in [("--http", "127.0.0.1:0"), ("--unix", socket.to_str().unwrap())] {
+        let mut server = env
+            .command(&["--json", "mcp", listen, address])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (line, rest) = crate::common::first_line(&mut server);
+        let line = line.unwrap_or_else(|| {
+            crate::common::terminate(&mut server);
+            panic!("no line on stdout for {listen}")
+        });
+        let ready: Value = serde_json::from_str(&line).unwrap();
+        let expected = match listen {
+            "--http" => {
+                let url = ready["url"].as_str().unwrap_or_default().to_owned();
+                let port = url
+                    .strip_prefix("http://127.0.0.1:")
+                    .and_then(|rest| rest.strip_suffix("/mcp"))
+                    .and_then(|port| port.parse::<u16>().ok())
+                    .filter(|port| *port > 0);
+                let port = port.unwrap_or_else(|| panic!("no port in {line}"));
+                assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+                json!({"serving": "mcp", "url": url, "pid": server.id()})
+            }
+            _ => {
+                assert!(std::os::unix::net::UnixStream::connect(&socket).is_ok());
+                json!({"serving": "mcp", "url": "http://localhost/mcp", "socket": socket, "pid": server.id()})
+            }
+        };
+        assert_eq!(ready, expected);
+        crate::common::terminate(&mut server).unwrap();
+        assert_eq!(rest.join().unwrap(), "", "one line only");
+    }
+}
