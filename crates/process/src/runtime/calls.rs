@@ -358,27 +358,29 @@ mod tests {
         (30, "claude", 10),
     ];
 
+    /// How each process of [`TREE`] is tied to a call.
+    const TIES: [(u32, Option<Tie>); 7] = [
+        (1, None),
+        (10, None),
+        (20, Some(Tie::ActsForCall)),
+        (21, Some(Tie::InCall)),
+        (22, Some(Tie::InCall)),
+        (23, Some(Tie::InCall)),
+        (30, None),
+    ];
+
+    /// Each process of [`TREE`], tied as `clear` (if any) says with the table.
+    fn ties(proc: &Path, clear: Option<&Clear>) -> Vec<(u32, Option<Tie>)> {
+        TIES.iter()
+            .map(|(pid, _)| (*pid, tie_in(proc, *pid, clear).unwrap()))
+            .collect()
+    }
+
     #[test]
     fn a_calls_processes_its_keeper_and_its_starter_are_told_apart_from_the_rest() {
         for listed in [true, false] {
             let proc = table(&TREE, listed);
-            let ties: Vec<(u32, Option<Tie>)> = [1, 10, 20, 21, 22, 23, 30]
-                .into_iter()
-                .map(|pid| (pid, tie_in(proc.path(), pid, None).unwrap()))
-                .collect();
-            assert_eq!(
-                ties,
-                vec![
-                    (1, None),
-                    (10, None),
-                    (20, Some(Tie::ActsForCall)),
-                    (21, Some(Tie::InCall)),
-                    (22, Some(Tie::InCall)),
-                    (23, Some(Tie::InCall)),
-                    (30, None),
-                ],
-                "children listed: {listed}"
-            );
+            assert_eq!(ties(proc.path(), None), TIES, "children listed: {listed}");
             assert_eq!(
                 tie_in(proc.path(), 99, None).unwrap_err(),
                 "process 99 cannot be read"
@@ -393,24 +395,9 @@ mod tests {
     fn a_remembered_ancestry_gives_the_same_answers_from_the_parent() {
         let proc = table(&TREE, true);
         let clear = Clear::default();
-        let ties: Vec<(u32, Option<Tie>)> = [1, 10, 20, 21, 22, 23, 30, 23, 30]
-            .into_iter()
-            .map(|pid| (pid, tie_in(proc.path(), pid, Some(&clear)).unwrap()))
-            .collect();
-        assert_eq!(
-            ties,
-            vec![
-                (1, None),
-                (10, None),
-                (20, Some(Tie::ActsForCall)),
-                (21, Some(Tie::InCall)),
-                (22, Some(Tie::InCall)),
-                (23, Some(Tie::InCall)),
-                (30, None),
-                (23, Some(Tie::InCall)),
-                (30, None),
-            ]
-        );
+        // Twice: the second time, the walks stop at what the first remembered.
+        assert_eq!(ties(proc.path(), Some(&clear)), TIES);
+        assert_eq!(ties(proc.path(), Some(&clear)), TIES);
         // Only the processes walked past on the way up from a clear one: bash.
         assert_eq!(*clear.0.lock().unwrap(), vec![(10, start_of(10))]);
         // A new client of bash's: init's entry is gone, and the walk stops at bash.
