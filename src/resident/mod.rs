@@ -282,7 +282,7 @@ async fn admit(peer: std::io::Result<hcpx_process::runtime::Peer>, shared: &Shar
     }
     crate::mark("resident peer");
     let pid = peer.pid();
-    let theirs = hcpx_process::runtime::Surroundings::of(pid);
+    let theirs = shared.own.peer(pid);
     crate::mark("resident surroundings");
     let tie = hcpx_process::runtime::tie_remembering(pid, &shared.clear);
     crate::mark("resident tie");

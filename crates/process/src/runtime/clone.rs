@@ -35,8 +35,16 @@ const GUARD: usize = 4096;
 /// Signals numbered 1 to 64 on Linux.
 const SIGNALS: i32 = 64;
 
+/// Stacks whose keepers are reaped, kept for the next calls (at most [`SPARES`]):
+/// a mapping per call cost a map, two protections and an unmap, and an unmap in a
+/// multi-threaded server interrupts every CPU that ran one of its threads.
+static SPARE: std::sync::Mutex<Vec<Stack>> = std::sync::Mutex::new(Vec::new());
+/// How many stacks are kept: as many calls as commonly start at once.
+const SPARES: usize = 4;
+
 /// The stacks of the keeper (the top one) and of the child, each above a guard
-/// page, in one mapping freed only once the keeper is gone.
+/// page, in one mapping given back only once the keeper is gone (and the child has
+/// exec'd or died): kept for another call, or unmapped.
 #[derive(Debug)]
 pub(super) struct Stack {
     base: *mut c_void,
@@ -47,7 +55,13 @@ pub(super) struct Stack {
 unsafe impl Send for Stack {}
 
 impl Stack {
-    pub(super) fn new() -> std::io::Result<Self> {
+    /// A spare stack, or a new one.
+    pub(super) fn take() -> std::io::Result<Self> {
+        let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
+        spare.map_or_else(Self::new, Ok)
+    }
+
+    fn new() -> std::io::Result<Self> {
         use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
         let len = 2 * (GUARD + STACK);
         // SAFETY: a fresh anonymous mapping, at an address the kernel picks.
@@ -85,6 +99,17 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        // Neither the keeper nor the child runs on it any more (see `Keeper`), so
+        // the next call's may.
+        if let Ok(mut spare) = SPARE.lock()
+            && spare.len() < SPARES
+        {
+            spare.push(Self {
+                base: self.base,
+                len: self.len,
+            });
+            return;
+        }
         // SAFETY: our own mapping; its keeper is gone (see `Keeper`).
         let _ = unsafe { rustix::mm::munmap(self.base, self.len) };
     }
@@ -167,7 +192,7 @@ pub(super) fn start(
     let (stdout, stdout_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (stderr, stderr_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (report, report_w) = pipe_with(PipeFlags::CLOEXEC)?;
-    let stack = Stack::new()?;
+    let stack = Stack::take()?;
     let mut prepared = Prepared {
         program,
         argv: pointers(&strings[..argc]),
@@ -298,7 +323,7 @@ impl Cover {
 /// files, as root: a pack in the namespace reads nothing there, and no Landlock rule
 /// has to leave them out one entry at a time); needs CAP_SYS_ADMIN (root).
 pub(crate) fn proc_namespace(covers: &[Cover]) -> std::io::Result<ProcNamespace> {
-    let stack = Stack::new()?;
+    let stack = Stack::take()?;
     let mut out = NamespaceOut {
         covers,
         mount: -1,

@@ -102,7 +102,7 @@ pub fn net_namespace(
         mount: -1,
         errno: 0,
     };
-    let stack = Stack::new()?;
+    let stack = Stack::take()?;
     let mut flags =
         libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::CLONE_NEWNET | libc::SIGCHLD;
     if user {

@@ -110,20 +110,24 @@ const NAMESPACES: [&str; 8] = ["cgroup", "ipc", "mnt", "net", "pid", "time", "us
 pub struct Surroundings {
     /// Each fact by name, in a fixed order.
     facts: Vec<(String, String)>,
+    /// Whether an LSM labels processes on this kernel: without one, reading a
+    /// process's label fails alike for every process, so a peer's is not read.
+    labels: bool,
 }
 
 impl Surroundings {
     /// This process's.
     pub fn own() -> Result<Self, String> {
-        Self::read(PathBuf::from("/proc/self"))
+        Self::read(PathBuf::from("/proc/self"), true)
     }
 
-    /// Process `pid`'s, read while it runs (check [`Peer::running`] afterwards).
-    pub fn of(pid: u32) -> Result<Self, String> {
-        Self::read(PathBuf::from(format!("/proc/{pid}")))
+    /// Process `pid`'s, to compare with these, read while it runs (check
+    /// [`Peer::running`] afterwards).
+    pub fn peer(&self, pid: u32) -> Result<Self, String> {
+        Self::read(PathBuf::from(format!("/proc/{pid}")), self.labels)
     }
 
-    fn read(dir: PathBuf) -> Result<Self, String> {
+    fn read(dir: PathBuf, labels: bool) -> Result<Self, String> {
         use rustix::fs::{AtFlags, Mode, OFlags};
         // One lookup of the process's folder; each file is opened from it.
         let dir = rustix::fs::open(
@@ -132,12 +136,11 @@ impl Surroundings {
             Mode::empty(),
         )
         .map_err(|error| format!("{} cannot be opened: {error}", dir.display()))?;
-        let read = |name: &str| -> Result<String, String> {
-            let failed = |error: std::io::Error| format!("{name} cannot be read: {error}");
-            let file = rustix::fs::openat(&dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|error| failed(error.into()))?;
-            super::procfs::read_file(std::fs::File::from(file)).map_err(failed)
+        let text = |name: &str| -> std::io::Result<String> {
+            let file = rustix::fs::openat(&dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())?;
+            super::procfs::read_file(std::fs::File::from(file))
         };
+        let read = |name: &str| text(name).map_err(|error| format!("{name} cannot be read: {error}"));
         let mut facts = Vec::with_capacity(STATUS_LINES.len() + NAMESPACES.len() + 5);
         let status = read("status")?;
         for wanted in STATUS_LINES {
@@ -165,10 +168,14 @@ impl Surroundings {
         }
         facts.push(("cgroup".to_owned(), read("cgroup")?));
         facts.push(("limits".to_owned(), read("limits")?));
-        // No LSM that labels processes: the same for every process.
-        let label = read("attr/current").unwrap_or_default();
+        // No LSM that labels processes (EINVAL): the same for every process.
+        let (label, labels) = match labels.then(|| text("attr/current")) {
+            None => (String::new(), false),
+            Some(Ok(label)) => (label, true),
+            Some(Err(error)) => (String::new(), error.raw_os_error() != Some(libc::EINVAL)),
+        };
         facts.push(("attr/current".to_owned(), label));
-        Ok(Self { facts })
+        Ok(Self { facts, labels })
     }
 
     /// The first fact in which `other` differs from these, by name (`ns/mnt`,
@@ -212,7 +219,7 @@ mod tests {
     fn a_process_has_the_surroundings_it_has() {
         let own = Surroundings::own().unwrap();
         assert_eq!(own.differs(&Surroundings::own().unwrap()), None);
-        assert_eq!(own.differs(&Surroundings::of(std::process::id()).unwrap()), None);
+        assert_eq!(own.differs(&own.peer(std::process::id()).unwrap()), None);
         let names: Vec<&str> = own.facts.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(
             names,
@@ -244,6 +251,17 @@ mod tests {
                 "attr/current"
             ]
         );
+    }
+
+    /// A process's label is read only where an LSM labels processes: where reading
+    /// it fails with EINVAL, it does for every process.
+    #[test]
+    fn a_label_is_read_where_processes_have_labels() {
+        let unlabelled = std::fs::read("/proc/self/attr/current")
+            .is_err_and(|error| error.raw_os_error() == Some(libc::EINVAL));
+        let own = Surroundings::own().unwrap();
+        assert_eq!(own.labels, !unlabelled);
+        assert_eq!(own.peer(std::process::id()).unwrap().labels, !unlabelled);
     }
 
     /// Each fact is told apart by its name, the first that differs.
