@@ -13,7 +13,11 @@
 //! keeper); naming itself so only marks itself.
 //!
 //! Everything is read from `/proc` (each process's `stat`), as this process sees it; a process gone
-//! before it was read is reported as such (the caller refuses it).
+//! before it was read is reported as such (the caller refuses it). An ancestor read
+//! is taken for a process's parent only if the process still names it afterwards:
+//! a process that exits hands its children on before its pid can be given again, so
+//! a parent that exits during the walk, its pid perhaps given to a process of no
+//! call, cannot end the walk short of the keeper.
 
 use std::path::Path;
 
@@ -74,40 +78,8 @@ impl Clear {
 }
 
 fn tie_in(proc: &Path, pid: u32, clear: Option<&Clear>) -> Result<Option<Tie>, String> {
-    let own = status(proc, pid).ok_or_else(|| format!("process {pid} cannot be read"))?;
-    if own.name == KEEPER_NAME {
-        return Ok(Some(Tie::InCall));
-    }
-    // Up the tree to the first process (pid 1 has parent 0), or to one known to be
-    // in no call; a bound in case the table changes under the walk.
-    let mut parent = own.parent;
-    let mut walked = Vec::new();
-    let mut whole = false;
-    for _ in 0..4096 {
-        if parent <= 1 {
-            whole = true;
-            break;
-        }
-        let Some(ancestor) = status(proc, parent) else {
-            break;
-        };
-        let known = ancestor.start.map(|start| (parent, start));
-        if let (Some(clear), Some((pid, start))) = (clear, known)
-            && clear.holds(pid, start)
-        {
-            whole = true;
-            break;
-        }
-        if ancestor.name == KEEPER_NAME {
-            return Ok(Some(Tie::InCall));
-        }
-        walked.extend(known);
-        parent = ancestor.parent;
-    }
-    // Only a walk that reached the top (or a process known to be clear) says that
-    // none of these is in a call.
-    if let Some(clear) = clear.filter(|_| whole) {
-        clear.remember(&walked);
+    if let Some(tie) = ancestry(&mut |pid| status(proc, pid), pid, clear)? {
+        return Ok(Some(tie));
     }
     if children(proc, pid).into_iter().any(|child| {
         status(proc, child).is_some_and(|child| child.name == KEEPER_NAME && child.parent == pid)
@@ -115,6 +87,92 @@ fn tie_in(proc: &Path, pid: u32, clear: Option<&Clear>) -> Result<Option<Tie>, S
         return Ok(Some(Tie::ActsForCall));
     }
     Ok(None)
+}
+
+/// How many times a walk up from a process starts again because a process it passed
+/// changed parent under it, before the process is refused.
+const WALKS: usize = 8;
+
+/// Whether process `pid` is a keeper or has one among its ancestors, each process
+/// read with `read`.
+fn ancestry(
+    read: &mut dyn FnMut(u32) -> Option<Status>,
+    pid: u32,
+    clear: Option<&Clear>,
+) -> Result<Option<Tie>, String> {
+    for _ in 0..WALKS {
+        if let Walked::Done(tie) = walk(read, pid, clear)? {
+            return Ok(tie);
+        }
+    }
+    Err(format!(
+        "the ancestors of process {pid} kept changing while they were read"
+    ))
+}
+
+/// How a walk up from a process ended.
+enum Walked {
+    Done(Option<Tie>),
+    /// A process on the way changed parent (its parent exited): walk again.
+    Moved,
+}
+
+fn walk(
+    read: &mut dyn FnMut(u32) -> Option<Status>,
+    pid: u32,
+    clear: Option<&Clear>,
+) -> Result<Walked, String> {
+    let own = read(pid).ok_or_else(|| format!("process {pid} cannot be read"))?;
+    if own.name == KEEPER_NAME {
+        return Ok(Walked::Done(Some(Tie::InCall)));
+    }
+    // Up the tree to the first process (pid 1 has parent 0), or to one known to be
+    // in no call; a bound in case the table changes under the walk.
+    let (mut below, mut below_status) = (pid, own);
+    let mut walked = Vec::new();
+    let mut whole = false;
+    for _ in 0..4096 {
+        let parent = below_status.parent;
+        if parent <= 1 {
+            whole = true;
+            break;
+        }
+        let ancestor = read(parent);
+        if let Some(ancestor) = &ancestor {
+            if ancestor.name == KEEPER_NAME {
+                return Ok(Walked::Done(Some(Tie::InCall)));
+            }
+            // A process remembered clear has held its pid since before `below` was
+            // read (the start time tells a reused pid apart): it is the parent read
+            // there.
+            if let (Some(clear), Some(start)) = (clear, ancestor.start)
+                && clear.holds(parent, start)
+            {
+                whole = true;
+                break;
+            }
+        }
+        // What was read at `parent` is `below`'s parent only if `below` still has
+        // it afterwards: a process that exits hands its children to a subreaper (a
+        // keeper, in a call) or to init before its pid can be given again. One that
+        // exited before it was read did so too.
+        match read(below) {
+            Some(now) if now.parent == parent && now.start == below_status.start => {}
+            _ => return Ok(Walked::Moved),
+        }
+        // Still the parent, and hidden from this process: the walk stops there.
+        let Some(ancestor) = ancestor else {
+            break;
+        };
+        walked.extend(ancestor.start.map(|start| (parent, start)));
+        (below, below_status) = (parent, ancestor);
+    }
+    // Only a walk that reached the top (or a process known to be clear) says that
+    // none of these is in a call.
+    if let Some(clear) = clear.filter(|_| whole) {
+        clear.remember(&walked);
+    }
+    Ok(Walked::Done(None))
 }
 
 /// Who holds a socket, among the processes tied to a call.
@@ -246,7 +304,7 @@ fn tied(proc: &Path) -> Vec<(u32, Tie)> {
     tied
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Status {
     name: String,
     parent: u32,
@@ -432,6 +490,87 @@ mod tests {
         let proc = table(&[(10, "sh", 9), (11, "hcpx", 10)], true);
         assert_eq!(tie_in(proc.path(), 11, Some(&clear)), Ok(None));
         assert!(clear.0.lock().unwrap().is_empty());
+    }
+
+    /// A process's reads in turn: its name, parent and start time, or `None` (gone).
+    type Reads = (u32, &'static [Option<(&'static str, u32, u64)>]);
+
+    /// A process table that changes between reads: each pid gives its statuses in
+    /// turn, the last from then on.
+    fn changing(script: &[Reads]) -> impl FnMut(u32) -> Option<Status> + use<> {
+        let mut script: std::collections::HashMap<u32, std::collections::VecDeque<Option<Status>>> = script
+            .iter()
+            .map(|(pid, reads)| {
+                let reads = reads.iter().map(|read| {
+                    read.map(|(name, parent, start)| Status {
+                        name: name.to_owned(),
+                        parent,
+                        start: Some(start),
+                    })
+                });
+                (*pid, reads.collect())
+            })
+            .collect();
+        move |pid| {
+            let reads = script.get_mut(&pid)?;
+            if reads.len() > 1 {
+                reads.pop_front()?
+            } else {
+                reads.front()?.clone()
+            }
+        }
+    }
+
+    const INIT: Reads = (1, &[Some(("init", 0, 1))]);
+    const KEEPER: Reads = (5, &[Some((KEEPER_NAME, 1, 5))]);
+
+    /// The attack: a pack's process connects, and its parent, the only process
+    /// between it and the keeper, exits after the client was read and before the
+    /// parent was. The client now has the keeper (the call's subreaper) for parent.
+    #[test]
+    fn a_parent_that_exits_during_the_walk_is_not_taken_for_the_top() {
+        let mut read = changing(&[
+            INIT,
+            KEEPER,
+            (10, &[None]),
+            (11, &[Some(("hcpx", 10, 11)), Some(("hcpx", 5, 11))]),
+        ]);
+        assert_eq!(ancestry(&mut read, 11, None), Ok(Some(Tie::InCall)));
+    }
+
+    /// The attack with the parent's pid given again, to a process of no call, before
+    /// it was read: the client's parent is the keeper by then.
+    #[test]
+    fn a_parents_pid_given_again_during_the_walk_is_not_taken_for_the_parent() {
+        let clear = Clear::default();
+        let mut read = changing(&[
+            INIT,
+            KEEPER,
+            (10, &[Some(("bash", 1, 99))]),
+            (11, &[Some(("hcpx", 10, 11)), Some(("hcpx", 5, 11))]),
+        ]);
+        assert_eq!(ancestry(&mut read, 11, Some(&clear)), Ok(Some(Tie::InCall)));
+        assert!(clear.0.lock().unwrap().is_empty());
+    }
+
+    /// A process whose parent keeps changing under every walk is refused, not
+    /// walked forever.
+    #[test]
+    fn an_ancestry_that_keeps_changing_is_refused() {
+        let mut reads = 0_u32;
+        let mut read = |pid: u32| {
+            reads += 1;
+            let parent = if pid == 11 { 20 + reads } else { 1 };
+            Some(Status {
+                name: "sh".to_owned(),
+                parent,
+                start: Some(u64::from(pid)),
+            })
+        };
+        assert_eq!(
+            ancestry(&mut read, 11, None),
+            Err("the ancestors of process 11 kept changing while they were read".to_owned())
+        );
     }
 
     #[test]
