@@ -193,6 +193,7 @@ pub(super) fn start(
     let (stderr, stderr_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let (report, report_w) = pipe_with(PipeFlags::CLOEXEC)?;
     let stack = Stack::take()?;
+    crate::mark("spawn prepared");
     let mut prepared = Prepared {
         program,
         argv: pointers(&strings[..argc]),
@@ -242,6 +243,7 @@ pub(super) fn start(
         None => keeper_clone(&prepared)(),
     };
     started?;
+    crate::mark("keeper cloned");
     // SAFETY: CLONE_PIDFD wrote the keeper's pidfd, ours alone.
     let keeper = unsafe { OwnedFd::from_raw_fd(pidfd) };
     drop((stdout_w, stderr_w, report_w, stdin));
@@ -257,6 +259,7 @@ pub(super) fn start(
             Err(error) => return Err(error.into()),
         }
     }
+    crate::mark("child exec'd");
     drop(prepared);
     if got == errno.len() {
         // The keeper exits at once; reap it before its stack goes.
