@@ -38,9 +38,32 @@ const SIGNALS: i32 = 64;
 /// Stacks whose keepers are reaped, kept for the next calls (at most [`SPARES`]):
 /// a mapping per call cost a map, two protections and an unmap, and an unmap in a
 /// multi-threaded server interrupts every CPU that ran one of its threads.
-static SPARE: std::sync::Mutex<Vec<Stack>> = std::sync::Mutex::new(Vec::new());
+static SPARE: Spares = Spares(std::sync::Mutex::new(Vec::new()));
 /// How many stacks are kept: as many calls as commonly start at once.
 const SPARES: usize = 4;
+
+/// Stacks kept for the next calls.
+#[derive(Debug, Default)]
+struct Spares(std::sync::Mutex<Vec<Stack>>);
+
+impl Spares {
+    fn take(&self) -> Option<Stack> {
+        self.0.lock().ok()?.pop()
+    }
+
+    /// Keeps the mapping at `base`, `len` bytes, when there is room: then it is the
+    /// spares' to give out, and the caller must not unmap it.
+    fn keep(&self, base: *mut c_void, len: usize) -> bool {
+        let Ok(mut spare) = self.0.lock() else {
+            return false;
+        };
+        if spare.len() >= SPARES {
+            return false;
+        }
+        spare.push(Stack { base, len });
+        true
+    }
+}
 
 /// The stacks of the keeper (the top one) and of the child, each above a guard
 /// page, in one mapping given back only once the keeper is gone (and the child has
@@ -57,8 +80,7 @@ unsafe impl Send for Stack {}
 impl Stack {
     /// A spare stack, or a new one.
     pub(super) fn take() -> std::io::Result<Self> {
-        let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
-        spare.map_or_else(Self::new, Ok)
+        SPARE.take().map_or_else(Self::new, Ok)
     }
 
     fn new() -> std::io::Result<Self> {
@@ -101,13 +123,7 @@ impl Drop for Stack {
     fn drop(&mut self) {
         // Neither the keeper nor the child runs on it any more (see `Keeper`), so
         // the next call's may.
-        if let Ok(mut spare) = SPARE.lock()
-            && spare.len() < SPARES
-        {
-            spare.push(Self {
-                base: self.base,
-                len: self.len,
-            });
+        if SPARE.keep(self.base, self.len) {
             return;
         }
         // SAFETY: our own mapping; its keeper is gone (see `Keeper`).
@@ -613,5 +629,35 @@ unsafe fn exec(prepared: &Prepared<'_>, keeper: i32) -> Errno {
     match result {
         Ok(()) => Errno::ENOEXEC,
         Err(errno) => errno,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stack given back is the next one taken, and no more than [`SPARES`] are
+    /// kept: the rest are unmapped.
+    #[test]
+    fn a_stack_given_back_is_taken_again_up_to_the_spares_kept() {
+        let spares = Spares::default();
+        let stacks: Vec<Stack> = (0..=SPARES).map(|_| Stack::new().unwrap()).collect();
+        let bases: Vec<*mut c_void> = stacks.iter().map(|stack| stack.base).collect();
+        let kept: Vec<bool> = stacks
+            .into_iter()
+            .map(|stack| {
+                let kept = spares.keep(stack.base, stack.len);
+                if kept {
+                    // The spares hold the mapping now.
+                    std::mem::forget(stack);
+                }
+                kept
+            })
+            .collect();
+        assert_eq!(kept, [true, true, true, true, false]);
+        let taken: Vec<*mut c_void> = std::iter::from_fn(|| spares.take())
+            .map(|stack| stack.base)
+            .collect();
+        assert_eq!(taken, [bases[3], bases[2], bases[1], bases[0]]);
     }
 }
