@@ -206,35 +206,26 @@ fn an_ancestry_that_keeps_changing_is_refused() {
 
 /// The attack on the one pass over `/proc` (which a TCP connection's holder is
 /// searched with): the holder's parent, between it and the keeper, exits after the
-/// holder's `stat` was read and before its own was.
+/// holder's `stat` was read and before its own was; or its pid is given again, to a
+/// process of no call, before it was read (a process that started after the one
+/// below it is not its parent).
 #[test]
 fn a_parent_that_exits_during_the_pass_does_not_hide_its_child() {
-    let mut read = changing(&[
-        INIT,
-        KEEPER,
-        (10, &[None]),
-        (11, &[Some(("curl", 10, 11)), Some(("curl", 5, 11))]),
-    ]);
-    assert_eq!(
-        tied_among(&[1, 5, 10, 11], &mut read),
-        vec![(1, Tie::ActsForCall), (5, Tie::InCall), (11, Tie::InCall)]
-    );
-}
-
-/// The same with the parent's pid given again before it was read: a process that
-/// started after the one below it is not its parent.
-#[test]
-fn a_parents_pid_given_again_during_the_pass_does_not_hide_its_child() {
-    let mut read = changing(&[
-        INIT,
-        KEEPER,
-        (10, &[Some(("bash", 1, 99))]),
-        (11, &[Some(("curl", 10, 11)), Some(("curl", 5, 11))]),
-    ]);
-    assert_eq!(
-        tied_among(&[1, 5, 10, 11], &mut read),
-        vec![(1, Tie::ActsForCall), (5, Tie::InCall), (11, Tie::InCall)]
-    );
+    let gone: &[Option<(&str, u32, u64)>] = &[None];
+    let given_again: &[Option<(&str, u32, u64)>] = &[Some(("bash", 1, 99))];
+    for parent in [gone, given_again] {
+        let mut read = changing(&[
+            INIT,
+            KEEPER,
+            (10, parent),
+            (11, &[Some(("curl", 10, 11)), Some(("curl", 5, 11))]),
+        ]);
+        assert_eq!(
+            tied_among(&[1, 5, 10, 11], &mut read),
+            vec![(1, Tie::ActsForCall), (5, Tie::InCall), (11, Tie::InCall)],
+            "{parent:?}"
+        );
+    }
 }
 
 #[test]
