@@ -46,6 +46,9 @@ fn a_pack_cannot_drive_a_server_through_a_socket_it_declares() {
     std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
     let server = HttpServer::start_unix(&env, &socket, &[]);
     crate::sockets::declare(&env, &[&socket]);
+    // Served first, the user's ancestors are remembered as in no call: the pack's
+    // connection is still refused.
+    assert_serves_the_user(&server);
     assert_eq!(
         drive(&env, socket.to_str().unwrap()),
         refused("hcpx connecting for a pack's call")

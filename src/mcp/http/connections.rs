@@ -85,7 +85,7 @@ impl Connections {
                 }
                 continue;
             };
-            let (app, finish) = (app.clone(), self.finish.clone());
+            let (app, finish, gate) = (app.clone(), self.finish.clone(), gate.clone());
             self.tracker.spawn(async move {
                 match accepted {
                     Accepted::Tcp { stream, local, peer } => match gate.admit_tcp(local, peer).await {

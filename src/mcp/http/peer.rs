@@ -9,10 +9,14 @@
 use std::net::{IpAddr, SocketAddr};
 
 /// What a connection must pass before HTTP is spoken on it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Gate {
     /// `None` when a token is set: then anyone may connect, and must send it.
     own_uid: Option<u32>,
+    /// The unix socket peers' ancestors found in no call (their shells and
+    /// agents), where the next peer's walk up stops.
+    #[cfg(target_os = "linux")]
+    clear: std::sync::Arc<hcpx_process::runtime::Clear>,
 }
 
 /// Why a connection was turned away; its text is the body of the 403.
@@ -85,6 +89,8 @@ impl Gate {
     pub(super) fn new(token: bool, own_uid: u32) -> Self {
         Self {
             own_uid: (!token).then_some(own_uid),
+            #[cfg(target_os = "linux")]
+            clear: std::sync::Arc::default(),
         }
     }
 
@@ -139,30 +145,37 @@ impl Gate {
             .and_then(|pid| u32::try_from(pid).ok())
             .filter(|pid| *pid > 0)
         {
-            Some(pid) => not_a_call(pid),
+            Some(pid) => self.not_a_call(pid),
             None => Ok(()),
         }
     }
 }
 
-/// Refuses process `pid` when it is tied to a pack's call; one that left before it
-/// was looked at cannot be told apart, and is refused too.
+impl Gate {
+    /// Refuses process `pid` when it is tied to a pack's call; one that left before
+    /// it was looked at cannot be told apart, and is refused too.
+    #[cfg(target_os = "linux")]
+    fn not_a_call(&self, pid: u32) -> Result<(), Refusal> {
+        not_a_call(pid, &self.clear)
+    }
+
+    /// Off Linux hcpx runs no sandboxed call.
+    #[cfg(all(unix, not(target_os = "linux")))]
+    fn not_a_call(&self, _pid: u32) -> Result<(), Refusal> {
+        Ok(())
+    }
+}
+
 #[cfg(target_os = "linux")]
-fn not_a_call(pid: u32) -> Result<(), Refusal> {
+fn not_a_call(pid: u32, clear: &hcpx_process::runtime::Clear) -> Result<(), Refusal> {
     use hcpx_process::runtime::Tie;
-    match hcpx_process::runtime::tie(pid) {
+    match hcpx_process::runtime::tie_remembering(pid, clear) {
         Ok(None) => Ok(()),
         Ok(Some(tie)) => Err(Refusal::Call {
             acting: tie == Tie::ActsForCall,
         }),
         Err(error) => Err(Refusal::Unknown(error)),
     }
-}
-
-/// Off Linux hcpx runs no sandboxed call.
-#[cfg(all(unix, not(target_os = "linux")))]
-fn not_a_call(_pid: u32) -> Result<(), Refusal> {
-    Ok(())
 }
 
 /// Refuses a TCP connection whose socket (`inode`, made by user `owner`) a process
