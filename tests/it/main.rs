@@ -36,6 +36,8 @@ mod layouts;
 mod leftovers;
 mod mcp;
 mod mcp_changes;
+mod mcp_modern;
+mod mcp_process;
 mod mcp_skills;
 mod mcp_tasks;
 mod npm;
