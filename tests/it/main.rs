@@ -19,6 +19,7 @@ mod builtins;
 mod catalog;
 mod cli;
 mod confine;
+mod confine_git;
 mod docs_wrap;
 mod egress;
 mod egress_forwards;
