@@ -25,6 +25,7 @@ mod egress;
 mod egress_forwards;
 mod egress_header;
 mod exec;
+mod exec_trust;
 mod grants;
 mod hosts;
 mod http;
