@@ -17,6 +17,7 @@ mod adopt_native;
 mod bindings;
 mod builtins;
 mod catalog;
+mod catalog_packs;
 mod cli;
 mod confine;
 mod confine_git;
