@@ -124,14 +124,13 @@ fn no_server(path: &Path, error: &std::io::Error) -> String {
 /// Whether the server runs as this process's user.
 fn same_user(stream: &std::os::unix::net::UnixStream) -> Result<(), String> {
     use std::os::fd::AsFd as _;
-    let credentials = rustix::net::sockopt::socket_peercred(stream.as_fd())
+    let credentials = hcpx_process::runtime::Credentials::of(stream.as_fd())
         .map_err(|error| format!("the resident server cannot be identified: {error}"))?;
-    let own = rustix::process::geteuid();
+    let own = rustix::process::geteuid().as_raw();
     if credentials.uid != own {
         return Err(format!(
-            "the resident server runs as user {}, not as {}",
-            credentials.uid.as_raw(),
-            own.as_raw()
+            "the resident server runs as user {}, not as {own}",
+            credentials.uid
         ));
     }
     Ok(())

@@ -196,12 +196,19 @@ fn lock_beside(path: &Path) -> Result<std::fs::File, String> {
 /// to run, and the socket is left alone.
 #[cfg(unix)]
 fn listener_lives(stream: &std::os::unix::net::UnixStream) -> bool {
-    let Ok(peer) = rustix::net::sockopt::socket_peercred(stream) else {
+    use std::os::fd::AsFd as _;
+    // A listener in a PID namespace this process cannot see (pid 0) cannot be
+    // told to have exited.
+    let Some(pid) = hcpx_process::runtime::Credentials::of(stream.as_fd())
+        .ok()
+        .and_then(|peer| i32::try_from(peer.pid).ok())
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return true;
     };
-    match rustix::process::test_kill_process(peer.pid) {
+    match rustix::process::test_kill_process(pid) {
         // A process that has exited and is not yet reaped still takes signals.
-        Ok(()) => !exited(peer.pid),
+        Ok(()) => !exited(pid),
         Err(rustix::io::Errno::SRCH) => false,
         Err(_) => true,
     }

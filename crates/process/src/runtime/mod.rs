@@ -35,7 +35,7 @@ mod netns;
 mod peer;
 pub(crate) mod procfs;
 #[cfg(target_os = "linux")]
-pub use peer::{Peer, Surroundings};
+pub use peer::{Credentials, Peer, Surroundings};
 #[cfg(target_os = "linux")]
 mod spawner;
 #[cfg(target_os = "linux")]

@@ -26,14 +26,18 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// The process that connected to `socket`, as the kernel recorded it.
+    /// The process that connected to `socket`, as the kernel recorded it; an error
+    /// when it is in a PID namespace this process cannot see.
     pub fn of(socket: BorrowedFd<'_>) -> std::io::Result<Self> {
-        let credentials = rustix::net::sockopt::socket_peercred(socket)?;
-        let pid = u32::try_from(credentials.pid.as_raw_nonzero().get())
-            .map_err(|_| std::io::Error::other("the kernel gave a negative pid"))?;
+        let credentials = Credentials::of(socket)?;
+        if credentials.pid == 0 {
+            return Err(std::io::Error::other(
+                "it runs in a PID namespace this process cannot see",
+            ));
+        }
         Ok(Self {
-            pid,
-            uid: credentials.uid.as_raw(),
+            pid: credentials.pid,
+            uid: credentials.uid,
             pidfd: peer_pidfd(socket)?,
         })
     }
@@ -53,6 +57,52 @@ impl Peer {
         // A pidfd becomes readable when its process exits.
         let mut fds = [PollFd::new(&self.pidfd, PollFlags::IN)];
         matches!(poll(&mut fds, Some(&rustix::event::Timespec::default())), Ok(0))
+    }
+}
+
+/// Who is at the other end of a unix socket, as the kernel recorded it when the
+/// socket connected (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Credentials {
+    /// The process, as this process's PID namespace numbers it: 0 when it runs in
+    /// a namespace this one cannot see.
+    pub pid: u32,
+    pub uid: u32,
+}
+
+impl Credentials {
+    /// `socket`'s peer. (rustix's `socket_peercred` takes the pid for nonzero,
+    /// which the kernel does not promise: a peer in a PID namespace this process
+    /// cannot see has pid 0.)
+    #[expect(unsafe_code, reason = "getsockopt SO_PEERCRED into a plain C struct")]
+    pub fn of(socket: BorrowedFd<'_>) -> std::io::Result<Self> {
+        let mut credentials = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut length = libc::socklen_t::try_from(std::mem::size_of::<libc::ucred>())
+            .map_err(|_| std::io::Error::other("a ucred's size does not fit a socklen_t"))?;
+        // SAFETY: `credentials` and `length` live on this stack for the call, and
+        // `length` says how many bytes `credentials` has; every bit pattern of its
+        // integer fields is valid.
+        let result = unsafe {
+            libc::getsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&raw mut credentials).cast(),
+                &raw mut length,
+            )
+        };
+        if result != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Self {
+            pid: u32::try_from(credentials.pid)
+                .map_err(|_| std::io::Error::other("the kernel gave a negative pid"))?,
+            uid: credentials.uid,
+        })
     }
 }
 
@@ -280,6 +330,70 @@ mod tests {
         nnp.1 = "1".to_owned();
         assert_eq!(own.differs(&other), Some("NoNewPrivs"));
         assert_eq!(other.confined(), Some("it runs with no_new_privs set"));
+    }
+
+    /// A peer in a PID namespace this process cannot see: the kernel gives pid 0,
+    /// which rustix's `socket_peercred` would take for nonzero. The socket is read
+    /// from a new PID namespace, where the process that made it is not seen. Needs
+    /// PID namespaces (root, or user namespaces): a failure says so.
+    #[test]
+    #[expect(
+        unsafe_code,
+        reason = "fork and unshare, to read a socket from another PID namespace"
+    )]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the runtime's own test forks to read a socket from another PID namespace"
+    )]
+    fn a_peer_in_a_pid_namespace_this_one_cannot_see_has_pid_zero() {
+        use std::io::Read as _;
+        use std::os::fd::AsFd as _;
+        let (here, there) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (mut answers, answer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let flags = if rustix::process::geteuid().is_root() {
+            libc::CLONE_NEWPID
+        } else {
+            libc::CLONE_NEWPID | libc::CLONE_NEWUSER
+        };
+        // SAFETY: the child and its child make system calls only (no allocation,
+        // no lock), then exit.
+        unsafe {
+            let child = libc::fork();
+            if child == 0 {
+                if libc::unshare(flags) != 0 {
+                    libc::_exit(1);
+                }
+                let grandchild = libc::fork();
+                if grandchild == 0 {
+                    let seen: u8 = match Credentials::of(there.as_fd()) {
+                        Ok(credentials) if credentials.pid == 0 => b'0',
+                        Ok(_) => b'p',
+                        Err(_) => b'e',
+                    };
+                    libc::write(answer.as_raw_fd(), (&raw const seen).cast(), 1);
+                    libc::_exit(0);
+                }
+                libc::waitpid(grandchild, std::ptr::null_mut(), 0);
+                libc::_exit(0);
+            }
+            libc::waitpid(child, std::ptr::null_mut(), 0);
+        }
+        drop(answer);
+        let mut seen = Vec::new();
+        answers.read_to_end(&mut seen).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&seen),
+            "0",
+            "(nothing: no PID namespace could be made; this test needs root or user namespaces)"
+        );
+        // From here, the same socket names this process.
+        assert_eq!(
+            Credentials::of(here.as_fd()).unwrap(),
+            Credentials {
+                pid: std::process::id(),
+                uid: rustix::process::geteuid().as_raw(),
+            }
+        );
     }
 
     /// A peer is the process that connected, pinned while it runs.
