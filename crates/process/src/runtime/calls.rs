@@ -14,10 +14,10 @@
 //!
 //! Everything is read from `/proc` (each process's `stat`), as this process sees it; a process gone
 //! before it was read is reported as such (the caller refuses it). An ancestor read
-//! is taken for a process's parent only if the process still names it afterwards:
-//! a process that exits hands its children on before its pid can be given again, so
-//! a parent that exits during the walk, its pid perhaps given to a process of no
-//! call, cannot end the walk short of the keeper.
+//! is taken for a process's parent only if it started no later than the process
+//! (see [`parent_of`]); one gone, or a pid given again, sends the walk on to the
+//! parent the process has now: a parent that exits during the walk cannot end it
+//! short of the keeper.
 
 use std::path::Path;
 
@@ -89,20 +89,50 @@ fn tie_in(proc: &Path, pid: u32, clear: Option<&Clear>) -> Result<Option<Tie>, S
     Ok(None)
 }
 
-/// How many times a walk up from a process starts again because a process it passed
-/// changed parent under it, before the process is refused.
-const WALKS: usize = 8;
-
 /// Whether process `pid` is a keeper or has one among its ancestors, each process
-/// read with `read`.
+/// read with `read`, up to the first one `clear` holds.
 fn ancestry(
     read: &mut dyn FnMut(u32) -> Option<Status>,
     pid: u32,
     clear: Option<&Clear>,
 ) -> Result<Option<Tie>, String> {
-    for _ in 0..WALKS {
-        if let Walked::Done(tie) = walk(read, pid, clear)? {
-            return Ok(tie);
+    let gone = || format!("process {pid} cannot be read");
+    let mut below = read(pid).ok_or_else(gone)?;
+    let mut below_pid = pid;
+    // The ancestors walked past, remembered as clear once the walk reaches the top
+    // (or a process known to be clear): only then does it say none is in a call.
+    let mut walked = Vec::new();
+    // A bound in case the table keeps changing under the walk.
+    for _ in 0..4096 {
+        if below.name == KEEPER_NAME {
+            return Ok(Some(Tie::InCall));
+        }
+        if below.parent <= 1 {
+            return Ok(remembered(clear, &walked));
+        }
+        match parent_of(read, below_pid, &below, None) {
+            Parent::Found(ancestor) => {
+                // A process remembered clear has held its pid since before `below`
+                // was read (the start time tells a reused pid apart).
+                if ancestor.name != KEEPER_NAME
+                    && let (Some(clear), Some(start)) = (clear, ancestor.start)
+                    && clear.holds(below.parent, start)
+                {
+                    return Ok(remembered(Some(clear), &walked));
+                }
+                walked.extend(ancestor.start.map(|start| (below.parent, start)));
+                (below_pid, below) = (below.parent, ancestor);
+            }
+            Parent::Moved(now) => below = now,
+            // Still the parent, and hidden from this process: the walk stops there.
+            Parent::Hidden => return Ok(None),
+            // An ancestor exited: its descendants have other parents now, so the walk
+            // starts again from the process itself.
+            Parent::Gone => {
+                below = read(pid).ok_or_else(gone)?;
+                below_pid = pid;
+                walked.clear();
+            }
         }
     }
     Err(format!(
@@ -110,69 +140,51 @@ fn ancestry(
     ))
 }
 
-/// How a walk up from a process ended.
-enum Walked {
-    Done(Option<Tie>),
-    /// A process on the way changed parent (its parent exited): walk again.
-    Moved,
+/// No call's: `walked`, the ancestors passed on the way to the top, are remembered
+/// so in `clear`.
+fn remembered(clear: Option<&Clear>, walked: &[(u32, u64)]) -> Option<Tie> {
+    if let Some(clear) = clear {
+        clear.remember(walked);
+    }
+    None
 }
 
-fn walk(
+/// What was read at the parent's pid of process `pid` (whose status was `status`).
+enum Parent {
+    /// Its parent, as read.
+    Found(Status),
+    /// It has another parent by now: its status, read again.
+    Moved(Status),
+    /// It still names that parent, which cannot be read here.
+    Hidden,
+    /// It is gone itself.
+    Gone,
+}
+
+/// The parent of process `pid`, whose status was `status`: `known` (what a pass over
+/// `/proc` read at the parent's pid) or else read with `read`. What is read there is
+/// the parent only if it started no later than the process: a process that exits
+/// hands its children on (to a subreaper, a keeper in a call, or to init) before its
+/// pid can be given again, to a process that then starts after them (in the same
+/// clock tick only if the whole pid space went round within it). Otherwise the
+/// process is read again, and names the parent it has now.
+fn parent_of(
     read: &mut dyn FnMut(u32) -> Option<Status>,
     pid: u32,
-    clear: Option<&Clear>,
-) -> Result<Walked, String> {
-    let own = read(pid).ok_or_else(|| format!("process {pid} cannot be read"))?;
-    if own.name == KEEPER_NAME {
-        return Ok(Walked::Done(Some(Tie::InCall)));
+    status: &Status,
+    known: Option<Status>,
+) -> Parent {
+    let parent = known
+        .or_else(|| read(status.parent))
+        .filter(|parent| parent.start.zip(status.start).is_none_or(|(up, own)| up <= own));
+    if let Some(parent) = parent {
+        return Parent::Found(parent);
     }
-    // Up the tree to the first process (pid 1 has parent 0), or to one known to be
-    // in no call; a bound in case the table changes under the walk.
-    let (mut below, mut below_status) = (pid, own);
-    let mut walked = Vec::new();
-    let mut whole = false;
-    for _ in 0..4096 {
-        let parent = below_status.parent;
-        if parent <= 1 {
-            whole = true;
-            break;
-        }
-        let ancestor = read(parent);
-        if let Some(ancestor) = &ancestor {
-            if ancestor.name == KEEPER_NAME {
-                return Ok(Walked::Done(Some(Tie::InCall)));
-            }
-            // A process remembered clear has held its pid since before `below` was
-            // read (the start time tells a reused pid apart): it is the parent read
-            // there.
-            if let (Some(clear), Some(start)) = (clear, ancestor.start)
-                && clear.holds(parent, start)
-            {
-                whole = true;
-                break;
-            }
-        }
-        // What was read at `parent` is `below`'s parent only if `below` still has
-        // it afterwards: a process that exits hands its children to a subreaper (a
-        // keeper, in a call) or to init before its pid can be given again. One that
-        // exited before it was read did so too.
-        match read(below) {
-            Some(now) if now.parent == parent && now.start == below_status.start => {}
-            _ => return Ok(Walked::Moved),
-        }
-        // Still the parent, and hidden from this process: the walk stops there.
-        let Some(ancestor) = ancestor else {
-            break;
-        };
-        walked.extend(ancestor.start.map(|start| (parent, start)));
-        (below, below_status) = (parent, ancestor);
+    match read(pid) {
+        Some(now) if now.start == status.start && now.parent != status.parent => Parent::Moved(now),
+        Some(now) if now.start == status.start => Parent::Hidden,
+        _ => Parent::Gone,
     }
-    // Only a walk that reached the top (or a process known to be clear) says that
-    // none of these is in a call.
-    if let Some(clear) = clear.filter(|_| whole) {
-        clear.remember(&walked);
-    }
-    Ok(Walked::Done(None))
 }
 
 /// Who holds a socket, among the processes tied to a call.
@@ -290,21 +302,10 @@ fn tied_among(pids: &[u32], read: &mut dyn FnMut(u32) -> Option<Status>) -> Vec<
             if below.parent <= 1 {
                 return false;
             }
-            // A parent gone (from the table, or since), or one that started after
-            // the process below (its pid given again), is not its parent any more:
-            // a process that exits hands its children on first, so the process
-            // below, read again, names the one it has now.
-            let parent = table
-                .get(&below.parent)
-                .cloned()
-                .or_else(|| read(below.parent))
-                .filter(|parent| parent.start.zip(below.start).is_none_or(|(up, own)| up <= own));
-            match parent {
-                Some(parent) => (below_pid, below) = (below.parent, parent),
-                None => match read(below_pid) {
-                    Some(now) if now.start == below.start && now.parent != below.parent => below = now,
-                    _ => return false,
-                },
+            match parent_of(read, below_pid, &below, table.get(&below.parent).cloned()) {
+                Parent::Found(parent) => (below_pid, below) = (below.parent, parent),
+                Parent::Moved(now) => below = now,
+                Parent::Hidden | Parent::Gone => return false,
             }
         }
         false
